@@ -1,0 +1,460 @@
+"""Gang scheduler: all-or-nothing placement of GPU requests on a node inventory.
+
+Pure functions over plain dataclasses; no Django, no I/O. The portal's services build ``NodeView``s from the
+node table (synced from a backend's ``inventory()``) and ``PlacementRequest``s from instances waiting to be
+scheduled, call :func:`place` or :func:`schedule_queue`, and persist the result.
+
+Placement rules (DESIGN.md §1 row 5, issue 5):
+
+* **All or nothing.** A request gets every GPU it asks for in one placement, or nothing.
+* **Whole nodes** when ``gpus >= node size`` (8 on the usual 8-GPU nodes) or the mode is bare metal; the
+  count must then be a multiple of the node size, otherwise the request is refused (``code="not_multiple"``).
+  Whole nodes are taken only from nodes with nothing else on them.
+* **Best fit inside one node** otherwise: the ready node with the fewest free GPUs that still fits, so that
+  small requests fill partly used nodes first and whole nodes stay whole for gangs.
+* **One topology block** (rack / switch) preferred: the block with the fewest free whole nodes that still
+  fits; if no single block fits, span the fewest blocks (largest blocks first, the last one best fit).
+* Cordoned and draining nodes are never used.
+* **Quota**: an organization's GPUs in use plus the request must not exceed its ``quota_gpus``.
+
+Queue rule (:func:`schedule_queue`): requests are walked first-come first-served by ``(submitted_at,
+request_id)``, independently per GPU type, with a **restricted backfill** that never delays the first
+waiting request of that type:
+
+* Once a *whole-node* request of a GPU type cannot be placed for lack of capacity, later requests of that
+  type may still be placed, but only on nodes that are already partly used -- capacity the waiting gang can
+  never use until those nodes empty anyway. Whole-node requests behind it wait.
+* Once a *single-node* request of a GPU type cannot be placed, every later request of that type waits:
+  any GPU we gave away could be the one it needs.
+* Requests waiting on their organization's quota, and invalid requests, hold nobody up.
+
+Why not plain backfill: without run-time estimates (training jobs have none) unrestricted backfill lets a
+stream of small requests starve a 1024-GPU gang forever. Why not strict FIFO: a 1-GPU notebook would wait
+behind a gang although it only uses GPUs the gang cannot take. Freed capacity is offered to the queue at
+once by calling :func:`schedule_queue` again with the new inventory.
+
+Performance: free capacity is indexed per GPU type by free-GPU count (best fit = first non-empty bucket at or
+above the request, at most node-size buckets) and per (GPU type, block) as ordered sets of whole free nodes,
+so a placement costs O(nodes placed + blocks), independent of the inventory size
+(see ``benchmarks/scheduler_bench.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Literal, NamedTuple
+
+NodeState = Literal["ready", "cordoned", "draining"]
+Mode = Literal["container", "bare_metal"]
+
+NODE_STATES: tuple[str, ...] = ("ready", "cordoned", "draining")
+MODES: tuple[str, ...] = ("container", "bare_metal")
+MAX_GANG_GPUS = 1024  # product limit: a request asks for 1 … 1024 GPUs
+DEFAULT_NODE_SIZE = 8  # GPUs per node when a GPU type has no nodes in the inventory yet
+
+# Unplaceable.code values. Permanent ones will not change by waiting (the request must be changed).
+CODE_INVALID = "invalid"  # malformed request (GPU count out of range, unknown mode)
+CODE_NOT_MULTIPLE = "not_multiple"  # whole-node request that is not a multiple of the node size
+CODE_EXCEEDS_QUOTA = "exceeds_quota"  # the request alone is larger than the organization's quota
+CODE_QUOTA = "quota"  # quota would be exceeded given the GPUs the organization already uses
+CODE_NO_NODES = "no_nodes"  # no ready node of this GPU type
+CODE_EXCEEDS_INVENTORY = "exceeds_inventory"  # more nodes / GPUs than the whole inventory of the type has
+CODE_CAPACITY = "capacity"  # not enough free capacity now
+CODE_BEHIND = "behind"  # would fit, but waits behind an earlier request of the same GPU type
+PERMANENT_CODES = frozenset({CODE_INVALID, CODE_NOT_MULTIPLE})
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """One node of the inventory as the scheduler sees it.
+
+    ``gpus_total``: GPUs (or CPU slots on the local backend) the node has; ``gpus_free``: those not
+    allocated to running work (0 ≤ free ≤ total). ``block``: topology block (rack / switch) the node sits
+    in; nodes in one block talk over the fastest fabric.
+    """
+
+    name: str
+    gpu_type: str
+    gpus_total: int
+    gpus_free: int
+    block: str
+    state: NodeState = "ready"
+
+
+@dataclass(frozen=True, slots=True)
+class PlacementRequest:
+    """A request for ``gpus`` GPUs of ``gpu_type`` for one organization, in FIFO order of ``submitted_at``."""
+
+    request_id: str
+    org_id: str
+    gpu_type: str
+    gpus: int
+    mode: Mode
+    submitted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a request runs: ``assignments`` is ``((node_name, gpus), …)``; ``block`` is the single topology
+    block used, or ``None`` when the placement spans blocks."""
+
+    request_id: str
+    assignments: tuple[tuple[str, int], ...]
+    block: str | None
+
+    @property
+    def gpus(self) -> int:
+        """Total GPUs placed."""
+        return sum(g for _, g in self.assignments)
+
+    @property
+    def node_names(self) -> tuple[str, ...]:
+        """Names of the nodes used, in assignment order."""
+        return tuple(n for n, _ in self.assignments)
+
+
+@dataclass(frozen=True, slots=True)
+class Unplaceable:
+    """Why a request cannot be placed now: a human ``reason`` shown to the user and a machine ``code``
+    (one of the ``CODE_*`` constants)."""
+
+    reason: str
+    code: str
+
+    @property
+    def permanent(self) -> bool:
+        """True when waiting cannot help: the request itself must change."""
+        return self.code in PERMANENT_CODES
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting:
+    """A request left in the queue by :func:`schedule_queue`.
+
+    ``position``: 1-based place among the waiting requests of the same GPU type (what the user sees), or
+    ``None`` for a permanently refused request, which is not in the queue at all.
+    """
+
+    request: PlacementRequest
+    position: int | None
+    reason: str
+    code: str
+
+
+class QueueResult(NamedTuple):
+    """Result of one pass over the queue; unpacks as ``placements, waiting``."""
+
+    placements: list[Placement]
+    waiting: list[Waiting]
+
+
+def node_size_of(nodes: Iterable[NodeView], gpu_type: str) -> int:
+    """GPUs per node for ``gpu_type``: the largest ``gpus_total`` among its nodes (any state), or
+    ``DEFAULT_NODE_SIZE`` when there are none. Whole-node placements use only nodes of exactly this size."""
+    size = 0
+    for n in nodes:
+        if n.gpu_type == gpu_type and n.gpus_total > size:
+            size = n.gpus_total
+    return size or DEFAULT_NODE_SIZE
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+@dataclass(slots=True)
+class _TypePool:
+    """Free capacity of one GPU type. Mutated as placements are committed."""
+
+    gpu_type: str
+    node_size: int
+    total_by_name: dict[str, int] = field(default_factory=dict)
+    free_by_name: dict[str, int] = field(default_factory=dict)
+    block_by_name: dict[str, str] = field(default_factory=dict)
+    # free-GPU count -> ordered set (dict keys) of ready node names with exactly that many free GPUs (> 0)
+    by_free: dict[int, dict[str, None]] = field(default_factory=dict)
+    # block -> ordered set of ready, whole-size nodes with every GPU free
+    whole_free: dict[str, dict[str, None]] = field(default_factory=dict)
+    whole_nodes_in_inventory: int = 0  # whole-size nodes of this type in any state
+    largest_node: int = 0  # largest gpus_total of a ready node
+
+    def add(self, node: NodeView) -> None:
+        free = max(0, min(node.gpus_free, node.gpus_total))
+        self.total_by_name[node.name] = node.gpus_total
+        self.free_by_name[node.name] = free
+        self.block_by_name[node.name] = node.block
+        self.largest_node = max(self.largest_node, node.gpus_total)
+        if free > 0:
+            self.by_free.setdefault(free, {})[node.name] = None
+        if free == node.gpus_total == self.node_size:
+            self.whole_free.setdefault(node.block, {})[node.name] = None
+
+    def take(self, name: str, gpus: int) -> None:
+        free = self.free_by_name[name]
+        if self.free_by_name[name] == self.total_by_name[name] == self.node_size:
+            del self.whole_free[self.block_by_name[name]][name]
+        del self.by_free[free][name]
+        left = free - gpus
+        self.free_by_name[name] = left
+        if left > 0:
+            self.by_free.setdefault(left, {})[name] = None
+
+    def whole_free_count(self) -> int:
+        return sum(len(s) for s in self.whole_free.values())
+
+    def max_free_on_node(self, *, partly_used_only: bool = False) -> int:
+        for free in sorted(self.by_free, reverse=True):
+            for name in self.by_free[free]:
+                if not partly_used_only or free < self.total_by_name[name]:
+                    return free
+        return 0
+
+    # -- finding (no mutation) -------------------------------------------------------------------------
+    def find_in_node(self, gpus: int, *, partly_used_only: bool) -> str | None:
+        """Best fit: a node with the fewest free GPUs ≥ ``gpus``; ties by inventory order."""
+        for free in range(gpus, self.largest_node + 1):
+            bucket = self.by_free.get(free)
+            if not bucket:
+                continue
+            for name in bucket:
+                if not partly_used_only or free < self.total_by_name[name]:
+                    return name
+        return None
+
+    def find_whole_nodes(self, count: int) -> tuple[list[str], str | None] | None:
+        """``count`` whole free nodes, in one block if possible (the fullest block that fits), else across
+        the fewest blocks. Returns (names, block or None) or None when fewer are free."""
+        sizes = [(len(names), block) for block, names in self.whole_free.items() if names]
+        if sum(s for s, _ in sizes) < count:
+            return None
+        fitting = [(s, b) for s, b in sizes if s >= count]
+        if fitting:
+            _, block = min(fitting)
+            return _first(self.whole_free[block], count), block
+        sizes.sort(key=lambda sb: (-sb[0], sb[1]))
+        chosen: list[str] = []
+        remaining = count
+        k = 0
+        while sum(s for s, _ in sizes[: k + 1]) < count:
+            k += 1
+        # the k largest blocks whole, then the smallest block that covers what is left (best fit)
+        for _, block in sizes[:k]:
+            chosen.extend(self.whole_free[block])
+            remaining -= len(self.whole_free[block])
+        last = min((s, b) for s, b in sizes[k:] if s >= remaining)[1]
+        chosen.extend(_first(self.whole_free[last], remaining))
+        return chosen, None
+
+
+def _first(names: Mapping[str, None], count: int) -> list[str]:
+    out: list[str] = []
+    for name in names:
+        if len(out) == count:
+            break
+        out.append(name)
+    return out
+
+
+class _Capacity:
+    """Index of free capacity over an inventory, per GPU type."""
+
+    def __init__(self, nodes: Iterable[NodeView]) -> None:
+        nodes = list(nodes)
+        sizes: dict[str, int] = {}
+        for n in nodes:
+            sizes[n.gpu_type] = max(sizes.get(n.gpu_type, 0), n.gpus_total)
+        self.pools: dict[str, _TypePool] = {t: _TypePool(t, s) for t, s in sizes.items()}
+        for n in sorted(nodes, key=lambda n: n.name):
+            pool = self.pools[n.gpu_type]
+            if n.gpus_total == pool.node_size:
+                pool.whole_nodes_in_inventory += 1
+            if n.state == "ready" and n.gpus_total > 0:
+                pool.add(n)
+
+    def pool(self, gpu_type: str) -> _TypePool:
+        return self.pools.get(gpu_type) or _TypePool(gpu_type, DEFAULT_NODE_SIZE)
+
+
+def _validate(req: PlacementRequest, node_size: int) -> Unplaceable | None:
+    if req.mode not in MODES:
+        return Unplaceable(f"unknown mode {req.mode!r}; expected container or bare_metal", CODE_INVALID)
+    if not 1 <= req.gpus <= MAX_GANG_GPUS:
+        return Unplaceable(f"a request asks for 1 to {MAX_GANG_GPUS} GPUs, not {req.gpus}", CODE_INVALID)
+    if _whole_nodes(req, node_size) and req.gpus % node_size:
+        lower = req.gpus // node_size * node_size
+        hint = f"{lower} or {lower + node_size}" if lower else str(node_size)
+        why = "bare metal" if req.mode == "bare_metal" else f"requests of {node_size} or more GPUs"
+        return Unplaceable(
+            f"{why} take whole {node_size}-GPU {req.gpu_type} nodes: ask for a multiple of {node_size} "
+            f"GPUs ({hint}), not {req.gpus}",
+            CODE_NOT_MULTIPLE,
+        )
+    return None
+
+
+def _whole_nodes(req: PlacementRequest, node_size: int) -> bool:
+    return req.mode == "bare_metal" or req.gpus >= node_size
+
+
+def _check_quota(req: PlacementRequest, quota_gpus: int | None, used_gpus: int) -> Unplaceable | None:
+    if quota_gpus is None:
+        return None
+    if req.gpus > quota_gpus:
+        return Unplaceable(
+            f"needs {req.gpus} GPUs but the organization's GPU quota is {quota_gpus} GPUs; "
+            "ask support to raise the quota",
+            CODE_EXCEEDS_QUOTA,
+        )
+    if used_gpus + req.gpus > quota_gpus:
+        return Unplaceable(
+            f"the organization's GPU quota is {quota_gpus} GPUs and {used_gpus} are in use; this request "
+            f"needs {req.gpus} (waits until {used_gpus + req.gpus - quota_gpus} more are released)",
+            CODE_QUOTA,
+        )
+    return None
+
+
+def _try_place(req: PlacementRequest, pool: _TypePool, *, partly_used_only: bool) -> Placement | Unplaceable:
+    """Find a placement for a validated, quota-checked request without committing it."""
+    t = req.gpu_type
+    if not pool.free_by_name:
+        return Unplaceable(f"no ready {t} nodes", CODE_NO_NODES)
+    size = pool.node_size
+    if _whole_nodes(req, size):
+        need = req.gpus // size
+        if partly_used_only:
+            return Unplaceable(
+                f"needs {_plural(need, f'free {t} node')} ({pool.whole_free_count()} free); "
+                "waits behind an earlier request",
+                CODE_BEHIND,
+            )
+        found = pool.find_whole_nodes(need)
+        if found is None:
+            free = pool.whole_free_count()
+            if need > pool.whole_nodes_in_inventory:
+                return Unplaceable(
+                    f"needs {_plural(need, f'free {t} node')}, the inventory has "
+                    f"{pool.whole_nodes_in_inventory} ({free} free)",
+                    CODE_EXCEEDS_INVENTORY,
+                )
+            return Unplaceable(f"needs {_plural(need, f'free {t} node')}, {free} free", CODE_CAPACITY)
+        names, block = found
+        return Placement(req.request_id, tuple((n, size) for n in names), block)
+    name = pool.find_in_node(req.gpus, partly_used_only=partly_used_only)
+    if name is None:
+        if req.gpus > pool.largest_node:
+            return Unplaceable(
+                f"needs {req.gpus} {t} GPUs on one node, the largest ready node has {pool.largest_node}",
+                CODE_EXCEEDS_INVENTORY,
+            )
+        most = pool.max_free_on_node(partly_used_only=partly_used_only)
+        if partly_used_only and pool.find_in_node(req.gpus, partly_used_only=False) is not None:
+            return Unplaceable(
+                f"needs {req.gpus} free {t} GPUs on one node; waits behind an earlier request", CODE_BEHIND
+            )
+        return Unplaceable(
+            f"needs {req.gpus} free {t} GPUs on one node, the most free on any node is {most}", CODE_CAPACITY
+        )
+    return Placement(req.request_id, ((name, req.gpus),), pool.block_by_name[name])
+
+
+def _commit(pool: _TypePool, placement: Placement) -> None:
+    for name, gpus in placement.assignments:
+        pool.take(name, gpus)
+
+
+def place(
+    request: PlacementRequest,
+    nodes: Sequence[NodeView],
+    *,
+    quota_gpus: int | None = None,
+    used_gpus: int = 0,
+) -> Placement | Unplaceable:
+    """Place one request on ``nodes`` (all or nothing), ignoring any queue.
+
+    ``quota_gpus``: the organization's GPU quota (``None`` = unlimited); ``used_gpus``: GPUs it holds now.
+    Returns a :class:`Placement`, or an :class:`Unplaceable` with the reason. Raises nothing for bad input:
+    malformed requests come back as ``Unplaceable(code="invalid" | "not_multiple")``.
+    """
+    pool = _Capacity(nodes).pool(request.gpu_type)
+    refused = _validate(request, pool.node_size) or _check_quota(request, quota_gpus, used_gpus)
+    if refused:
+        return refused
+    return _try_place(request, pool, partly_used_only=False)
+
+
+def schedule_queue(
+    requests: Iterable[PlacementRequest],
+    nodes: Sequence[NodeView],
+    quotas: Mapping[str, int | None],
+    usage: Mapping[str, int],
+) -> QueueResult:
+    """Place as many queued requests as the rules allow, in FIFO order with restricted backfill.
+
+    ``requests``: the waiting requests (any order; sorted here by ``(submitted_at, request_id)``).
+    ``nodes``: the inventory with current free GPUs (not modified; a copy of free capacity is mutated).
+    ``quotas``: org id -> GPU quota (missing or ``None`` = unlimited). ``usage``: org id -> GPUs in use now.
+
+    Returns ``QueueResult(placements, waiting)``: placements in the order made (to be committed by the
+    caller) and the rest with their position per GPU type and reason. See the module docstring for the
+    queue rule and why.
+    """
+    capacity = _Capacity(nodes)
+    used = dict(usage)
+    placements: list[Placement] = []
+    waiting: list[Waiting] = []
+    # per GPU type: None = open; "partial" = a whole-node gang waits; "closed" = a single-node request waits
+    gate: dict[str, str] = {}
+    positions: dict[str, int] = {}
+
+    def wait(req: PlacementRequest, refusal: Unplaceable) -> None:
+        if refusal.permanent:
+            waiting.append(Waiting(req, None, refusal.reason, refusal.code))
+            return
+        positions[req.gpu_type] = positions.get(req.gpu_type, 0) + 1
+        waiting.append(Waiting(req, positions[req.gpu_type], refusal.reason, refusal.code))
+
+    for req in sorted(requests, key=lambda r: (r.submitted_at, r.request_id)):
+        pool = capacity.pool(req.gpu_type)
+        refused = _validate(req, pool.node_size) or _check_quota(
+            req, quotas.get(req.org_id), used.get(req.org_id, 0)
+        )
+        if refused:
+            wait(req, refused)
+            continue
+        state = gate.get(req.gpu_type)
+        if state == "closed":
+            probe = _try_place(req, pool, partly_used_only=False)
+            if isinstance(probe, Placement):
+                probe = Unplaceable(
+                    f"needs {req.gpus} {req.gpu_type} GPUs; waits behind an earlier request", CODE_BEHIND
+                )
+            wait(req, probe)
+            continue
+        result = _try_place(req, pool, partly_used_only=state == "partial")
+        if isinstance(result, Placement):
+            _commit(pool, result)
+            used[req.org_id] = used.get(req.org_id, 0) + req.gpus
+            placements.append(result)
+            continue
+        wait(req, result)
+        # Only a request that lacks capacity *now* holds later ones back; one larger than the inventory or
+        # one for a type with no ready node would otherwise block its GPU type forever.
+        if result.code == CODE_CAPACITY:
+            gate[req.gpu_type] = "partial" if _whole_nodes(req, pool.node_size) else "closed"
+    return QueueResult(placements, waiting)
+
+
+def apply_placements(nodes: Sequence[NodeView], placements: Iterable[Placement]) -> list[NodeView]:
+    """Return ``nodes`` with the GPUs of ``placements`` subtracted from ``gpus_free`` (for callers and tests
+    that simulate a run). Raises ``ValueError`` if a placement takes more than a node has free."""
+    free = {n.name: n.gpus_free for n in nodes}
+    for p in placements:
+        for name, gpus in p.assignments:
+            if free[name] < gpus:
+                raise ValueError(f"placement {p.request_id} takes {gpus} GPUs of {name}, {free[name]} free")
+            free[name] -= gpus
+    return [dataclasses.replace(n, gpus_free=free[n.name]) for n in nodes]
