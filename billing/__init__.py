@@ -1,0 +1,1 @@
+"""Ledger, wallets and credit grants (and later: price book, metering, Stripe, statements)."""

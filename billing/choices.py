@@ -1,0 +1,41 @@
+"""Enumerations of the billing app."""
+
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class AccountKind(models.TextChoices):
+    """What a ledger account holds. Wallet accounts carry a cached balance and may never go negative."""
+
+    WALLET_PAID = "wallet_paid", _("Paid balance")
+    CREDIT_GRANT = "credit_grant", _("Credit grant")
+    SYSTEM = "system", _("System")
+
+
+class SystemAccount(models.TextChoices):
+    """Codes of the platform's own accounts, the other side of every customer posting."""
+
+    REVENUE = "system:revenue", _("Revenue")
+    PROMOTIONS = "system:promotions", _("Promotional credit issued")
+    EXPIRED_CREDIT = "system:expired-credit", _("Expired credit")
+    STRIPE = "system:stripe", _("Stripe clearing")
+    ADJUSTMENTS = "system:adjustments", _("Manual adjustments")
+
+
+class TransactionKind(models.TextChoices):
+    """Why money moved; statements group lines by kind."""
+
+    CREDIT_GRANT = "credit_grant", _("Credit grant")
+    GRANT_EXPIRY = "grant_expiry", _("Credit expiry")
+    TOP_UP = "top_up", _("Top-up")
+    SPEND = "spend", _("Spend")
+    USAGE = "usage", _("GPU usage")
+    LICENSE_FEE = "license_fee", _("Dataset license fee")
+    REFUND = "refund", _("Refund")
+    ADJUSTMENT = "adjustment", _("Adjustment")
+
+
+class GrantKind(models.TextChoices):
+    TRIAL = "trial", _("Trial credit")
+    PROMOTIONAL = "promotional", _("Promotional credit")
+    STAFF = "staff", _("Staff grant")

@@ -1,0 +1,113 @@
+"""Double-entry ledger (accounts, transactions, entries), wallets and credit grants.
+
+Invariants:
+- every ``LedgerTransaction``'s entries sum to zero (micro-CNY);
+- a transaction's ``idempotency_key`` is unique, so a retried posting writes nothing new;
+- ``LedgerAccount.balance_micros`` of a wallet or grant account equals the sum of its entries; it is
+  updated only by ``billing.services.ledger_post`` under a row lock taken in primary-key order;
+- rows are never updated (except the cached balance) nor deleted: corrections are new transactions.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from billing.choices import AccountKind, GrantKind, TransactionKind
+
+
+class LedgerAccount(models.Model):
+    """One account of the ledger. ``balance_micros`` is a cache, kept only when ``track_balance``.
+
+    System accounts do not track a cached balance (their balance is summed on read), so that postings
+    from many organizations never contend on one hot row.
+    """
+
+    code = models.CharField(max_length=80, unique=True)
+    kind = models.CharField(max_length=20, choices=AccountKind.choices)
+    organization = models.ForeignKey(
+        "portal.Organization", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_accounts"
+    )
+    name = models.CharField(max_length=120)
+    track_balance = models.BooleanField(default=True)
+    allow_negative = models.BooleanField(default=False)
+    balance_micros = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class LedgerTransaction(models.Model):
+    """A balanced set of entries posted atomically, identified by its idempotency key."""
+
+    idempotency_key = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=TransactionKind.choices)
+    organization = models.ForeignKey(
+        "portal.Organization", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_transactions"
+    )
+    memo = models.CharField(max_length=300, blank=True)
+    fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the request; a reused key must match")
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.idempotency_key}"
+
+
+class LedgerEntry(models.Model):
+    """One signed amount on one account; positive adds to the account's balance."""
+
+    transaction = models.ForeignKey(LedgerTransaction, on_delete=models.PROTECT, related_name="entries")
+    account = models.ForeignKey(LedgerAccount, on_delete=models.PROTECT, related_name="entries")
+    amount_micros = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.CheckConstraint(condition=~models.Q(amount_micros=0), name="entry_nonzero")]
+        indexes = [models.Index(fields=["account", "-id"])]
+
+    def __str__(self) -> str:
+        return f"{self.account_id}: {self.amount_micros}"
+
+
+class Wallet(models.Model):
+    """An organization's prepaid CNY wallet: the paid account plus its credit grants.
+
+    The wallet row is the lock taken before any spend, so concurrent spends serialize per organization.
+    """
+
+    organization = models.OneToOneField("portal.Organization", on_delete=models.PROTECT, related_name="wallet")
+    paid_account = models.OneToOneField(LedgerAccount, on_delete=models.PROTECT, related_name="wallet")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"wallet of {self.organization}"
+
+
+class CreditGrant(models.Model):
+    """Credit given, not paid (trial, promotion, staff): spent before paid balance, earliest expiry first.
+
+    Its remaining amount is the balance of its own ledger account. At ``expires_at`` it stops counting;
+    the expiry task then posts the remainder to ``system:expired-credit`` and sets ``expired_at``.
+    """
+
+    wallet = models.ForeignKey(Wallet, on_delete=models.PROTECT, related_name="grants")
+    account = models.OneToOneField(LedgerAccount, on_delete=models.PROTECT, related_name="grant")
+    kind = models.CharField(max_length=20, choices=GrantKind.choices)
+    amount_micros = models.BigIntegerField()
+    granted_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(db_index=True)
+    expired_at = models.DateTimeField(null=True, blank=True)
+    reason = models.CharField(max_length=300, blank=True)
+
+    class Meta:
+        ordering = ["expires_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} grant {self.pk} of {self.wallet.organization}"

@@ -1,0 +1,49 @@
+"""The API's one error envelope: ``{"error": {"code": str, "message": str, "details": ...}}``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+
+class ApiError(exceptions.APIException):
+    """A domain refusal with its own code, e.g. ``ApiError("insufficient_funds", "…", 402)``."""
+
+    def __init__(self, code: str, message: str, status_code: int = 400, details: Any = None) -> None:
+        super().__init__(detail=message, code=code)
+        self.status_code = status_code
+        self.error_code = code
+        self.details = details
+
+
+def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Wrap every DRF error in the envelope; codes come from DRF's ``default_code`` or ``ApiError``."""
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+    response = exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, ApiError):
+        code, message, details = exc.error_code, str(exc.detail), exc.details
+    elif isinstance(exc, exceptions.ValidationError):
+        code, message, details = "invalid", "The request is not valid.", response.data
+    elif isinstance(exc, exceptions.APIException):
+        code = exc.default_code if not isinstance(exc.detail, dict) else "error"
+        codes = exc.get_codes()
+        if isinstance(codes, str):
+            code = codes
+        message = str(exc.detail) if not isinstance(exc.detail, (dict, list)) else "Error."
+        details = None
+    else:  # pragma: no cover - exception_handler returns None for others
+        code, message, details = "error", str(exc), None
+    if response.status_code == status.HTTP_401_UNAUTHORIZED:
+        code = "not_authenticated" if code == "not_authenticated" else "authentication_failed"
+    response.data = {"error": {"code": code, "message": message, "details": details}}
+    return response

@@ -1,0 +1,25 @@
+"""Per-token request throttling (``DEFAULT_THROTTLE_RATES['token']``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.request import Request
+from rest_framework.throttling import SimpleRateThrottle
+
+from portal.models import ApiToken
+
+
+class TokenRateThrottle(SimpleRateThrottle):
+    """Limits each API token (or, for session users, each user; anonymous: each IP) to the ``token`` rate."""
+
+    scope = "token"
+
+    def get_cache_key(self, request: Request, view: Any) -> str:
+        if isinstance(request.auth, ApiToken):
+            ident = f"t{request.auth.pk}"
+        elif request.user and request.user.is_authenticated:
+            ident = f"u{request.user.pk}"
+        else:
+            ident = f"ip{self.get_ident(request)}"
+        return self.cache_format % {"scope": self.scope, "ident": ident}

@@ -1,0 +1,96 @@
+"""Partner API views of the portal: me, wallet, wallet ledger, API tokens."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, mixins, viewsets
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.models import CreditGrant
+from billing.money import from_micros
+from billing.selectors import ledger_lines, wallet_balance
+from portal.api.serializers import ApiTokenSerializer, LedgerLineSerializer, MeSerializer, WalletSerializer
+from portal.models import ApiToken, Organization
+from portal.selectors import organization_for_user
+from portal.services import api_token_revoke
+
+ORG_PARAM = OpenApiParameter(
+    "organization",
+    str,
+    description="Organization slug; defaults to the token's organization (or your personal one).",
+)
+
+
+def request_organization(request: Request) -> Organization:
+    """The organization a request acts for: ``?organization=<slug>`` if the user is a member (else
+    404), the token's organization, or the user's personal organization."""
+    slug = request.query_params.get("organization")
+    if slug is None and isinstance(request.auth, ApiToken):
+        return request.auth.organization
+    return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
+
+
+class MeView(generics.RetrieveAPIView):  # type: ignore[type-arg]
+    """The authenticated user, their memberships, and the token's organization and scope."""
+
+    serializer_class = MeSerializer
+
+    def get_object(self):  # type: ignore[no-untyped-def]
+        return self.request.user
+
+
+class WalletView(APIView):
+    """The organization's wallet: total, trial (unexpired grants) and paid balance, and grants."""
+
+    @extend_schema(parameters=[ORG_PARAM], responses=WalletSerializer)
+    def get(self, request: Request) -> Response:
+        org = request_organization(request)
+        bal = wallet_balance(organization=org)
+        grants = CreditGrant.objects.filter(wallet__organization=org).select_related("account").order_by("-id")
+        data = {
+            "organization": org.slug,
+            "currency": "CNY",
+            "balance": str(from_micros(bal.total_micros)),
+            "trial_balance": str(from_micros(bal.trial_micros)),
+            "paid_balance": str(from_micros(bal.paid_micros)),
+            "balance_micros": bal.total_micros,
+            "trial_expires_at": bal.next_expiry,
+            "grants": grants,
+        }
+        return Response(WalletSerializer(data).data)
+
+
+class LedgerView(generics.ListAPIView):  # type: ignore[type-arg]
+    """The organization's wallet ledger lines, newest first, cursor-paginated."""
+
+    serializer_class = LedgerLineSerializer
+
+    @extend_schema(parameters=[ORG_PARAM])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return ledger_lines(organization=request_organization(self.request))
+
+
+class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
+                      viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Your own API tokens (never the secret). ``DELETE`` revokes a token; another user's is a 404."""
+
+    serializer_class = ApiTokenSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        return ApiToken.objects.filter(user=self.request.user).select_related("organization")
+
+    def perform_destroy(self, instance: ApiToken) -> None:
+        api_token_revoke(token=instance, acting_user=self.request.user)  # type: ignore[arg-type]
+
+    def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
+        token = self.get_object()
+        self.perform_destroy(token)
+        token.refresh_from_db()
+        return Response(ApiTokenSerializer(token).data)
+
+

@@ -1,0 +1,214 @@
+"""Account, organization and API-token operations. Views, the API and admin call these."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core import signing
+from django.core.mail import send_mail
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+from django.utils import timezone
+from django.utils.text import slugify
+from django.utils.translation import gettext as _
+
+from billing.choices import GrantKind
+from billing.money import to_micros
+from billing.services import credit_grant_create, wallet_create
+from portal.audit import audit_log
+from portal.choices import Role, TokenScope
+from portal.models import ApiToken, Membership, Organization, TrialClaim, User
+
+VERIFY_SALT = "portal.email-verification"
+TOKEN_PREFIX = "gpp"
+
+
+class VerificationError(Exception):
+    """A verification link that is malformed, tampered with, expired, or for another address."""
+
+
+def _unique_slug(base: str) -> str:
+    slug = slugify(base)[:40] or "org"
+    candidate, n = slug, 1
+    while Organization.objects.filter(slug=candidate).exists():
+        n += 1
+        candidate = f"{slug}-{n}"
+    return candidate
+
+
+def organization_create(*, name: str, owner: User, personal: bool = False) -> Organization:
+    """Create an organization with ``owner`` as its owner and an empty wallet."""
+    with transaction.atomic():
+        org = Organization.objects.create(name=name[:150], slug=_unique_slug(name), personal=personal)
+        Membership.objects.create(organization=org, user=owner, role=Role.OWNER)
+        wallet_create(organization=org)
+        audit_log(action="portal.organization_create", actor=owner, organization=org, obj=org)
+    return org
+
+
+def membership_add(*, organization: Organization, user: User, role: Role, acting_user: User | None) -> Membership:
+    """Add ``user`` to ``organization`` with ``role`` (or change the role of an existing member)."""
+    with transaction.atomic():
+        membership, _created = Membership.objects.update_or_create(
+            organization=organization, user=user, defaults={"role": role}
+        )
+        audit_log(
+            action="portal.membership_set",
+            actor=acting_user,
+            organization=organization,
+            obj=membership,
+            extra={"user": user.email, "role": str(role)},
+        )
+    return membership
+
+
+def user_signup(*, email: str, password: str, name: str = "") -> User:
+    """Create an unverified user and a personal organization, then e-mail a verification link.
+
+    The caller validates the input (``SignupForm``); a duplicate address raises ``IntegrityError``.
+    The e-mail is sent after commit.
+    """
+    with transaction.atomic():
+        user = User.objects.create_user(email=email, password=password, name=name)
+        organization_create(name=name or email.split("@")[0], owner=user, personal=True)
+        audit_log(action="portal.signup", actor=user, obj=user)
+        transaction.on_commit(lambda: send_verification_email(user=user))
+    return user
+
+
+def verification_token(user: User) -> str:
+    """A signed, timestamped token naming the user and the address being verified."""
+    return signing.dumps({"u": user.pk, "e": user.email}, salt=VERIFY_SALT)
+
+
+def send_verification_email(*, user: User) -> None:
+    """Send the verification link to the user's address (console backend by default)."""
+    link = settings.SITE_URL.rstrip("/") + reverse("verify_email", args=[verification_token(user)])
+    send_mail(
+        subject=_("Verify your gpu-portal e-mail address"),
+        message=_(
+            "Welcome to gpu-portal.\n\nOpen this link to verify your address and receive your trial "
+            "credit:\n\n%(link)s\n\nThe link is valid for 3 days."
+        )
+        % {"link": link},
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        recipient_list=[user.email],
+    )
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    user: User
+    newly_verified: bool
+    trial_granted: bool
+
+
+def email_verify(*, token: str) -> VerificationResult:
+    """Verify the address named by ``token`` and grant trial credit once per address.
+
+    Raises ``VerificationError`` for a malformed, tampered or expired token, or one whose address no
+    longer matches the user's. The grant is made at most once per address ever: a ``TrialClaim`` row
+    with a unique address (kept when the user is deleted) is inserted first, and the ledger posting
+    uses the idempotency key ``trial:<sha256 of the address>`` — so clicking twice, concurrently, or
+    after re-creating the account grants nothing more.
+    """
+    try:
+        data = signing.loads(token, salt=VERIFY_SALT, max_age=settings.EMAIL_VERIFICATION_MAX_AGE_S)
+    except signing.SignatureExpired as exc:
+        raise VerificationError(_("This verification link has expired. Request a new one.")) from exc
+    except signing.BadSignature as exc:
+        raise VerificationError(_("This verification link is not valid.")) from exc
+    user = User.objects.filter(pk=data.get("u"), email=data.get("e")).first()
+    if user is None:
+        raise VerificationError(_("This verification link is not valid."))
+
+    with transaction.atomic():
+        newly = User.objects.filter(pk=user.pk, email_verified_at__isnull=True).update(
+            email_verified_at=timezone.now()
+        )
+        user.refresh_from_db()
+        org = Organization.objects.filter(memberships__user=user, personal=True).first()
+        granted = False
+        if org is not None and settings.TRIAL_CREDIT > 0:
+            try:
+                with transaction.atomic():
+                    TrialClaim.objects.create(email=user.email, organization=org)
+                granted = True
+            except IntegrityError:
+                granted = False
+            if granted:
+                now = timezone.now()
+                credit_grant_create(
+                    organization=org,
+                    amount_micros=to_micros(settings.TRIAL_CREDIT),
+                    expires_at=now + timedelta(days=settings.TRIAL_CREDIT_DAYS),
+                    kind=GrantKind.TRIAL,
+                    idempotency_key="trial:" + hashlib.sha256(user.email.encode()).hexdigest(),
+                    reason="Trial credit",
+                    created_by=user,
+                )
+        if newly:
+            audit_log(action="portal.email_verified", actor=user, organization=org, obj=user,
+                      extra={"trial_granted": granted})
+    return VerificationResult(user=user, newly_verified=bool(newly), trial_granted=granted)
+
+
+@dataclass(frozen=True)
+class CreatedToken:
+    token: ApiToken
+    plaintext: str  # shown once, never stored
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def api_token_create(*, user: User, organization: Organization, name: str, scope: TokenScope) -> CreatedToken:
+    """Create a token ``gpp_<prefix>_<secret>``; only the SHA-256 of the secret is stored.
+
+    The user must be a member of ``organization`` (else ``PermissionError``).
+    """
+    if not Membership.objects.filter(organization=organization, user=user).exists():
+        raise PermissionError("not a member of this organization")
+    prefix = secrets.token_hex(6)
+    secret = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        token = ApiToken.objects.create(
+            user=user,
+            organization=organization,
+            name=name[:100],
+            prefix=prefix,
+            secret_sha256=hash_secret(secret),
+            scope=scope,
+        )
+        audit_log(action="portal.api_token_create", actor=user, organization=organization, obj=token,
+                  extra={"scope": str(scope), "name": name})
+    return CreatedToken(token=token, plaintext=f"{TOKEN_PREFIX}_{prefix}_{secret}")
+
+
+def api_token_revoke(*, token: ApiToken, acting_user: User) -> ApiToken:
+    """Revoke a token (idempotent); a revoked token authenticates nothing."""
+    with transaction.atomic():
+        if ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
+            audit_log(action="portal.api_token_revoke", actor=acting_user, organization=token.organization,
+                      obj=token)
+        token.refresh_from_db()
+    return token
+
+
+def api_token_authenticate(raw: str) -> ApiToken | None:
+    """The active token matching ``raw`` (``gpp_<prefix>_<secret>``), or None. Constant-time compare."""
+    parts = raw.split("_", 2)
+    if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1] or not parts[2]:
+        return None
+    token = ApiToken.objects.select_related("user", "organization").filter(prefix=parts[1]).first()
+    if token is None or token.revoked_at is not None or not token.user.is_active:
+        return None
+    if not secrets.compare_digest(token.secret_sha256, hash_secret(parts[2])):
+        return None
+    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    return token

@@ -1,0 +1,1 @@
+"""Settings modules: ``base`` (embedded defaults for running locally), ``test``, ``production``."""

@@ -1,0 +1,39 @@
+"""Root URLconf: console, auth, admin, partner API, i18n switcher."""
+
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.utils.translation import gettext_lazy as _
+
+from portal import views
+
+admin.site.site_header = _("gpu-portal back office")
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("signup/", views.signup, name="signup"),
+    path("verify/<str:token>/", views.verify_email, name="verify_email"),
+    path("verify-resend/", views.resend_verification, name="resend_verification"),
+    path("login/", auth_views.LoginView.as_view(template_name="portal/login.html"), name="login"),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("password-reset/", auth_views.PasswordResetView.as_view(
+        template_name="portal/password_reset.html", email_template_name="portal/password_reset_email.txt"),
+        name="password_reset"),
+    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(
+        template_name="portal/password_reset_done.html"), name="password_reset_done"),
+    path("password-reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
+        template_name="portal/password_reset_confirm.html"), name="password_reset_confirm"),
+    path("password-reset/complete/", auth_views.PasswordResetCompleteView.as_view(
+        template_name="portal/password_reset_complete.html"), name="password_reset_complete"),
+    path("tokens/", views.api_tokens, name="api_tokens"),
+    path("tokens/<int:pk>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
+    path("o/<slug:org>/", views.dashboard, name="dashboard"),
+    path("o/<slug:org>/wallet/", views.wallet, name="wallet"),
+    path("o/<slug:org>/instances/", views.placeholder, {"section": "instances"}, name="instances"),
+    path("o/<slug:org>/jobs/", views.placeholder, {"section": "jobs"}, name="jobs"),
+    path("o/<slug:org>/datasets/", views.placeholder, {"section": "datasets"}, name="datasets"),
+    path("o/<slug:org>/apps/", views.placeholder, {"section": "apps"}, name="apps"),
+    path("i18n/", include("django.conf.urls.i18n")),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("portal.api.urls")),
+]

@@ -1,0 +1,142 @@
+"""Console views of the portal app: signup, verification, dashboard, wallet, API tokens.
+
+One view serves the full page and its htmx partial (``request.htmx and not request.htmx.boosted``).
+Every organization-scoped page resolves the organization through ``organization_for_user`` (404 for
+outsiders).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth import login
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db import IntegrityError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from billing.selectors import ledger_lines, wallet_balance
+from portal.choices import TokenScope
+from portal.forms import ApiTokenForm, SignupForm
+from portal.models import User
+from portal.selectors import api_tokens_for_user, organization_for_user
+from portal.services import (
+    VerificationError,
+    api_token_create,
+    api_token_revoke,
+    email_verify,
+    send_verification_email,
+    user_signup,
+)
+
+
+def _partial(request: HttpRequest) -> bool:
+    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+
+
+def signup(request: HttpRequest) -> HttpResponse:
+    if request.user.is_authenticated:
+        return redirect("home")
+    form = SignupForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = user_signup(
+                email=form.cleaned_data["email"],
+                password=form.cleaned_data["password1"],
+                name=form.cleaned_data.get("name", ""),
+            )
+        except IntegrityError:
+            form.add_error("email", _("An account with this e-mail address already exists."))
+        else:
+            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+            messages.success(request, _("Check your inbox: we sent a verification link to %(email)s.")
+                             % {"email": user.email})
+            return redirect("home")
+    return render(request, "portal/signup.html", {"form": form}, status=400 if form.errors else 200)
+
+
+def verify_email(request: HttpRequest, token: str) -> HttpResponse:
+    try:
+        result = email_verify(token=token)
+    except VerificationError as exc:
+        return render(request, "portal/verify_failed.html", {"error": str(exc)}, status=400)
+    if result.trial_granted:
+        messages.success(request, _("Your address is verified and your trial credit is in your wallet."))
+    else:
+        messages.info(request, _("Your address is verified."))
+    if request.user.is_authenticated and request.user.pk == result.user.pk:
+        return redirect("home")
+    return redirect("login")
+
+
+@login_required
+@require_POST
+def resend_verification(request: HttpRequest) -> HttpResponse:
+    user: User = request.user  # type: ignore[assignment]
+    if not user.is_verified:
+        send_verification_email(user=user)
+        messages.info(request, _("We sent a new verification link to %(email)s.") % {"email": user.email})
+    return redirect("home")
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    org = organization_for_user(user=request.user)  # type: ignore[arg-type]
+    return redirect("dashboard", org=org.slug)
+
+
+@login_required
+def dashboard(request: HttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    balance = wallet_balance(organization=organization)
+    return render(request, "portal/dashboard.html", {"org": organization, "balance": balance})
+
+
+@login_required
+def wallet(request: HttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
+    context = {"org": organization, "balance": wallet_balance(organization=organization), "page": page}
+    template = "portal/wallet_table.html" if _partial(request) else "portal/wallet.html"
+    return render(request, template, context)
+
+
+@login_required
+def api_tokens(request: HttpRequest) -> HttpResponse:
+    user: User = request.user  # type: ignore[assignment]
+    form = ApiTokenForm(request.POST or None, user=user)
+    created = None
+    if request.method == "POST" and form.is_valid():
+        created = api_token_create(
+            user=user,
+            organization=form.cleaned_data["organization"],
+            name=form.cleaned_data["name"],
+            scope=TokenScope(form.cleaned_data["scope"]),
+        )
+        form = ApiTokenForm(user=user)
+    context = {"form": form, "tokens": api_tokens_for_user(user), "created": created}
+    return render(request, "portal/tokens.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+    user: User = request.user  # type: ignore[assignment]
+    token = api_tokens_for_user(user).filter(pk=pk).first()
+    if token is None:  # another user's token is indistinguishable from a missing one
+        raise Http404("token not found")
+    api_token_revoke(token=token, acting_user=user)
+    if _partial(request):
+        return render(request, "portal/token_row.html", {"token": token})
+    messages.success(request, _("Token revoked."))
+    return HttpResponseRedirect(reverse("api_tokens"))
+
+
+@login_required
+def placeholder(request: HttpRequest, org: str, section: str = "") -> HttpResponse:
+    """Sections that later issues fill in (instances, jobs, datasets, apps): an honest empty state."""
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    return render(request, "portal/coming_soon.html", {"org": organization, "section": section})
