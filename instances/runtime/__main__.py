@@ -1,0 +1,61 @@
+"""``python -m instances.runtime --config job.json`` — the training runtime's command line.
+
+Start it under ``torchrun`` (one process per GPU, or per CPU slot locally), e.g.::
+
+    torchrun --nproc-per-node 2 --standalone -m instances.runtime --config job.json
+
+Exit codes are in ``instances.runtime.exitcodes``. torchrun itself turns any non-zero worker exit
+into its own exit status 1, so the portal reads the reason from the ``exit`` event (HTTP callback
+and ``{workdir}/events.jsonl``), which carries the worker's exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+
+from instances.runtime import exitcodes
+from instances.runtime.config import ConfigError, load_config
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse arguments, run one rank of the job, return its exit code."""
+    parser = argparse.ArgumentParser(
+        prog="python -m instances.runtime",
+        description="Distributed training with automatic sharded checkpoints and exact resume. "
+        "Run one process per rank under torchrun; all settings come from the JSON config "
+        "(see instances/runtime/config.py for the fields).",
+        epilog="exit codes: 0 finished, 64 invalid config, 85 preempted (checkpoint saved), "
+        "86 stopped by the portal (checkpoint saved), 87 resume refused, 1 failed",
+    )
+    parser.add_argument("--config", required=True, help="path of the job's JSON config file")
+    args = parser.parse_args(argv)
+    try:
+        cfg = load_config(args.config)
+    except ConfigError as exc:
+        print(f"invalid config: {exc}", file=sys.stderr)
+        return exitcodes.EXIT_CONFIG_ERROR
+
+    from instances.runtime.train import NoLoadableCheckpoint, ResumeRefused, Trainer
+
+    trainer = Trainer(cfg)
+    code = exitcodes.EXIT_FAILED
+    try:
+        code = trainer.run()
+    except ResumeRefused as exc:
+        print(f"resume refused: {exc}", file=sys.stderr)
+        code = trainer.finish("failed", exitcodes.EXIT_RESUME_REFUSED, str(exc))
+    except NoLoadableCheckpoint as exc:
+        print(f"resume failed: {exc}", file=sys.stderr)
+        code = trainer.finish("failed", exitcodes.EXIT_FAILED, str(exc))
+    except Exception as exc:  # noqa: BLE001 - report, then fail with the documented code
+        traceback.print_exc()
+        code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+    finally:
+        trainer.close()
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""Decoder-only models: Llama-architecture presets built offline with Hugging Face ``transformers``.
+
+Nothing is downloaded: ``HF_HUB_OFFLINE=1`` is set before ``transformers`` is imported, presets are
+built from a ``LlamaConfig`` with random weights (seeded by the caller), and a base model to
+fine-tune is read from a local folder in Hugging Face format (``config.json`` + safetensors).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import torch  # noqa: E402
+
+# Shapes follow published models: gpt2-small = GPT-2 124M's width/depth, 1b = Llama 3.2 1B,
+# 7b = Llama 2 7B. ``tiny`` is for CPU tests (~2.1M parameters with a 2k vocabulary).
+PRESETS: dict[str, dict[str, Any]] = {
+    "tiny": dict(
+        hidden_size=192, intermediate_size=512, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
+    ),
+    "gpt2-small": dict(
+        hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12
+    ),
+    "1b": dict(
+        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8
+    ),
+    "7b": dict(
+        hidden_size=4096,
+        intermediate_size=11008,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+    ),
+}
+
+
+def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) -> torch.nn.Module:
+    """Build a ``LlamaForCausalLM`` on CPU in float32.
+
+    ``name_or_path``: a key of ``PRESETS`` (random init from ``seed``, vocabulary ``vocab_size``,
+    context at least ``seq_len``) or a local Hugging Face model folder (its vocabulary must hold
+    ``vocab_size`` ids). Raises ``ValueError`` for an unknown preset, a missing folder or a
+    vocabulary that is too small.
+    """
+    from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
+
+    if name_or_path in PRESETS:
+        cfg = LlamaConfig(
+            vocab_size=vocab_size,
+            max_position_embeddings=max(seq_len, 2048),
+            tie_word_embeddings=False,
+            attention_dropout=0.0,
+            use_cache=False,
+            **PRESETS[name_or_path],
+        )
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(cfg)
+    else:
+        folder = Path(name_or_path)
+        if not (folder / "config.json").is_file():
+            raise ValueError(f"model folder {folder} has no config.json (not a Hugging Face model folder)")
+        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, torch_dtype=torch.float32)
+        if model.config.vocab_size < vocab_size:
+            raise ValueError(
+                f"model {folder} has a vocabulary of {model.config.vocab_size}, data needs {vocab_size}"
+            )
+    model.config.use_cache = False
+    return model
+
+
+def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The transformer blocks (the FSDP2 wrapping unit)."""
+    return list(model.model.layers)  # type: ignore[union-attr, arg-type]
+
+
+def parameter_count(model: torch.nn.Module) -> int:
+    """Number of parameters (elements), counted before sharding."""
+    return sum(p.numel() for p in model.parameters())

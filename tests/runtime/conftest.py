@@ -1,0 +1,167 @@
+"""Fixtures for the training runtime tests: a tokenizer trained on real legal text, token shards,
+and a helper that runs the runtime under real ``torchrun`` (2 processes, gloo on CPU).
+
+Pure: no Django. The corpora folder is ``<checkout>/../shared/corpora`` unless ``PORTAL_CORPORA_DIR``
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
+LEGAL = CORPORA / "legal" / "legal_zh_lawrefbook.jsonl"
+VOCAB = 1024
+TEXT_BYTES = 400_000  # slice of the corpus used for the tokenizer and the shards
+
+
+def corpus_texts(limit_bytes: int = TEXT_BYTES) -> list[str]:
+    """Texts from the start of the legal corpus, about ``limit_bytes`` UTF-8 bytes in all."""
+    if not LEGAL.exists():
+        pytest.skip(f"corpus {LEGAL} not found (set PORTAL_CORPORA_DIR)")
+    texts, size = [], 0
+    with open(LEGAL, encoding="utf-8") as fh:
+        for line in fh:
+            text = json.loads(line)["text"][:20_000]
+            texts.append(text)
+            size += len(text.encode())
+            if size >= limit_bytes:
+                break
+    return texts
+
+
+@pytest.fixture(scope="session")
+def shard_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Byte-level BPE tokenizer (vocab 1024) trained on the legal corpus slice, and shards of that slice."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from instances.runtime.shards import ShardWriter
+
+    texts = corpus_texts()
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=VOCAB, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(texts, trainer)
+    out = tmp_path_factory.mktemp("shards")
+    tok.save(str(out / "tokenizer.json"))
+    eos = tok.token_to_id("<eos>")
+    with ShardWriter(out, vocab_size=tok.get_vocab_size(), eos_id=eos, shard_tokens=50_000,
+                     tokenizer_file="tokenizer.json") as w:
+        for enc in tok.encode_batch(texts):
+            w.add_document(enc.ids)
+    return out
+
+
+@pytest.fixture(scope="session")
+def base_config(shard_dir: Path) -> dict[str, Any]:
+    """Config fields shared by the tests (tiny model, 32-token samples, checkpoint every 3 steps)."""
+    return {
+        "model": "tiny",
+        "data": [str(shard_dir)],
+        "tokenizer": str(shard_dir / "tokenizer.json"),
+        "seq_len": 32,
+        "micro_batch": 2,
+        "grad_accum": 2,
+        "max_steps": 8,
+        "seed": 1234,
+        "lr": 3e-3,
+        "warmup_steps": 2,
+        "engine": "ddp",
+        "checkpoint_every_minutes": 0,
+        "checkpoint_every_steps": 3,
+        "keep_last": 2,
+        "log_every_steps": 1,
+        "term_grace_s": 60,
+        "report_interval_s": 0.2,
+    }
+
+
+class Job:
+    """One ``torchrun`` launch of the runtime (own process session so the test can signal the group)."""
+
+    def __init__(self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = {**cfg, "workdir": str(workdir)}
+        self.workdir = workdir
+        self.config_path = workdir / f"job-{time.monotonic_ns()}.json"
+        self.config_path.write_text(json.dumps(cfg))
+        self.log_path = workdir / f"torchrun-{time.monotonic_ns()}.log"
+        full_env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "OMP_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            **(env or {}),
+        }
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
+               "-m", "instances.runtime", "--config", str(self.config_path)]
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in wait()
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def signal_group(self, sig: int) -> None:
+        os.killpg(self.proc.pid, sig)
+
+    def wait(self, timeout: float = 240) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal_group(signal.SIGKILL)
+            self.proc.wait()
+            raise AssertionError(f"torchrun did not finish in {timeout}s:\n{self.output()}") from None
+        self._log.close()
+        return rc
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_file(self, path: Path, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"job ended before {path} appeared:\n{self.output()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} did not appear within {timeout}s")
+            time.sleep(0.05)
+
+
+def read_events(workdir: Path) -> list[dict[str, Any]]:
+    path = workdir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def losses(workdir: Path) -> dict[int, float]:
+    """step -> loss from the progress events (the last one wins when a step was trained twice)."""
+    return {e["step"]: e["loss"] for e in read_events(workdir) if e["type"] == "progress"}
+
+
+@pytest.fixture
+def run_job() -> Callable[..., Job]:
+    """Start a job: ``run_job(cfg, workdir, env=None) -> Job`` (call ``.wait()``)."""
+    jobs: list[Job] = []
+
+    def start(cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> Job:
+        job = Job(cfg, workdir, env)
+        jobs.append(job)
+        return job
+
+    yield start
+    for job in jobs:
+        if job.proc.poll() is None:
+            job.signal_group(signal.SIGKILL)
+            job.proc.wait()
