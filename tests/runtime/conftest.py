@@ -10,14 +10,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# the test modules import helpers from runtime_support.py beside this file, whatever the import mode
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from runtime_support import Job
 
 REPO = Path(__file__).resolve().parents[2]
 CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
@@ -90,73 +92,13 @@ def base_config(shard_dir: Path) -> dict[str, Any]:
     }
 
 
-class Job:
-    """One ``torchrun`` launch of the runtime (own process session so the test can signal the group)."""
-
-    def __init__(self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> None:
-        workdir.mkdir(parents=True, exist_ok=True)
-        cfg = {**cfg, "workdir": str(workdir)}
-        self.workdir = workdir
-        self.config_path = workdir / f"job-{time.monotonic_ns()}.json"
-        self.config_path.write_text(json.dumps(cfg))
-        self.log_path = workdir / f"torchrun-{time.monotonic_ns()}.log"
-        full_env = {
-            **os.environ,
-            "PYTHONPATH": str(REPO),
-            "OMP_NUM_THREADS": "1",
-            "HF_HUB_OFFLINE": "1",
-            "TOKENIZERS_PARALLELISM": "false",
-            **(env or {}),
-        }
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2", "--standalone",
-               "-m", "instances.runtime", "--config", str(self.config_path)]
-        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-
-    def signal_group(self, sig: int) -> None:
-        os.killpg(self.proc.pid, sig)
-
-    def wait(self, timeout: float = 240) -> int:
-        try:
-            rc = self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.signal_group(signal.SIGKILL)
-            self.proc.wait()
-            raise AssertionError(f"torchrun did not finish in {timeout}s:\n{self.output()}") from None
-        self._log.close()
-        return rc
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-    def wait_for_file(self, path: Path, timeout: float = 120) -> None:
-        deadline = time.monotonic() + timeout
-        while not path.exists():
-            if self.proc.poll() is not None:
-                raise AssertionError(f"job ended before {path} appeared:\n{self.output()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{path} did not appear within {timeout}s")
-            time.sleep(0.05)
-
-
-def read_events(workdir: Path) -> list[dict[str, Any]]:
-    path = workdir / "events.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def losses(workdir: Path) -> dict[int, float]:
-    """step -> loss from the progress events (the last one wins when a step was trained twice)."""
-    return {e["step"]: e["loss"] for e in read_events(workdir) if e["type"] == "progress"}
-
-
 @pytest.fixture
 def run_job() -> Callable[..., Job]:
     """Start a job: ``run_job(cfg, workdir, env=None) -> Job`` (call ``.wait()``)."""
     jobs: list[Job] = []
 
-    def start(cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None) -> Job:
-        job = Job(cfg, workdir, env)
+    def start(cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None, nproc: int = 2) -> Job:
+        job = Job(cfg, workdir, env, nproc)
         jobs.append(job)
         return job
 
@@ -165,3 +107,4 @@ def run_job() -> Callable[..., Job]:
         if job.proc.poll() is None:
             job.signal_group(signal.SIGKILL)
             job.proc.wait()
+

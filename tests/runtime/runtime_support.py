@@ -1,0 +1,142 @@
+"""Helpers for the runtime tests: a torchrun launcher, event readers and a local portal stand-in."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class Job:
+    """One ``torchrun`` launch of the runtime (own process session so the test can signal the group)."""
+
+    def __init__(
+        self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None, nproc: int = 2
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        cfg = {**cfg, "workdir": str(workdir)}
+        self.workdir = workdir
+        self.config_path = workdir / f"job-{time.monotonic_ns()}.json"
+        self.config_path.write_text(json.dumps(cfg))
+        self.log_path = workdir / f"torchrun-{time.monotonic_ns()}.log"
+        full_env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "OMP_NUM_THREADS": "1",
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            **(env or {}),
+        }
+        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--standalone",
+               "-m", "instances.runtime", "--config", str(self.config_path)]
+        self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in wait()
+        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
+                                     start_new_session=True)
+
+    def signal_group(self, sig: int) -> None:
+        os.killpg(self.proc.pid, sig)
+
+    def wait(self, timeout: float = 240) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.signal_group(signal.SIGKILL)
+            self.proc.wait()
+            raise AssertionError(f"torchrun did not finish in {timeout}s:\n{self.output()}") from None
+        self._log.close()
+        return rc
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def wait_for_file(self, path: Path, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while not path.exists():
+            if self.proc.poll() is not None:
+                raise AssertionError(f"job ended before {path} appeared:\n{self.output()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{path} did not appear within {timeout}s")
+            time.sleep(0.05)
+
+
+def read_events(workdir: Path) -> list[dict[str, Any]]:
+    path = workdir / "events.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def losses(workdir: Path) -> dict[int, float]:
+    """step -> loss from the progress events (the last one wins when a step was trained twice)."""
+    return {e["step"]: e["loss"] for e in read_events(workdir) if e["type"] == "progress"}
+
+
+class PortalStub:
+    """A tiny local stand-in for the portal's ``/events`` endpoint (records every accepted batch).
+
+    ``answer`` is the JSON returned; ``token`` the expected bearer token (401 otherwise).
+    """
+
+    def __init__(self, port: int = 0, token: str = "job-token") -> None:
+        import http.server
+        import threading
+
+        stub = self
+        self.token = token
+        self.batches: list[dict[str, Any]] = []
+        self.answer: dict[str, Any] = {"checkpoint_requested": False, "stop_requested": False}
+        self.answer_once: dict[str, Any] | None = None
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                if self.path != "/cb/events" or self.headers.get("Authorization") != f"Bearer {stub.token}":
+                    self.send_response(401)
+                    self.end_headers()
+                    return
+                stub.batches.append(json.loads(body))
+                answer = stub.answer_once or stub.answer
+                stub.answer_once = None
+                out = json.dumps(answer).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/cb"
+
+    def events(self) -> list[dict[str, Any]]:
+        """All received events, deduplicated on (attempt, seq) as the portal does, in seq order."""
+        seen: dict[tuple[int, int], dict[str, Any]] = {}
+        for batch in self.batches:
+            for ev in batch["events"]:
+                seen.setdefault((batch["attempt"], ev["seq"]), ev)
+        return [seen[k] for k in sorted(seen)]
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
