@@ -1,0 +1,162 @@
+"""Process-group leader of a local job: ``python -m instances.backends.local_launcher --workspace WS -- CMD…``.
+
+Started by :class:`instances.backends.local.LocalBackend` in its own session. It
+
+1. makes itself a *child subreaper* (Linux ``prctl(PR_SET_CHILD_SUBREAPER)``), so descendants orphaned by a
+   dying ``torchrun`` are re-parented to it and reaped here;
+2. survives the signals the backend sends to the whole group (SIGTERM, SIGINT, SIGHUP, SIGUSR1 get a no-op
+   handler; handlers, unlike ignored signals, are reset in the child at exec) and waits for ``CMD``;
+3. when ``CMD`` has exited, terminates what is left of the job (SIGTERM, a short grace, SIGKILL);
+4. writes the job's exit code to ``WS/exit_code`` atomically (temp file + rename), so the code survives the
+   death of whoever started the job, and exits with it.
+
+The exit code is ``CMD``'s, except when ``CMD`` is torchrun and failed: torchrun then exits 1 whatever its
+workers returned, so the per-rank codes written by :mod:`instances.backends.rank_shim` into ``WS/ranks/``
+are combined by :func:`combine_exit_codes`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from instances.backends.procfs import MARKER_ENV, job_processes, signal_all
+from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_FINISHED, EXIT_PREEMPTED, EXIT_STOPPED
+
+EXIT_CODE_FILE = "exit_code"
+RANKS_DIR = "ranks"
+PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+LEFTOVER_GRACE_S = 5.0
+
+
+def combine_exit_codes(rank_codes: list[int]) -> int:
+    """One job exit code from its ranks' codes: the most telling wins. A config error beats a crash (it
+    must not be retried), a crash beats a stop, a stop beats a preemption (a crashing rank makes torchrun
+    SIGTERM the others, which then exit ``EXIT_PREEMPTED``), and all finished is finished."""
+
+    def rank(code: int) -> int:
+        if code == EXIT_CONFIG_ERROR:
+            return 4
+        if code not in (EXIT_FINISHED, EXIT_PREEMPTED, EXIT_STOPPED):
+            return 3
+        return {EXIT_STOPPED: 2, EXIT_PREEMPTED: 1, EXIT_FINISHED: 0}[code]
+
+    return max(rank_codes, key=rank) if rank_codes else EXIT_FINISHED
+
+
+def read_rank_codes(ranks_dir: Path) -> list[int]:
+    """Exit codes recorded by the ranks' shims (files ``rank-<N>``), in rank order; unreadable ones skipped."""
+    codes: list[int] = []
+    if not ranks_dir.is_dir():
+        return codes
+    for path in sorted(ranks_dir.glob("rank-*")):
+        try:
+            codes.append(int(path.read_text().strip()))
+        except (OSError, ValueError):
+            continue
+    return codes
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` so that readers see the old file or the whole new one, never a part."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(tmp, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _become_subreaper() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # not Linux: orphans go to init instead; the marker still finds them
+        pass
+
+
+def _reap_nohang() -> None:
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+
+
+def _kill_leftovers(marker: str, grace_s: float) -> None:
+    me = os.getpid()
+    left = job_processes(marker, me, exclude=me)
+    if not left:
+        return
+    signal_all(left, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        _reap_nohang()
+        left = job_processes(marker, me, exclude=me)
+        if not left:
+            return
+        time.sleep(0.05)
+    for _ in range(100):
+        left = job_processes(marker, me, exclude=me)
+        if not left:
+            break
+        signal_all(left, signal.SIGKILL)
+        time.sleep(0.02)
+        _reap_nohang()
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the launcher; returns (and exits with) the job's exit code."""
+    parser = argparse.ArgumentParser(prog="python -m instances.backends.local_launcher")
+    parser.add_argument("--workspace", required=True, type=Path)
+    parser.add_argument("--leftover-grace-s", type=float, default=LEFTOVER_GRACE_S)
+    parser.add_argument("command", nargs=argparse.REMAINDER)
+    args = parser.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        parser.error("no command given")
+    workspace: Path = args.workspace
+    marker = os.environ.get(MARKER_ENV, str(workspace))
+
+    _become_subreaper()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
+        signal.signal(sig, lambda signum, frame: None)
+
+    try:
+        child = subprocess.Popen(command)
+    except OSError as exc:
+        print(f"local_launcher: cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
+        write_atomically(workspace / EXIT_CODE_FILE, "127\n")
+        return 127
+    status = 0
+    while True:  # reap re-parented orphans too, until the direct child is done
+        try:
+            pid, wstatus = os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
+        if pid == child.pid:
+            status = os.waitstatus_to_exitcode(wstatus)
+            break
+    child.returncode = status  # reaped by hand above; keep Popen from waiting again
+
+    _kill_leftovers(marker, args.leftover_grace_s)
+    code = status
+    if status != 0:
+        ranks = read_rank_codes(workspace / RANKS_DIR)
+        if ranks:
+            code = combine_exit_codes(ranks)
+    write_atomically(workspace / EXIT_CODE_FILE, f"{code}\n")
+    return code
+
+
+if __name__ == "__main__":
+    _code = main()
+    sys.exit(128 - _code if _code < 0 else min(_code, 255))  # death by signal N -> 128 + N, as shells do

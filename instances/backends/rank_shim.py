@@ -1,0 +1,49 @@
+"""Per-rank wrapper under torchrun: ``-m instances.backends.rank_shim --exit-dir D -m MODULE ARGS…``.
+
+Runs ``MODULE`` in this very process (``runpy``, as ``python -m`` does), so signals sent to the worker reach
+the runtime's own handlers, and records the rank's exit code in ``D/rank-<RANK>`` on the way out. torchrun
+reports any worker failure as its own exit code 1; the launcher reads these files to recover the runtime's
+real code (``EXIT_PREEMPTED``, ``EXIT_CONFIG_ERROR``, …). Nothing is written when the process is killed by a
+signal it does not handle; the launcher then keeps torchrun's code.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+
+
+def _code_of(exc: SystemExit) -> int:
+    if exc.code is None:
+        return 0
+    if isinstance(exc.code, int):
+        return exc.code
+    return 1  # sys.exit("message") exits 1
+
+
+def main(argv: list[str]) -> None:
+    """Parse ``--exit-dir D -m MODULE ARGS…`` and run MODULE as ``__main__``; re-raises its exit."""
+    if len(argv) < 4 or argv[0] != "--exit-dir" or argv[2] != "-m":
+        print("usage: python -m instances.backends.rank_shim --exit-dir D -m MODULE [ARGS…]", file=sys.stderr)
+        sys.exit(2)
+    exit_dir, module, args = Path(argv[1]), argv[3], argv[4:]
+    rank = os.environ.get("RANK", "0")
+    code = 1
+    sys.argv = [module, *args]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        code = 0
+    except SystemExit as exc:
+        code = _code_of(exc)
+        raise
+    finally:
+        exit_dir.mkdir(parents=True, exist_ok=True)
+        tmp = exit_dir / f".rank-{rank}.tmp"
+        tmp.write_text(f"{code}\n")
+        os.replace(tmp, exit_dir / f"rank-{rank}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
