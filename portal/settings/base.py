@@ -112,6 +112,7 @@ AXES_FAILURE_LIMIT = env_int("AXES_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = env_int("AXES_COOLOFF_MINUTES", 15, minimum=1) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
+AXES_USERNAME_FORM_FIELD = "username"  # the login form field (it holds the e-mail address)
 AXES_LOCKOUT_TEMPLATE = "portal/lockout.html"
 
 # --- i18n / time ---------------------------------------------------------------------------------------
