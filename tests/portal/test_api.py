@@ -178,3 +178,23 @@ def test_throttling_limits_each_token(alice, alice_org, settings):
     finally:
         SimpleRateThrottle.THROTTLE_RATES = {"token": "600/min"}
         cache.clear()
+
+
+def test_the_dashboard_speaks_chinese_when_the_browser_asks_for_it(client, alice, alice_org):
+    client.force_login(alice)
+    html = client.get(reverse("dashboard", args=[alice_org.slug]), HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    assert '<html lang="zh-hans">' in html
+    assert "试用额度" in html and "概览" in html and "钱包" in html
+    html_en = client.get(reverse("dashboard", args=[alice_org.slug]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
+    assert "Trial credit" in html_en and "试用额度" not in html_en
+
+
+def test_every_catalogue_entry_is_translated():
+    from pathlib import Path
+
+    po = (Path(__file__).resolve().parents[2] / "portal/locale/zh_Hans/LC_MESSAGES/django.po").read_text()
+    import re
+
+    untranslated = re.findall(r'msgid ("(?:[^"\\]|\\.)+")\nmsgstr ""\n(?!")', po + "\n")
+    assert untranslated == []
+    assert "#, fuzzy" not in po
