@@ -416,8 +416,12 @@ class KubernetesBackend(ComputeBackend):
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
-        body = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
-        body["gracePeriodSeconds"] = int(grace_s)
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "propagationPolicy": "Foreground",
+            "gracePeriodSeconds": int(grace_s),
+        }
         core = self._core()
         deletes = (
             lambda: self._batch().delete_namespaced_job(name, ns, body=body),
