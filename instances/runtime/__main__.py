@@ -6,7 +6,8 @@ Start it under ``torchrun`` (one process per GPU, or per CPU slot locally), e.g.
 
 Exit codes are in ``instances.runtime.exitcodes``. torchrun itself turns any non-zero worker exit
 into its own exit status 1, so the portal reads the reason from the ``exit`` event (HTTP callback
-and ``{workdir}/events.jsonl``), which carries the worker's exit code.
+and ``{workdir}/events.jsonl``) or from ``{workdir}/exit.json`` (rank 0 writes
+``{reason, exit_code, step, message, attempt}`` there before exiting).
 """
 
 from __future__ import annotations

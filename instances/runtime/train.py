@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import math
 import os
 import pickle
@@ -594,6 +595,11 @@ class Trainer:
         if self.signals.grace_timer is not None:
             self.signals.grace_timer.cancel()  # the checkpoint is complete: no deadline any more
         self.emit("exit", reason=reason, exit_code=code, step=self.step, message=message)
+        if self.rank == 0:
+            # torchrun reports any failing worker as its own exit status 1: the code is kept here too
+            exit_file = self.cfg.workdir_path / "exit.json"
+            exit_file.write_text(json.dumps({"reason": reason, "exit_code": code, "step": self.step,
+                                             "message": message, "attempt": self.cfg.attempt}))
         self.log(f"exit {reason} ({code}) at step {self.step}: {message}")
         return code
 

@@ -1,0 +1,189 @@
+"""The runtime under real torchrun (2 processes, gloo on CPU) on real legal text.
+
+Scenarios share one uninterrupted DDP reference run (module fixture) which also reports to a portal
+that is down at first and comes back while the job trains.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime_support import Job, PortalStub, free_port, losses, read_events
+
+from instances.runtime.checkpoint import STEP_RE
+from instances.runtime.exitcodes import EXIT_FINISHED, EXIT_PREEMPTED, EXIT_RESUME_REFUSED
+from instances.runtime.train import PAUSE_BEFORE_COMMIT_ENV
+
+pytestmark = pytest.mark.slow
+MAX_STEPS = 12
+TOL = 1e-6
+
+
+def step_dirs(ckpt: Path) -> list[str]:
+    """Names of the step-N folders (not those set aside)."""
+    return sorted(p.name for p in ckpt.iterdir() if STEP_RE.match(p.name))
+
+
+def wait_for_step(job: Job, step: int) -> None:
+    deadline = time.monotonic() + 180
+    while not any(e["type"] == "progress" and e["step"] >= step for e in read_events(job.workdir)):
+        assert job.proc.poll() is None, job.output()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def assert_same_losses(got: dict[int, float], want: dict[int, float], steps: range) -> None:
+    for s in steps:
+        assert abs(got[s] - want[s]) <= TOL, f"step {s}: {got[s]} vs uninterrupted {want[s]}"
+
+
+@pytest.fixture(scope="module")
+def reference(base_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Uninterrupted DDP run of MAX_STEPS steps; its portal is unreachable until step 3."""
+    root = tmp_path_factory.mktemp("reference")
+    port = free_port()
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(root / "ckpt"),
+           "callback_url": f"http://127.0.0.1:{port}/cb", "job_token": "job-token"}
+    job = Job(cfg, root / "work")
+    wait_for_step(job, 3)
+    portal = PortalStub(port=port)  # the portal comes back
+    try:
+        rc = job.wait()
+    finally:
+        portal.close()
+    assert rc == 0, job.output()
+    return {"cfg": cfg, "root": root, "losses": losses(root / "work"), "events": read_events(root / "work"),
+            "portal": portal.events()}
+
+
+def test_reference_run_trains_and_finishes(reference: dict[str, Any]) -> None:
+    assert sorted(reference["losses"]) == list(range(1, MAX_STEPS + 1))
+    assert reference["losses"][MAX_STEPS] < reference["losses"][1]
+    exit_event = reference["events"][-1]
+    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == ("exit", "finished", EXIT_FINISHED)
+
+
+def test_portal_outage_does_not_stop_training_and_events_arrive_later(reference: dict[str, Any]) -> None:
+    logged = [{k: v for k, v in e.items() if k != "attempt"} for e in reference["events"]]
+    assert reference["portal"] == logged  # every event, once, in seq order
+    assert [e["seq"] for e in logged] == list(range(1, len(logged) + 1))
+
+
+def test_keep_last_k_keeps_the_newest_complete_checkpoints(reference: dict[str, Any]) -> None:
+    ckpt = reference["root"] / "ckpt"
+    assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]  # saves at 3, 6, 9, 12; keep_last=2
+    reported = [e["step"] for e in reference["events"] if e["type"] == "checkpoint"]
+    assert reported == [3, 6, 9, 12]
+    for name in step_dirs(ckpt):
+        assert (ckpt / name / ".metadata").exists() and (ckpt / name / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("engine", ["ddp", "fsdp"])
+def test_sigterm_saves_exits_preempted_and_resume_is_exact(
+    engine: str, reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    cfg = {**base_config, "engine": engine, "max_steps": MAX_STEPS, "checkpoint_dir": str(tmp_path / "ckpt")}
+    if engine == "ddp":
+        want = reference["losses"]
+    else:  # FSDP2 shards differently from DDP: compare against its own uninterrupted run
+        job = run_job({**cfg, "checkpoint_dir": str(tmp_path / "ref-ckpt")}, tmp_path / "ref")
+        assert job.wait() == 0, job.output()
+        want = losses(tmp_path / "ref")
+    job = run_job(cfg, tmp_path / "work")
+    wait_for_step(job, 4)
+    job.signal_group(signal.SIGTERM)  # the preemption notice, to torchrun and the workers
+    job.wait()
+    exit_event = read_events(tmp_path / "work")[-1]
+    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == ("exit", "preempted", EXIT_PREEMPTED)
+    stopped_at = exit_event["step"]
+    assert 4 <= stopped_at < MAX_STEPS
+    assert f"step-{stopped_at:08d}" in step_dirs(tmp_path / "ckpt")
+    assert (tmp_path / "ckpt" / f"step-{stopped_at:08d}" / ".metadata").exists()
+    exit_file = json.loads((tmp_path / "work" / "exit.json").read_text())
+    assert (exit_file["exit_code"], exit_file["step"]) == (EXIT_PREEMPTED, stopped_at)
+
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    started = [e for e in events if e["type"] == "started"]
+    assert [e["step"] for e in started] == [0, stopped_at]
+    assert_same_losses(losses(tmp_path / "work"), want, range(stopped_at + 1, MAX_STEPS + 1))
+
+
+def test_sigkill_during_a_save_resumes_from_the_previous_complete_checkpoint(
+    reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job],
+) -> None:
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(tmp_path / "ckpt"), "async_save": False}
+    job = run_job(cfg, tmp_path / "work", env={PAUSE_BEFORE_COMMIT_ENV: "6"})
+    job.wait_for_file(tmp_path / "work" / "paused-before-commit")
+    job.signal_group(signal.SIGKILL)
+    job.wait()
+    ckpt = tmp_path / "ckpt"
+    assert step_dirs(ckpt) == ["step-00000003", "step-00000006"]
+    assert (ckpt / "step-00000003" / ".metadata").exists()
+    assert not (ckpt / "step-00000006" / ".metadata").exists()  # shards written, never committed
+    assert list((ckpt / "step-00000006").glob("*.distcp"))
+
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    assert [e["step"] for e in events if e["type"] == "started"] == [0, 3]
+    assert any(e["type"] == "warning" and "partial checkpoint" in e["message"] for e in events)
+    assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(4, MAX_STEPS + 1))
+    assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]
+
+
+@pytest.mark.parametrize(
+    ("damage", "verify", "expected"),
+    [
+        ("shard", True, "fails its SHA-256 check"),
+        ("metadata", False, "cannot be loaded"),
+    ],
+)
+def test_a_damaged_checkpoint_is_named_and_the_previous_one_is_used(
+    damage: str, verify: bool, expected: str, reference: dict[str, Any], base_config: dict[str, Any],
+    tmp_path: Path, run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    newest = ckpt / "step-00000012"
+    if damage == "shard":
+        shard = sorted(newest.glob("*.distcp"))[-1]
+        data = bytearray(shard.read_bytes())
+        data[len(data) // 2] ^= 0xFF  # one flipped byte inside a tensor
+        shard.write_bytes(bytes(data))
+    else:
+        meta = newest / ".metadata"
+        meta.write_bytes(meta.read_bytes()[: meta.stat().st_size // 2])
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(ckpt), "verify_checkpoints": verify}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    warnings = [e["message"] for e in events if e["type"] == "warning"]
+    assert any(str(newest) in w and expected in w for w in warnings), warnings
+    assert [e["step"] for e in events if e["type"] == "started"] == [9]
+    assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(10, MAX_STEPS + 1))
+    assert len(list(ckpt.glob("step-00000012.corrupt-*"))) == 1  # set aside, kept for inspection
+    assert step_dirs(ckpt)[-1] == "step-00000012"  # trained again into a fresh folder
+
+
+def test_a_checkpoint_from_another_data_parallel_degree_is_refused(
+    reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    cfg = {**base_config, "max_steps": MAX_STEPS + 2, "checkpoint_dir": str(ckpt)}
+    job = run_job(cfg, tmp_path / "work", nproc=1)
+    job.wait()
+    exit_event = read_events(tmp_path / "work")[-1]
+    assert (exit_event["reason"], exit_event["exit_code"]) == ("failed", EXIT_RESUME_REFUSED)
+    assert "data-parallel degree 2, this run has 1" in exit_event["message"]
+    assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]  # nothing deleted or set aside
