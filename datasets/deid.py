@@ -54,7 +54,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-PII_TYPES: tuple[str, ...] = ("EMAIL", "IP", "ID_NUMBER", "BANK_CARD", "PASSPORT", "PHONE", "NAME")
+PII_TYPES: tuple[str, ...] = (
+    "EMAIL",
+    "IP",
+    "ID_NUMBER",
+    "BANK_CARD",
+    "PASSPORT",
+    "PHONE",
+    "NAME",
+)
 PLACEHOLDERS: dict[str, str] = {t: f"[{t}]" for t in PII_TYPES}
 
 # Code points used to mask spans already found, so later detectors neither see their digits nor treat
@@ -64,7 +72,34 @@ _MASK = "\ue000"
 
 # GB/T 2260 province-level codes (first two digits of the address code).
 _PROVINCES = frozenset(
-    {11, 12, 13, 14, 15, 21, 22, 23, 31, 32, 33, 34, 35, 36, 37, 41, 42, 43, 44, 45, 46, 50, 51, 52, 53, 54}
+    {
+        11,
+        12,
+        13,
+        14,
+        15,
+        21,
+        22,
+        23,
+        31,
+        32,
+        33,
+        34,
+        35,
+        36,
+        37,
+        41,
+        42,
+        43,
+        44,
+        45,
+        46,
+        50,
+        51,
+        52,
+        53,
+        54,
+    }
     | {61, 62, 63, 64, 65, 71, 81, 82, 83}
 )
 # ISO 7064 MOD 11-2 weights for positions 1..17 (GB 11643-1999, 6.2): W_i = 2**(i-1) mod 11 counted from
@@ -150,7 +185,9 @@ _IPV6_RE = re.compile(
 # Every pattern starts with a plain character (class) and checks its left edge with a look-behind placed
 # after that first character: ``re`` then skips quickly to candidate characters instead of trying the
 # look-behind at every position (3–5x faster on the corpora).
-_IPV4_RE = re.compile(r"\d(?<![0-9A-Za-z.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?!\.?\d|[A-Za-z])")
+_IPV4_RE = re.compile(
+    r"\d(?<![0-9A-Za-z.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?!\.?\d|[A-Za-z])"
+)
 _ID_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{16}[0-9Xx]" + _R)
 _CARD_RE = re.compile(
     r"\d(?<![0-9A-Za-z]\d)(?<!\d[ \-]\d)"
@@ -210,7 +247,11 @@ def _ipv4_ok(value: str) -> bool:
 
 def _card_ok(value: str) -> bool:
     digits = value.replace(" ", "").replace("-", "")
-    return 13 <= len(digits) <= 19 and _CARD_PREFIX_RE.match(digits) is not None and luhn_valid(digits)
+    return (
+        13 <= len(digits) <= 19
+        and _CARD_PREFIX_RE.match(digits) is not None
+        and luhn_valid(digits)
+    )
 
 
 def _always(_: str) -> bool:
@@ -218,7 +259,9 @@ def _always(_: str) -> bool:
 
 
 # (type, pattern, validator, group holding the identifier or None for the whole match, cheap pre-check)
-_Detector = tuple[str, re.Pattern[str], Callable[[str], bool], str | None, Callable[[str], bool]]
+_Detector = tuple[
+    str, re.Pattern[str], Callable[[str], bool], str | None, Callable[[str], bool]
+]
 
 
 _DIGIT_RE = re.compile(r"\d")

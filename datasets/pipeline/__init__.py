@@ -123,17 +123,28 @@ def run_pipeline(
             reports[stage] = {**saved, "reused": True}
     else:
         reports["validate"] = validate(
-            upload, documents, fmt=fmt, text_column=text_column, progress=cb("validate"), **validate_options
+            upload,
+            documents,
+            fmt=fmt,
+            text_column=text_column,
+            progress=cb("validate"),
+            **validate_options,
         )
-        reports["deidentify"] = deidentify_file(documents, deid, progress=cb("deidentify"))
+        reports["deidentify"] = deidentify_file(
+            documents, deid, progress=cb("deidentify")
+        )
     reports["deduplicate"] = deduplicate(deid, dedup, progress=cb("deduplicate"))
     if tokenizer is None:
         tokenizer = workdir / TOKENIZER_FILE
-        reports["tokenizer"] = train_tokenizer(dedup, tokenizer, vocab_size=vocab_size, progress=cb("tokenizer"))
+        reports["tokenizer"] = train_tokenizer(
+            dedup, tokenizer, vocab_size=vocab_size, progress=cb("tokenizer")
+        )
     else:
         reports["tokenizer"] = {"reused": True, "file": str(tokenizer)}
     reports["shards"] = write_shards(dedup, tokenizer, shards, progress=cb("shards"))
-    reports["statistics"] = statistics(dedup, shards, workdir / "statistics.json", progress=cb("statistics"))
+    reports["statistics"] = statistics(
+        dedup, shards, workdir / "statistics.json", progress=cb("statistics")
+    )
     if not keep_identified:
         documents.unlink(missing_ok=True)  # its report stays: it holds counts only
     return reports

@@ -158,7 +158,9 @@ def decode_line(raw: bytes, *, stage: str, number: int, offset: int) -> str:
     return text.rstrip("\r\n")
 
 
-def iter_jsonl(path: Path, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
+def iter_jsonl(
+    path: Path, progress: Progress | None = None
+) -> Iterator[dict[str, Any]]:
     """Documents of a JSONL file the pipeline itself wrote (trusted: one JSON object per line)."""
     with open(path, "rb") as fh:
         for raw in fh:
@@ -248,5 +250,8 @@ def save_report(dst: Path, key: dict[str, Any], report: dict[str, Any]) -> None:
     """Record a finished stage (atomically, after its output is in place)."""
     rp = report_path(dst)
     tmp = _partial_name(rp)
-    tmp.write_text(json.dumps({"key": key, "report": report}, ensure_ascii=False, indent=1), encoding="utf-8")
+    tmp.write_text(
+        json.dumps({"key": key, "report": report}, ensure_ascii=False, indent=1),
+        encoding="utf-8",
+    )
     os.replace(tmp, rp)

@@ -24,7 +24,9 @@ CORPORA_ENV = "PORTAL_CORPORA_DIR"
 def default_corpora_dir(project_root: str | Path) -> Path:
     """``$PORTAL_CORPORA_DIR`` when set, else ``<project_root>/../shared/corpora``."""
     env = os.environ.get(CORPORA_ENV)
-    return Path(env) if env else Path(project_root).resolve().parent / "shared" / "corpora"
+    return (
+        Path(env) if env else Path(project_root).resolve().parent / "shared" / "corpora"
+    )
 
 
 def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
@@ -48,20 +50,35 @@ def read_corpus_file(path: str | Path, *, domain: str = "") -> Iterator[dict[str
     """
     path = Path(path)
     with open(path, "rb") as fh:
-        for number, offset, raw in iter_raw_lines(fh, stage="import", max_line_bytes=DEFAULT_MAX_LINE_BYTES):
+        for number, offset, raw in iter_raw_lines(
+            fh, stage="import", max_line_bytes=DEFAULT_MAX_LINE_BYTES
+        ):
             line = decode_line(raw, stage="import", number=number, offset=offset)
             if not line.strip():
                 continue
             try:
                 obj = json.loads(line)
             except json.JSONDecodeError as exc:
-                raise PipelineError("import", f"{path.name}: invalid JSON: {exc.msg}", number, code="structure")
+                raise PipelineError(
+                    "import",
+                    f"{path.name}: invalid JSON: {exc.msg}",
+                    number,
+                    code="structure",
+                )
             if not isinstance(obj, dict):
-                raise PipelineError("import", f"{path.name}: expected a JSON object", number, code="structure")
+                raise PipelineError(
+                    "import",
+                    f"{path.name}: expected a JSON object",
+                    number,
+                    code="structure",
+                )
             for name in REQUIRED_FIELDS:
                 if not isinstance(obj.get(name), str):
                     raise PipelineError(
-                        "import", f"{path.name}: missing string field {name!r}", number, code="structure"
+                        "import",
+                        f"{path.name}: missing string field {name!r}",
+                        number,
+                        code="structure",
                     )
             yield {**obj, "domain": domain, "file": path.name, "line": number}
 

@@ -17,7 +17,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from instances.runtime.shards import DEFAULT_SHARD_TOKENS, INDEX_NAME, ShardSet, ShardWriter
+from instances.runtime.shards import (
+    DEFAULT_SHARD_TOKENS,
+    INDEX_NAME,
+    ShardSet,
+    ShardWriter,
+)
 
 from ..deid import PII_TYPES, deidentify
 from .common import (
@@ -49,7 +54,11 @@ Chinese has no spaces, so GPT-2's pre-tokenizer sees whole clauses as one "word"
 
 
 def _cached(
-    stage: str, dst: Path, inputs: list[Path], params: dict[str, Any], progress: ProgressFn | None
+    stage: str,
+    dst: Path,
+    inputs: list[Path],
+    params: dict[str, Any],
+    progress: ProgressFn | None,
 ) -> tuple[dict[str, Any], dict[str, Any] | None]:
     key = stage_key(stage, inputs, params)
     saved = finished_report(dst, key)
@@ -61,10 +70,16 @@ def _cached(
 
 def _need_file(stage: str, path: Path) -> None:
     if not path.is_file():
-        raise PipelineError(stage, f"input {path} not found (run the previous stage first)", code="input")
+        raise PipelineError(
+            stage,
+            f"input {path} not found (run the previous stage first)",
+            code="input",
+        )
 
 
-def deidentify_file(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
+def deidentify_file(
+    src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None
+) -> dict[str, Any]:
     """Replace personal identifiers in ``title`` and ``text`` of every document (``datasets.deid``).
 
     Input and output: normalised JSONL. Returns ``{"documents", "documents_changed", "replacements":
@@ -80,7 +95,10 @@ def deidentify_file(src: str | Path, dst: str | Path, *, progress: ProgressFn | 
     tracker = Progress(progress, src.stat().st_size)
     counts: Counter[str] = Counter()
     documents = changed = 0
-    with atomic_output(dst) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with (
+        atomic_output(dst) as tmp,
+        open(tmp, "w", encoding="utf-8", newline="\n") as out,
+    ):
         for doc in iter_jsonl(src, tracker):
             text, c_text = deidentify(doc["text"])
             title, c_title = deidentify(doc.get("title") or "")
@@ -106,7 +124,9 @@ def normalize_for_dedup(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def deduplicate(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
+def deduplicate(
+    src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None
+) -> dict[str, Any]:
     """Drop exact duplicates, keeping the first: same SHA-256 of ``normalize_for_dedup(text)``.
 
     Memory: one 32-byte digest per distinct document (a set), never the texts. Returns
@@ -121,16 +141,25 @@ def deduplicate(src: str | Path, dst: str | Path, *, progress: ProgressFn | None
     tracker = Progress(progress, src.stat().st_size)
     seen: set[bytes] = set()
     documents_in = 0
-    with atomic_output(dst) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with (
+        atomic_output(dst) as tmp,
+        open(tmp, "w", encoding="utf-8", newline="\n") as out,
+    ):
         for doc in iter_jsonl(src, tracker):
             documents_in += 1
-            digest = hashlib.sha256(normalize_for_dedup(doc["text"]).encode("utf-8")).digest()
+            digest = hashlib.sha256(
+                normalize_for_dedup(doc["text"]).encode("utf-8")
+            ).digest()
             if digest in seen:
                 continue
             seen.add(digest)
             out.write(dumps_line(doc))
     tracker.finish()
-    report = {"documents_in": documents_in, "documents_out": len(seen), "duplicates": documents_in - len(seen)}
+    report = {
+        "documents_in": documents_in,
+        "documents_out": len(seen),
+        "duplicates": documents_in - len(seen),
+    }
     save_report(dst, key, report)
     return {**report, "reused": False}
 
@@ -144,7 +173,9 @@ def new_tokenizer() -> Any:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(Regex(rf"\p{{Han}}{{1,{HAN_CHUNK}}}"), behavior="isolated"),
+            pre_tokenizers.Split(
+                Regex(rf"\p{{Han}}{{1,{HAN_CHUNK}}}"), behavior="isolated"
+            ),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
         ]
     )
@@ -176,7 +207,11 @@ def train_tokenizer(
     src, dst = Path(src), Path(dst)
     _need_file(stage, src)
     if vocab_size < 258:
-        raise PipelineError(stage, f"vocab_size must be at least 258, got {vocab_size}", code="tokenizer")
+        raise PipelineError(
+            stage,
+            f"vocab_size must be at least 258, got {vocab_size}",
+            code="tokenizer",
+        )
     params = {
         "vocab_size": vocab_size,
         "min_frequency": min_frequency,
@@ -210,7 +245,9 @@ def train_tokenizer(
     tok.train_from_iterator(texts(), trainer=trainer)
     eos_id = tok.token_to_id(EOS_TOKEN)
     if eos_id != 0:  # pragma: no cover - guaranteed by special_tokens order
-        raise PipelineError(stage, f"{EOS_TOKEN} got id {eos_id}, expected 0", code="tokenizer")
+        raise PipelineError(
+            stage, f"{EOS_TOKEN} got id {eos_id}, expected 0", code="tokenizer"
+        )
     with atomic_output(dst) as tmp:
         tok.save(str(tmp))
     tracker.finish()
@@ -230,11 +267,15 @@ def load_tokenizer(path: str | Path) -> Any:
 
     tok = Tokenizer.from_file(str(path))
     if tok.token_to_id(EOS_TOKEN) != 0:
-        raise PipelineError("shards", f"{path}: {EOS_TOKEN} must be token id 0", code="tokenizer")
+        raise PipelineError(
+            "shards", f"{path}: {EOS_TOKEN} must be token id 0", code="tokenizer"
+        )
     return tok
 
 
-def _batches(docs: Iterator[dict[str, Any]], max_docs: int, max_bytes: int) -> Iterator[list[str]]:
+def _batches(
+    docs: Iterator[dict[str, Any]], max_docs: int, max_bytes: int
+) -> Iterator[list[str]]:
     batch: list[str] = []
     size = 0
     for doc in docs:
@@ -319,7 +360,11 @@ def _count(pattern: re.Pattern[str], text: str) -> int:
 
 
 def statistics(
-    documents: str | Path, shards: str | Path, dst: str | Path, *, progress: ProgressFn | None = None
+    documents: str | Path,
+    shards: str | Path,
+    dst: str | Path,
+    *,
+    progress: ProgressFn | None = None,
 ) -> dict[str, Any]:
     """Exact statistics of a finished dataset, written as JSON to ``dst`` and returned.
 
@@ -357,7 +402,9 @@ def statistics(
         )
     manifest = []
     for p in files:
-        manifest.append({"file": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)})
+        manifest.append(
+            {"file": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)}
+        )
         tracker.advance(p.stat().st_size)
     report = {
         "documents": n_docs,
@@ -370,7 +417,9 @@ def statistics(
         "files": manifest,
     }
     with atomic_output(dst) as tmp:
-        tmp.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
+        tmp.write_text(
+            json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8"
+        )
     tracker.finish()
     save_report(dst, key, report)
     return {**report, "reused": False}

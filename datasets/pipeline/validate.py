@@ -56,15 +56,53 @@ class _BadLines:
             self.listed.append({"line": line, "message": message})
 
 
+_SNIFF_BYTES = 64 * 1024
+_MAGIC = {
+    b"%PDF-": "a PDF document",
+    b"PK\x03\x04": "a ZIP archive (or a .docx/.xlsx file)",
+    b"\x1f\x8b": "a gzip archive",
+    b"\x89PNG": "a PNG image",
+    b"\xff\xd8\xff": "a JPEG image",
+    b"\xd0\xcf\x11\xe0": "an old Microsoft Office document",
+}
+
+
+def _sniff(head: bytes) -> None:
+    """Refuse well-known binary formats, UTF-16 and NUL bytes in the first 64 KiB before reading lines."""
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise PipelineError(
+            STAGE,
+            "the file is UTF-16 encoded; save it as UTF-8",
+            1,
+            code="encoding",
+            byte_offset=0,
+        )
+    for magic, what in _MAGIC.items():
+        if head.startswith(magic):
+            raise PipelineError(
+                STAGE,
+                f"this is {what}, not a text file; upload UTF-8 text",
+                1,
+                code="binary",
+                byte_offset=0,
+            )
+    nul = head.find(b"\x00")
+    if nul >= 0:
+        line = head.count(b"\n", 0, nul) + 1
+        raise PipelineError(
+            STAGE,
+            f"binary data: NUL byte at byte offset {nul}; upload a UTF-8 text file",
+            line,
+            code="binary",
+            byte_offset=nul,
+        )
+
+
 def _decoded_lines(
     path: Path, max_line_bytes: int, progress: Progress, keep_newline: bool = False
 ) -> Iterator[tuple[int, str]]:
     with open(path, "rb") as fh:
-        head = fh.read(2)
-        if head in (b"\xff\xfe", b"\xfe\xff"):
-            raise PipelineError(
-                STAGE, "the file is UTF-16 encoded; save it as UTF-8", 1, code="encoding", byte_offset=0
-            )
+        _sniff(fh.read(_SNIFF_BYTES))
         fh.seek(0)
         for number, offset, raw in iter_raw_lines(
             fh, stage=STAGE, max_line_bytes=max_line_bytes, progress=progress
@@ -91,7 +129,12 @@ def _jsonl_docs(
             continue
         text = obj.get("text")
         if not isinstance(text, str):
-            bad.add(number, 'missing string field "text"' if text is None else '"text" is not a string')
+            bad.add(
+                number,
+                'missing string field "text"'
+                if text is None
+                else '"text" is not a string',
+            )
             continue
         doc_id = obj.get("id")
         if doc_id is not None and not isinstance(doc_id, str | int):
@@ -105,7 +148,11 @@ def _jsonl_docs(
 
 
 def _txt_docs(
-    path: Path, max_line_bytes: int, max_document_bytes: int, progress: Progress, mode: str
+    path: Path,
+    max_line_bytes: int,
+    max_document_bytes: int,
+    progress: Progress,
+    mode: str,
 ) -> Iterator[tuple[int, str | None, str, str]]:
     lines: list[str] = []
     size = 0
@@ -145,7 +192,9 @@ def _csv_docs(
     bad: _BadLines,
 ) -> Iterator[tuple[int, str | None, str, str]]:
     if not text_column:
-        raise PipelineError(STAGE, "CSV uploads need the name of the text column", code="missing_column")
+        raise PipelineError(
+            STAGE, "CSV uploads need the name of the text column", code="missing_column"
+        )
     # The csv module's per-field limit is process-wide; raise it to the document limit (never lower it).
     if csv.field_size_limit() < max_document_bytes:
         csv.field_size_limit(max_document_bytes)
@@ -230,7 +279,11 @@ def validate(
     """
     src, dst = Path(src), Path(dst)
     if fmt not in FORMATS:
-        raise PipelineError(STAGE, f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}", code="format")
+        raise PipelineError(
+            STAGE,
+            f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}",
+            code="format",
+        )
     if not src.is_file():
         raise PipelineError(STAGE, f"input file {src} not found", code="input")
     params = {
@@ -254,19 +307,27 @@ def validate(
     tracker = Progress(progress, total)
     bad = _BadLines()
     documents = empty = 0
-    with atomic_output(dst) as tmp, open(tmp, "w", encoding="utf-8", newline="\n") as out:
+    with (
+        atomic_output(dst) as tmp,
+        open(tmp, "w", encoding="utf-8", newline="\n") as out,
+    ):
         docs: Iterator[tuple[int, str | None, str, str]]
         if fmt == "jsonl":
             docs = _jsonl_docs(src, max_line_bytes, tracker, bad)
         elif fmt == "txt":
             docs = _txt_docs(src, max_line_bytes, max_document_bytes, tracker, txt_mode)
         else:
-            docs = _csv_docs(src, max_line_bytes, max_document_bytes, tracker, text_column, bad)
+            docs = _csv_docs(
+                src, max_line_bytes, max_document_bytes, tracker, text_column, bad
+            )
         for number, doc_id, title, text in docs:
             if not text.strip():
                 empty += 1
                 continue
-            if len(text) * 4 > max_document_bytes and len(text.encode("utf-8")) > max_document_bytes:
+            if (
+                len(text) * 4 > max_document_bytes
+                and len(text.encode("utf-8")) > max_document_bytes
+            ):
                 raise PipelineError(
                     STAGE,
                     f"document at line {number} is larger than {max_document_bytes} bytes",
@@ -274,14 +335,20 @@ def validate(
                     code="document_too_large",
                 )
             documents += 1
-            out.write(dumps_line({"id": doc_id or str(documents), "title": title, "text": text}))
+            out.write(
+                dumps_line(
+                    {"id": doc_id or str(documents), "title": title, "text": text}
+                )
+            )
         if bad.count > max_bad_lines:
             raise PipelineError(
                 STAGE,
                 f"{bad.count} line(s) could not be read"
                 + (f" (at most {max_bad_lines} allowed)" if max_bad_lines else "")
                 + "; first: "
-                + "; ".join(f"line {e['line']}: {e['message']}" for e in bad.listed[:3]),
+                + "; ".join(
+                    f"line {e['line']}: {e['message']}" for e in bad.listed[:3]
+                ),
                 bad.listed[0]["line"],
                 code="structure",
                 errors=bad.listed,
@@ -289,7 +356,8 @@ def validate(
         if documents == 0:
             raise PipelineError(
                 STAGE,
-                "no documents found" + (f" ({empty} empty document(s) skipped)" if empty else ""),
+                "no documents found"
+                + (f" ({empty} empty document(s) skipped)" if empty else ""),
                 code="empty",
             )
     tracker.finish()
