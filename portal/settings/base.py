@@ -39,6 +39,8 @@ INSTALLED_APPS = [
     "axes",
     "portal",
     "billing",
+    "datasets",
+    "instances",
 ]
 
 MIDDLEWARE = [
@@ -193,6 +195,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
         "data_folder_in": str(_celery_dir / "out"),
         "data_folder_out": str(_celery_dir / "out"),
         "processed_folder": str(_celery_dir / "processed"),
+        "control_folder": str(_celery_dir / "control"),
         "store_processed": False,
         "polling_interval": 0.1,
     }

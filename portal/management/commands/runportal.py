@@ -40,7 +40,7 @@ class Command(BaseCommand):
                 if name in available:
                     call_command(name, *argv)
         if settings.CELERY_BROKER_URL.startswith("filesystem"):
-            for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+            for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
                 os.makedirs(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key], exist_ok=True)
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
@@ -69,6 +69,7 @@ class Command(BaseCommand):
                     proc.kill()
 
         signal.signal(signal.SIGTERM, lambda *_: stop())
+        signal.signal(signal.SIGINT, lambda *_: stop())  # also when started with SIGINT ignored (nohup, &)
         try:
             for name, argv in commands.items():
                 procs[name] = subprocess.Popen(argv, cwd=settings.BASE_DIR)
