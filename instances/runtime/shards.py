@@ -65,7 +65,9 @@ class ShardWriter:
     shard_tokens: int = DEFAULT_SHARD_TOKENS
     tokenizer_file: str | None = None
     index: dict[str, Any] = field(default_factory=dict, init=False)
-    _buf: list[int] = field(default_factory=list, init=False, repr=False)
+    # One shard's worth of ids in the shard dtype (2 or 4 bytes each; a list of Python ints took ~36).
+    _buf: np.ndarray | None = field(default=None, init=False, repr=False)
+    _fill: int = field(default=0, init=False, repr=False)
     _shards: list[dict[str, Any]] = field(default_factory=list, init=False, repr=False)
     _documents: int = field(default=0, init=False, repr=False)
     _tokens: int = field(default=0, init=False, repr=False)
@@ -93,34 +95,44 @@ class ShardWriter:
 
         Raises ``ShardFormatError`` for an id outside ``0 … vocab_size - 1``.
         """
-        ids = list(ids)
-        if ids and (min(ids) < 0 or max(ids) >= self.vocab_size):
+        arr = np.asarray(ids if isinstance(ids, list | np.ndarray) else list(ids), dtype=np.int64)
+        if arr.size and (int(arr.min()) < 0 or int(arr.max()) >= self.vocab_size):
             raise ShardFormatError(f"token id outside vocabulary of {self.vocab_size}")
-        self._buf.extend(ids)
-        self._buf.append(self.eos_id)
+        self._append(arr)
+        self._append(np.array([self.eos_id], dtype=np.int64))
         self._documents += 1
-        while len(self._buf) >= self.shard_tokens:
-            self._flush(self._buf[: self.shard_tokens])
-            del self._buf[: self.shard_tokens]
 
-    def _flush(self, ids: list[int]) -> None:
+    def _append(self, arr: np.ndarray) -> None:
+        if self._buf is None:
+            self._buf = np.empty(self.shard_tokens, dtype=self._dtype)
+        pos = 0
+        while pos < arr.size:
+            take = min(arr.size - pos, self.shard_tokens - self._fill)
+            self._buf[self._fill : self._fill + take] = arr[pos : pos + take]
+            self._fill += take
+            pos += take
+            if self._fill == self.shard_tokens:
+                self._flush(self._buf)
+                self._fill = 0
+
+    def _flush(self, ids: np.ndarray) -> None:
         name = f"shard-{len(self._shards):05d}.bin"
-        data = np.asarray(ids, dtype=self._dtype).tobytes()
+        data = ids.astype(self._dtype, copy=False).tobytes()
         path = self.out_dir / name
         with open(path, "wb") as fh:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        self._shards.append({"file": name, "tokens": len(ids), "sha256": hashlib.sha256(data).hexdigest()})
-        self._tokens += len(ids)
+        self._shards.append({"file": name, "tokens": int(ids.size), "sha256": hashlib.sha256(data).hexdigest()})
+        self._tokens += int(ids.size)
 
     def close(self) -> dict[str, Any]:
         """Flush the last partial shard and write ``index.json`` (atomically, last). Returns the index."""
         if self.index:
             return self.index
-        if self._buf:
-            self._flush(self._buf)
-            self._buf = []
+        if self._buf is not None and self._fill:
+            self._flush(self._buf[: self._fill])
+        self._buf, self._fill = None, 0
         self.index = {
             "format": FORMAT,
             "dtype": self._dtype.name,
