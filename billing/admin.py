@@ -10,7 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
 from billing.forms import AdjustmentForm
-from billing.models import CreditGrant, LedgerAccount, LedgerEntry, LedgerTransaction, Wallet
+from billing.models import CreditGrant, GpuPrice, LedgerAccount, LedgerEntry, LedgerTransaction, Wallet
 from billing.money import format_cny, to_micros
 from billing.services import LedgerError, ledger_adjust
 from portal.admin import ReadOnlyAdmin
@@ -86,3 +86,30 @@ class WalletAdmin(ReadOnlyAdmin):
         return render(request, "admin/billing/adjustment.html",
                       {"form": form, "wallets": queryset, "action": "post_adjustment",
                        "opts": self.model._meta, **self.admin_site.each_context(request)})
+
+
+@admin.register(GpuPrice)
+class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Price changes are new rows (effective from a time); rows in force are never edited."""
+
+    list_display = ["gpu_type", "mode", "price_display", "effective_from", "created_by"]
+    list_filter = ["gpu_type", "mode"]
+    fields = ["gpu_type", "mode", "price_per_gpu_hour_micros", "effective_from"]
+
+    @admin.display(description="CNY per GPU-hour")
+    def price_display(self, obj: GpuPrice) -> str:
+        return format_cny(obj.price_per_gpu_hour_micros, 2)
+
+    def has_change_permission(self, request: HttpRequest, obj: GpuPrice | None = None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request: HttpRequest, obj: GpuPrice | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: GpuPrice, form: object, change: bool) -> None:
+        obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
+        from portal.audit import audit_log
+
+        audit_log(action="admin.price_add", actor=request.user, obj=obj, staff=True,  # type: ignore[arg-type]
+                  extra={"price_micros": obj.price_per_gpu_hour_micros})

@@ -39,3 +39,10 @@ class GrantKind(models.TextChoices):
     TRIAL = "trial", _("Trial credit")
     PROMOTIONAL = "promotional", _("Promotional credit")
     STAFF = "staff", _("Staff grant")
+
+
+class RentalMode(models.TextChoices):
+    """How GPUs are rented: a share of a node from 1 GPU, or whole 8-GPU nodes."""
+
+    CONTAINER = "container", _("Container")
+    BARE_METAL = "bare_metal", _("Bare metal")

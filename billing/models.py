@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from billing.choices import AccountKind, GrantKind, TransactionKind
+from billing.choices import AccountKind, GrantKind, RentalMode, TransactionKind
 
 
 class LedgerAccount(models.Model):
@@ -111,3 +111,28 @@ class CreditGrant(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} grant {self.pk} of {self.wallet.organization}"
+
+
+class GpuPrice(models.Model):
+    """One row of the price book: the price per GPU-hour of a GPU type in a rental mode, in micro-CNY,
+    in force from ``effective_from`` until the next row for the same (type, mode).
+
+    Rows are never edited once in force; a price change is a new row, so past minutes keep their price.
+    """
+
+    gpu_type = models.CharField(max_length=40, help_text="GPU type code, e.g. A100-80G-SXM")
+    mode = models.CharField(max_length=20, choices=RentalMode.choices, default=RentalMode.CONTAINER)
+    price_per_gpu_hour_micros = models.BigIntegerField()
+    effective_from = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["gpu_type", "mode", "-effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["gpu_type", "mode", "effective_from"], name="uniq_price_row"),
+            models.CheckConstraint(condition=models.Q(price_per_gpu_hour_micros__gte=0), name="price_nonneg"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.gpu_type} {self.mode} from {self.effective_from:%Y-%m-%d %H:%M}"

@@ -1,0 +1,88 @@
+"""The price book and the one charging rule.
+
+Charging rule (DESIGN.md §4, issue 6): the amount charged for the first ``m`` minutes of ``g`` GPUs at
+one price ``p`` (micro-CNY per GPU-hour) is ``round_half_up(p * g * m / 60)`` — the exact price of ``m``
+minutes rounded once. Minute ``m``'s charge is ``cumulative(m) - cumulative(m - 1)``, so no remainder
+is ever lost or doubled: 120 minutes of 1 GPU at 5.00 CNY/GPU-hour is exactly 10.000000 CNY.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+from django.db import transaction
+from django.utils import timezone
+
+from billing.choices import RentalMode
+from billing.models import GpuPrice
+from billing.money import round_micros, to_micros
+
+# Seeded defaults (CNY per GPU-hour), editable in the back office as new price-book rows. Chosen in the
+# range of public on-demand list prices of Chinese GPU clouds in 2025-2026; bare metal is whole nodes.
+DEFAULT_PRICES: dict[str, dict[str, str]] = {
+    "A100-80G-SXM": {RentalMode.CONTAINER: "8.00", RentalMode.BARE_METAL: "7.20"},
+    "H100-80G-SXM": {RentalMode.CONTAINER: "16.00", RentalMode.BARE_METAL: "14.40"},
+    "L40S-48G": {RentalMode.CONTAINER: "5.50", RentalMode.BARE_METAL: "4.95"},
+    "RTX-4090-24G": {RentalMode.CONTAINER: "2.20", RentalMode.BARE_METAL: "1.98"},
+}
+
+
+class PriceNotFound(LookupError):
+    """No price-book row for this GPU type and mode at that time."""
+
+
+def cumulative_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minutes: int) -> int:
+    """Exact price of ``minutes`` minutes of ``gpus`` GPUs, rounded once, half-up, to a micro-CNY."""
+    if minutes < 0 or gpus < 0 or price_per_gpu_hour_micros < 0:
+        raise ValueError("minutes, gpus and price must be non-negative")
+    return round_micros(Decimal(price_per_gpu_hour_micros) * gpus * minutes / 60)
+
+
+def minute_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minute_index: int) -> int:
+    """Charge of the ``minute_index``-th minute (1-based) at one price: the difference of two roundings."""
+    if minute_index < 1:
+        raise ValueError("minute_index is 1-based")
+    kw = {"price_per_gpu_hour_micros": price_per_gpu_hour_micros, "gpus": gpus}
+    return cumulative_charge_micros(minutes=minute_index, **kw) - cumulative_charge_micros(
+        minutes=minute_index - 1, **kw
+    )
+
+
+def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetime | None = None) -> int:
+    """Price per GPU-hour in micro-CNY in force at ``at`` (default now). Raises ``PriceNotFound``."""
+    row = (
+        GpuPrice.objects.filter(gpu_type=gpu_type, mode=mode, effective_from__lte=at or timezone.now())
+        .order_by("-effective_from")
+        .first()
+    )
+    if row is None:
+        raise PriceNotFound(f"no price for {gpu_type} ({mode})")
+    return row.price_per_gpu_hour_micros
+
+
+def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
+                  created_by: object = None) -> GpuPrice:
+    """Add a price-book row (a price change never rewrites past rows)."""
+    from portal.audit import audit_log
+
+    with transaction.atomic():
+        row = GpuPrice.objects.create(
+            gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
+            effective_from=effective_from or timezone.now(), created_by=created_by,
+        )
+        audit_log(action="billing.price_set", actor=created_by, obj=row,  # type: ignore[arg-type]
+                  extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)})
+    return row
+
+
+def seed_price_book() -> int:
+    """Insert the default prices for (type, mode) pairs that have no row yet; returns rows created."""
+    created = 0
+    for gpu_type, modes in DEFAULT_PRICES.items():
+        for mode, price in modes.items():
+            if not GpuPrice.objects.filter(gpu_type=gpu_type, mode=mode).exists():
+                GpuPrice.objects.create(gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
+                                        effective_from=datetime(2026, 1, 1, tzinfo=UTC))
+                created += 1
+    return created
