@@ -38,6 +38,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"invalid config: {exc}", file=sys.stderr)
         return exitcodes.EXIT_CONFIG_ERROR
 
+    from torch.distributed.checkpoint.api import CheckpointException
+
     from instances.runtime.train import NoLoadableCheckpoint, ResumeRefused, Trainer
 
     trainer = Trainer(cfg)
@@ -50,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     except NoLoadableCheckpoint as exc:
         print(f"resume failed: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_FAILED, str(exc))
-    except Exception as exc:  # noqa: BLE001 - report, then fail with the documented code
+    except (Exception, CheckpointException) as exc:  # noqa: BLE001 - report, then fail with the documented code
         traceback.print_exc()
         code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     finally:

@@ -33,6 +33,8 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F  # noqa: N812
 
+from torch.distributed.checkpoint.api import CheckpointException  # a BaseException, not an Exception
+
 from instances.runtime import exitcodes
 from instances.runtime.checkpoint import CheckpointCorrupt, CheckpointStore
 from instances.runtime.config import JobConfig
@@ -430,7 +432,7 @@ class Trainer:
                 refused = f"checkpoint {url} was written by engine {state['engine']}, this run uses {self.cfg.engine}"
             else:
                 self._load_tensors(step, state)
-        except Exception as exc:  # noqa: BLE001 - any load failure means: fall back
+        except (Exception, CheckpointException) as exc:  # noqa: BLE001 - any load failure means: fall back
             error = f"checkpoint {url} cannot be loaded: {type(exc).__name__}: {exc}"
         errors: list[Any] = [None] * self.world
         dist.all_gather_object(errors, (refused, error), group=self.ctrl_pg)
