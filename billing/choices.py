@@ -46,3 +46,20 @@ class RentalMode(models.TextChoices):
 
     CONTAINER = "container", _("Container")
     BARE_METAL = "bare_metal", _("Bare metal")
+
+
+class TopUpStatus(models.TextChoices):
+    """A top-up's life: created → checkout_open → paid (credited once); or failed / expired."""
+
+    CREATED = "created", _("Created")
+    CHECKOUT_OPEN = "checkout_open", _("Awaiting payment")
+    PAID = "paid", _("Paid")
+    FAILED = "failed", _("Failed")
+    EXPIRED = "expired", _("Expired")
+
+
+class StripeEventStatus(models.TextChoices):
+    RECEIVED = "received", _("Received")
+    PROCESSED = "processed", _("Processed")
+    IGNORED = "ignored", _("Ignored")
+    FAILED = "failed", _("Failed")

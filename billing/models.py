@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from billing.choices import AccountKind, GrantKind, RentalMode, TransactionKind
+from billing.choices import AccountKind, GrantKind, RentalMode, StripeEventStatus, TopUpStatus, TransactionKind
 
 
 class LedgerAccount(models.Model):
@@ -136,3 +136,74 @@ class GpuPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu_type} {self.mode} from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
+class TopUp(models.Model):
+    """A wallet top-up paid through Stripe Checkout.
+
+    Its ``idempotency_key`` (``topup:<id>``) is stored before Stripe is called and sent as the request's
+    ``Idempotency-Key``; the wallet is credited only by a verified ``checkout.session.completed`` webhook,
+    with the same key on the ledger posting, so each payment credits exactly once. Refunds and disputes
+    debit the paid balance (``refunded_micros``); what the paid balance could not cover is recorded in
+    ``unrecovered_micros`` for staff.
+    """
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="top_ups")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    amount_micros = models.BigIntegerField()
+    status = models.CharField(max_length=20, choices=TopUpStatus.choices, default=TopUpStatus.CREATED)
+    idempotency_key = models.CharField(max_length=80, unique=True, null=True)
+    stripe_session_id = models.CharField(max_length=255, unique=True, null=True, blank=True)
+    stripe_payment_intent = models.CharField(max_length=255, unique=True, null=True, blank=True)
+    checkout_url = models.URLField(max_length=1000, blank=True)
+    refunded_micros = models.BigIntegerField(default=0)
+    unrecovered_micros = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    paid_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"top-up {self.pk} of {self.organization}"
+
+
+class StripeEvent(models.Model):
+    """Every Stripe webhook event received, once per event id, with its handling status and error."""
+
+    event_id = models.CharField(max_length=255, unique=True)
+    type = models.CharField(max_length=100)
+    livemode = models.BooleanField(default=False)
+    payload = models.JSONField()
+    status = models.CharField(max_length=20, choices=StripeEventStatus.choices, default=StripeEventStatus.RECEIVED)
+    error = models.TextField(blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    received_at = models.DateTimeField(default=timezone.now)
+    processed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} {self.event_id}"
+
+
+class PaymentReversal(models.Model):
+    """A refund or dispute of a Stripe payment, applied to the wallet at most once per amount.
+
+    ``reference`` is ``refund:<charge id>`` (``target_micros`` = the cumulative amount refunded, as Stripe
+    reports it) or ``dispute:<dispute id>``. ``applied_micros`` is how much of the target has been debited
+    or recorded as unrecoverable; a reversal that arrives before its payment's completion waits with
+    ``applied_micros = 0`` and is applied right after the credit.
+    """
+
+    payment_intent = models.CharField(max_length=255, db_index=True)
+    reference = models.CharField(max_length=255, unique=True)
+    target_micros = models.BigIntegerField()
+    applied_micros = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.reference

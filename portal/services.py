@@ -24,7 +24,7 @@ from portal.choices import Role, TokenScope
 from portal.models import ApiToken, Membership, Organization, TrialClaim, User
 
 VERIFY_SALT = "portal.email-verification"
-TOKEN_PREFIX = "gpp"
+TOKEN_PREFIX = "gpp"  # noqa: S105 - the public prefix of API tokens, not a secret
 
 
 class VerificationError(Exception):

@@ -33,6 +33,7 @@ urlpatterns = [
     path("o/<slug:org>/jobs/", views.placeholder, {"section": "jobs"}, name="jobs"),
     path("o/<slug:org>/datasets/", views.placeholder, {"section": "datasets"}, name="datasets"),
     path("o/<slug:org>/apps/", views.placeholder, {"section": "apps"}, name="apps"),
+    path("", include("billing.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
     path("api/v1/", include("portal.api.urls")),

@@ -7,6 +7,7 @@ outsiders).
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -18,6 +19,7 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
+from billing import stripe_gateway
 from billing.selectors import ledger_lines, wallet_balance
 from portal.choices import TokenScope
 from portal.forms import ApiTokenForm, SignupForm
@@ -99,7 +101,15 @@ def dashboard(request: HttpRequest, org: str) -> HttpResponse:
 def wallet(request: HttpRequest, org: str) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
-    context = {"org": organization, "balance": wallet_balance(organization=organization), "page": page}
+    context = {
+        "org": organization,
+        "balance": wallet_balance(organization=organization),
+        "page": page,
+        "stripe_configured": stripe_gateway.is_configured(),
+        "topup_presets": settings.TOP_UP_PRESETS,
+        "topup_min": settings.TOP_UP_MIN,
+        "topup_max": settings.TOP_UP_MAX,
+    }
     template = "portal/wallet_table.html" if _partial(request) else "portal/wallet.html"
     return render(request, template, context)
 

@@ -19,7 +19,7 @@ from billing.models import CreditGrant, LedgerTransaction
 from billing.selectors import wallet_balance
 from billing.services import InsufficientFunds, credit_grant_create, wallet_spend
 from portal.models import TrialClaim
-from portal.services import email_verify, verification_token, user_signup
+from portal.services import email_verify, user_signup, verification_token
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
@@ -36,7 +36,7 @@ def _race(n: int, fn: Callable[[int], object]) -> list[object]:
         try:
             barrier.wait()
             results[i] = fn(i)
-        except Exception as exc:  # noqa: BLE001 - the test inspects it
+        except Exception as exc:
             results[i] = exc
         finally:
             connections.close_all()

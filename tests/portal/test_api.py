@@ -171,7 +171,8 @@ def test_throttling_limits_each_token(alice, alice_org, settings):
 
     SimpleRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
     try:
-        client = _client(api_token_create(user=alice, organization=alice_org, name="t", scope=TokenScope.READ).plaintext)
+        token = api_token_create(user=alice, organization=alice_org, name="t", scope=TokenScope.READ)
+        client = _client(token.plaintext)
         codes = [client.get("/api/v1/me").status_code for _ in range(4)]
         assert codes == [200, 200, 200, 429]
         assert client.get("/api/v1/me").json()["error"]["code"] == "throttled"
@@ -182,7 +183,8 @@ def test_throttling_limits_each_token(alice, alice_org, settings):
 
 def test_the_dashboard_speaks_chinese_when_the_browser_asks_for_it(client, alice, alice_org):
     client.force_login(alice)
-    html = client.get(reverse("dashboard", args=[alice_org.slug]), HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
+    url = reverse("dashboard", args=[alice_org.slug])
+    html = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-CN,zh;q=0.9").content.decode()
     assert '<html lang="zh-hans">' in html
     assert "试用额度" in html and "概览" in html and "钱包" in html
     html_en = client.get(reverse("dashboard", args=[alice_org.slug]), HTTP_ACCEPT_LANGUAGE="en").content.decode()
