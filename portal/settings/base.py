@@ -210,7 +210,25 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "expire-credit-grants": {"task": "billing.tasks.expire_credit_grants", "schedule": 300.0},
+    "instances-reconcile": {"task": "instances.tasks.reconcile", "schedule": 10.0},
+    "instances-checkpoint-timers": {"task": "instances.tasks.checkpoint_timers", "schedule": 60.0},
+    "instances-sync-inventory": {"task": "instances.tasks.sync_inventory", "schedule": 60.0},
 }
+
+# --- compute (instances app) -----------------------------------------------------------------------------
+INSTANCES_BACKEND = env_str("INSTANCES_BACKEND", "local")  # "local" | "kubernetes"
+INSTANCES_BACKEND_OPTIONS: dict[str, object] = (
+    {"workspace_root": str(DATA_DIR / "workspaces"), "slots": env_int("INSTANCES_LOCAL_SLOTS", 2, minimum=1)}
+    if INSTANCES_BACKEND == "local"
+    else {"namespace": env_str("INSTANCES_K8S_NAMESPACE", "gpu-portal")}
+)
+INSTANCES_CHECKPOINT_ROOT = env_str("INSTANCES_CHECKPOINT_ROOT", str(DATA_DIR / "checkpoints"))
+INSTANCES_DEFAULT_GPU_QUOTA = env_int("INSTANCES_DEFAULT_GPU_QUOTA", 1024, minimum=0)
+INSTANCES_MIN_RUNWAY_MINUTES = env_int("INSTANCES_MIN_RUNWAY_MINUTES", 10, minimum=0)  # launch needs this much
+INSTANCES_STOP_GRACE_S = env_int("INSTANCES_STOP_GRACE_S", 120, minimum=1)  # SIGTERM -> SIGKILL
+INSTANCES_MAX_CRASH_RESUMES = env_int("INSTANCES_MAX_CRASH_RESUMES", 3, minimum=0)
+INSTANCES_RESUME_BACKOFF_S = env_int("INSTANCES_RESUME_BACKOFF_S", 30, minimum=0)  # doubles per crash
+INSTANCES_PREEMPT_RESUME_DELAY_S = env_int("INSTANCES_PREEMPT_RESUME_DELAY_S", 0, minimum=0)
 
 LOGGING = {
     "version": 1,

@@ -1,0 +1,330 @@
+"""GPU catalog, node inventory, instances (with their transition log and run segments) and training jobs.
+
+Invariants:
+- an instance's ``status`` changes only through ``instances.services.instance_transition`` (one table in
+  ``choices.py``); each change writes one ``InstanceTransition`` row and one audit row;
+- an instance has at most one open ``InstanceRunSegment`` (``ended_at`` null), opened on entering
+  ``running`` and closed on leaving it; metering reads these segments;
+- runtime events are stored once per ``(job, attempt, seq)`` (unique constraint), so a resent batch
+  changes nothing;
+- a job attempt's token is stored as its SHA-256 only.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from billing.choices import RentalMode
+from instances.choices import (
+    AttemptState,
+    Engine,
+    InstanceKind,
+    InstanceStatus,
+    JobOutcome,
+    ModelPreset,
+    NodeState,
+)
+
+
+class GpuType(models.Model):
+    """A GPU model offered for rent. ``code`` is the key of the price book (``billing.GpuPrice.gpu_type``)."""
+
+    code = models.CharField(max_length=40, unique=True)
+    name = models.CharField(_("name"), max_length=100)
+    memory_gib = models.PositiveIntegerField(_("memory (GiB)"))
+    interconnect = models.CharField(_("interconnect"), max_length=60, blank=True)
+    gpus_per_node = models.PositiveIntegerField(default=8)
+    active = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["code"]
+        verbose_name = _("GPU type")
+        verbose_name_plural = _("GPU types")
+
+    def __str__(self) -> str:
+        return self.code
+
+
+class Image(models.Model):
+    """A container image the work runs in, with the framework versions it carries."""
+
+    name = models.CharField(_("name"), max_length=120, unique=True)
+    reference = models.CharField(max_length=200, help_text=_("Container image reference"))
+    pytorch_version = models.CharField(max_length=20)
+    cuda_version = models.CharField(max_length=20, blank=True)
+    deepspeed_version = models.CharField(max_length=20, blank=True)
+    megatron_version = models.CharField(max_length=20, blank=True)
+    is_default = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("image")
+        verbose_name_plural = _("images")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Node(models.Model):
+    """A machine of the inventory, synced from the backend (``instances.tasks.sync_inventory``).
+
+    ``gpus``: GPUs (CPU slots on the local backend); ``block``: topology block (rack / switch). ``state``
+    is the portal's own (cordon / drain in the back office); the backend's view only adds and updates rows.
+    """
+
+    name = models.CharField(max_length=120, unique=True)
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="nodes")
+    gpus = models.PositiveIntegerField()
+    block = models.CharField(max_length=80, default="default")
+    state = models.CharField(max_length=10, choices=NodeState.choices, default=NodeState.READY)
+    backend_free_gpus = models.PositiveIntegerField(default=0)
+    last_seen_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = _("node")
+        verbose_name_plural = _("nodes")
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class GpuQuota(models.Model):
+    """An organization's GPU quota (GPUs held at once, all types); no row = the default setting."""
+
+    organization = models.OneToOneField("portal.Organization", on_delete=models.CASCADE, related_name="gpu_quota")
+    gpus = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.organization}: {self.gpus} GPUs"
+
+
+class Instance(models.Model):
+    """Rented capacity: ``gpu_count`` GPUs of ``gpu_type`` in ``mode``, running a training job or a command.
+
+    ``placement``: ``[[node_name, gpus], …]`` from the scheduler while the instance holds capacity.
+    ``queue_position`` / ``status_reason``: what the user sees while it waits.
+    ``idempotency_key``: the API's ``Idempotency-Key`` (unique per organization when given).
+    """
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="instances")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    name = models.CharField(_("name"), max_length=100)
+    kind = models.CharField(max_length=12, choices=InstanceKind.choices, default=InstanceKind.TRAINING)
+    gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="instances")
+    gpu_count = models.PositiveIntegerField()
+    mode = models.CharField(max_length=12, choices=RentalMode.choices, default=RentalMode.CONTAINER)
+    image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT)
+    command = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=12, choices=InstanceStatus.choices, default=InstanceStatus.PENDING)
+    status_reason = models.CharField(max_length=300, blank=True)
+    queue_position = models.PositiveIntegerField(null=True, blank=True)
+    placement = models.JSONField(default=list, blank=True)
+    submitted_at = models.DateTimeField(default=timezone.now)
+    idempotency_key = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "idempotency_key"],
+                condition=~Q(idempotency_key=""),
+                name="uniq_instance_idempotency_key",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "submitted_at"])]
+        verbose_name = _("instance")
+        verbose_name_plural = _("instances")
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.gpu_count}× {self.gpu_type_id})"
+
+
+class InstanceTransition(models.Model):
+    """One status change of an instance (append-only)."""
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="transitions")
+    from_status = models.CharField(max_length=12, choices=InstanceStatus.choices)
+    to_status = models.CharField(max_length=12, choices=InstanceStatus.choices)
+    reason = models.CharField(max_length=300, blank=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id}: {self.from_status} -> {self.to_status}"
+
+
+class InstanceRunSegment(models.Model):
+    """A period during which an instance was ``running``; ``ended_at`` null while it still is.
+
+    Metering charges every minute that overlaps a segment (``instances.selectors.run_segments_overlapping``).
+    """
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="run_segments")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["instance"], condition=Q(ended_at__isnull=True), name="uniq_open_run_segment"
+            ),
+        ]
+        indexes = [models.Index(fields=["started_at"]), models.Index(fields=["ended_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id}: {self.started_at} – {self.ended_at or '…'}"
+
+
+class TrainingJob(models.Model):
+    """A training job on an instance: the runtime's config inputs and the job's resume bookkeeping.
+
+    ``hyperparameters``: runtime config fields (seq_len, micro_batch, grad_accum, lr, warmup_steps,
+    max_steps, seed, ...). ``dataset_version_ids``: dataset versions mounted through agreements.
+    ``resume_step``: -1 = newest complete checkpoint; ≥ 0 = the next attempt rolls back to that step.
+    ``crash_count`` counts crashes since the last successful progress (the crash budget);
+    ``preempt_count`` counts preemptions (never limited by the crash budget).
+    ``checkpoint_requested`` / ``stop_requested``: answered to the runtime once through the callback.
+    """
+
+    instance = models.OneToOneField(Instance, on_delete=models.CASCADE, related_name="job")
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="jobs")
+    name = models.CharField(_("name"), max_length=100)
+    model_preset = models.CharField(max_length=20, choices=ModelPreset.choices, default=ModelPreset.TINY)
+    engine = models.CharField(max_length=12, choices=Engine.choices, default=Engine.FSDP)
+    hyperparameters = models.JSONField(default=dict, blank=True)
+    dataset_version_ids = models.JSONField(default=list, blank=True)
+    mounts = models.JSONField(default=list, blank=True)  # [{"version_id", "name", "shard_dir"}], from datasets
+    checkpoint_every_minutes = models.PositiveIntegerField(default=30)
+    checkpoint_every_steps = models.PositiveIntegerField(default=0)
+    keep_last = models.PositiveIntegerField(default=3)
+    checkpoint_uri = models.CharField(max_length=500, blank=True)
+    resume_step = models.IntegerField(default=-1)
+    outcome = models.CharField(max_length=10, choices=JobOutcome.choices, default=JobOutcome.NONE, blank=True)
+    crash_count = models.PositiveIntegerField(default=0)
+    preempt_count = models.PositiveIntegerField(default=0)
+    next_resume_at = models.DateTimeField(null=True, blank=True)
+    restart_after_stop = models.BooleanField(default=False)
+    checkpoint_requested = models.BooleanField(default=False)
+    stop_requested = models.BooleanField(default=False)
+    last_step = models.PositiveIntegerField(default=0)
+    tokens_seen = models.BigIntegerField(default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-id"]
+        verbose_name = _("training job")
+        verbose_name_plural = _("training jobs")
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def current_attempt(self) -> JobAttempt | None:
+        """The newest attempt (or ``None`` before the first submit)."""
+        return self.attempts.order_by("-number").first()
+
+
+class JobAttempt(models.Model):
+    """One run of a job (or of an interactive instance's command) on the backend.
+
+    ``handle``: the backend's opaque handle ("" until submitted). ``token_sha256``: SHA-256 of the token
+    the runtime sends as ``Authorization: Bearer``. ``resume_from_step``: the rollback step asked for
+    (-1 = newest checkpoint).
+    """
+
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="attempts")
+    job = models.ForeignKey(TrainingJob, null=True, blank=True, on_delete=models.CASCADE, related_name="attempts")
+    number = models.PositiveIntegerField()
+    backend = models.CharField(max_length=20)
+    handle = models.CharField(max_length=500, blank=True)
+    token_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    state = models.CharField(max_length=10, choices=AttemptState.choices, default=AttemptState.PENDING)
+    exit_code = models.IntegerField(null=True, blank=True)
+    message = models.CharField(max_length=300, blank=True)
+    resume_from_step = models.IntegerField(default=-1)
+    started_step = models.IntegerField(null=True, blank=True)
+    placement = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    first_step_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["instance", "number"]
+        constraints = [models.UniqueConstraint(fields=["instance", "number"], name="uniq_attempt_number")]
+
+    def __str__(self) -> str:
+        return f"{self.instance_id}#{self.number}"
+
+
+class Checkpoint(models.Model):
+    """A checkpoint the runtime reported complete (the runtime reports only complete ones).
+
+    ``rolled_back``: set aside by a rollback to an earlier step (kept on disk, not resumed from).
+    """
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="checkpoints")
+    attempt = models.ForeignKey(JobAttempt, null=True, blank=True, on_delete=models.SET_NULL)
+    step = models.PositiveIntegerField()
+    location = models.CharField(max_length=500)
+    size_bytes = models.BigIntegerField(default=0)
+    loss = models.FloatField(null=True, blank=True)
+    complete = models.BooleanField(default=True)
+    rolled_back = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-step"]
+        constraints = [models.UniqueConstraint(fields=["job", "step"], name="uniq_checkpoint_step")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}@{self.step}"
+
+
+class JobMetric(models.Model):
+    """One progress report: loss, learning rate and throughput (tokens/s over all ranks) at ``step``."""
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="metrics")
+    attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="metrics")
+    step = models.PositiveIntegerField()
+    loss = models.FloatField()
+    lr = models.FloatField()
+    tokens_per_s = models.FloatField()
+    tokens_seen = models.BigIntegerField(default=0)
+    reported_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["step", "attempt_id"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "step"], name="uniq_metric_attempt_step")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}@{self.step}: {self.loss:.4f}"
+
+
+class JobEvent(models.Model):
+    """A runtime event as received, once per ``(job, attempt, seq)``."""
+
+    job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="events")
+    attempt = models.PositiveIntegerField()
+    seq = models.PositiveIntegerField()
+    type = models.CharField(max_length=20)
+    payload = models.JSONField(default=dict)
+    received_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["attempt", "seq"]
+        constraints = [models.UniqueConstraint(fields=["job", "attempt", "seq"], name="uniq_job_event_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}#{self.attempt}/{self.seq} {self.type}"

@@ -1,0 +1,129 @@
+"""Read queries of the instances app (console, API, metering)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F, Q, QuerySet, Sum
+
+from instances.choices import HOLDS_CAPACITY, InstanceStatus
+from instances.models import (
+    Checkpoint,
+    GpuQuota,
+    GpuType,
+    Instance,
+    InstanceRunSegment,
+    JobMetric,
+    Node,
+    TrainingJob,
+)
+from portal.models import Organization
+
+
+def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[InstanceRunSegment, dict[str, Any]]:
+    """Run segments that overlap ``[start, end)`` — the metering interface.
+
+    Returns dicts with ``instance_id``, ``organization_id``, ``gpu_type`` (the GPU type code),
+    ``gpu_count``, ``mode``, ``started_at``, ``ended_at`` (``None`` while the instance still runs), ordered
+    by ``(instance_id, started_at)``. A segment overlaps when it started before ``end`` and has not ended
+    or ended after ``start``. Times are timezone-aware UTC.
+    """
+    return (
+        InstanceRunSegment.objects.filter(started_at__lt=end)
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=start))
+        .order_by("instance_id", "started_at", "id")
+        .values(
+            "instance_id",
+            "started_at",
+            "ended_at",
+            organization_id=F("instance__organization_id"),
+            gpu_type=F("instance__gpu_type__code"),
+            gpu_count=F("instance__gpu_count"),
+            mode=F("instance__mode"),
+        )
+    )
+
+
+def instances_for_org(organization: Organization) -> QuerySet[Instance]:
+    """The organization's instances, newest first, with GPU type and job."""
+    return (
+        Instance.objects.filter(organization=organization)
+        .select_related("gpu_type", "image", "job")
+        .order_by("-id")
+    )
+
+
+def jobs_for_org(organization: Organization) -> QuerySet[TrainingJob]:
+    """The organization's training jobs, newest first, with their instance."""
+    return (
+        TrainingJob.objects.filter(organization=organization)
+        .select_related("instance", "instance__gpu_type")
+        .order_by("-id")
+    )
+
+
+def gpu_types_offered() -> QuerySet[GpuType]:
+    """Active GPU types, by code."""
+    return GpuType.objects.filter(active=True).order_by("code")
+
+
+def gpus_in_use(organization: Organization) -> int:
+    """GPUs the organization holds now (instances provisioning, running or stopping)."""
+    total = Instance.objects.filter(organization=organization, status__in=HOLDS_CAPACITY).aggregate(
+        s=Sum("gpu_count")
+    )["s"]
+    return int(total or 0)
+
+
+def gpu_quota_of(organization: Organization) -> int | None:
+    """The organization's GPU quota: its ``GpuQuota`` row, else ``INSTANCES_DEFAULT_GPU_QUOTA`` (None =
+    unlimited)."""
+    row = GpuQuota.objects.filter(organization=organization).first()
+    if row is not None:
+        return row.gpus
+    return getattr(settings, "INSTANCES_DEFAULT_GPU_QUOTA", None)
+
+
+def newest_complete_checkpoint(job: TrainingJob) -> Checkpoint | None:
+    """The checkpoint a resume starts from: the newest complete one not set aside by a rollback."""
+    return job.checkpoints.filter(complete=True, rolled_back=False).order_by("-step").first()
+
+
+def checkpoints_of(job: TrainingJob) -> QuerySet[Checkpoint]:
+    """The job's checkpoints, newest step first."""
+    return job.checkpoints.order_by("-step")
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One point of a job's curve: the value reported for ``step`` by the latest attempt that trained it."""
+
+    step: int
+    loss: float
+    lr: float
+    tokens_per_s: float
+
+
+def loss_curve(job: TrainingJob) -> list[CurvePoint]:
+    """The job's training curve, one point per step, ascending. A step trained again after a resume or
+    rollback is taken from the newest attempt that reported it."""
+    points: dict[int, CurvePoint] = {}
+    rows = JobMetric.objects.filter(job=job).order_by("attempt__number", "step")
+    for m in rows.values_list("step", "loss", "lr", "tokens_per_s"):
+        points[m[0]] = CurvePoint(*m)
+    return [points[s] for s in sorted(points)]
+
+
+def nodes_for_scheduler() -> QuerySet[Node]:
+    """Every node with its GPU type (the scheduler filters by state itself)."""
+    return Node.objects.select_related("gpu_type").order_by("name")
+
+
+def queued_instances() -> QuerySet[Instance]:
+    """Instances waiting for capacity, first come first served."""
+    return Instance.objects.filter(status=InstanceStatus.SCHEDULING).select_related("gpu_type").order_by(
+        "submitted_at", "id"
+    )

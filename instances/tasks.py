@@ -1,0 +1,45 @@
+"""Celery tasks of the instances app. Thin and idempotent: each calls one service and is safe to run twice
+(services claim work with compare-and-set updates; the backend dedupes submits per (job, attempt))."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from instances import services
+
+
+@shared_task
+def launch_attempt(attempt_id: int) -> None:
+    """Submit an attempt placed by the scheduler to the backend (enqueued after commit)."""
+    services.attempt_submit(attempt_id=attempt_id)
+
+
+@shared_task
+def reconcile() -> dict[str, int]:
+    """Periodic: backend status → transitions (preemption, crash, finish), due auto-resumes, a scheduling
+    pass."""
+    return services.instances_reconcile()
+
+
+@shared_task
+def schedule() -> int:
+    """Offer free capacity to the queue (after a stop or cancel)."""
+    return len(services.instances_schedule())
+
+
+@shared_task
+def stop_instance(instance_id: int) -> None:
+    """Stop an instance's current attempt on the backend (after the final checkpoint) and free capacity."""
+    services.instance_stop_backend(instance_id=instance_id)
+
+
+@shared_task
+def checkpoint_timers() -> int:
+    """Periodic: ask running jobs whose last checkpoint is overdue for one."""
+    return services.checkpoint_timers()
+
+
+@shared_task
+def sync_inventory() -> int:
+    """Periodic: nodes from the backend's inventory."""
+    return services.nodes_sync()
