@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     except NoLoadableCheckpoint as exc:
         print(f"resume failed: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_FAILED, str(exc))
-    except (Exception, CheckpointException) as exc:  # noqa: BLE001 - report, then fail with the documented code
+    except (Exception, CheckpointException) as exc:
         traceback.print_exc()
         code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     finally:

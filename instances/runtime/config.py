@@ -149,8 +149,14 @@ class JobConfig:
             raise ConfigError("zero_stage", "must be 1, 2 or 3")
         if self.mixed_precision not in MIXED_PRECISION:
             raise ConfigError("mixed_precision", f"must be one of {', '.join(MIXED_PRECISION)}")
-        if self.engine == "deepspeed" and "://" in self.checkpoint_dir and not self.checkpoint_dir.startswith("file://"):
-            raise ConfigError("checkpoint_dir", "engine deepspeed writes checkpoints to a local or mounted folder only")
+        if (
+            self.engine == "deepspeed"
+            and "://" in self.checkpoint_dir
+            and not self.checkpoint_dir.startswith("file://")
+        ):
+            raise ConfigError(
+                "checkpoint_dir", "engine deepspeed writes checkpoints to a local or mounted folder only"
+            )
         if self.callback_url and not re.match(r"^https?://", self.callback_url):
             raise ConfigError("callback_url", "must start with http:// or https://")
         if self.callback_url and not self.job_token:

@@ -14,19 +14,31 @@ from typing import Any
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import torch  # noqa: E402
+import torch
 
 # Shapes follow published models: gpt2-small = GPT-2 124M's width/depth, 1b = Llama 3.2 1B,
 # 7b = Llama 2 7B. ``tiny`` is for CPU tests (~2.1M parameters with a 2k vocabulary).
 PRESETS: dict[str, dict[str, Any]] = {
     "tiny": dict(
-        hidden_size=192, intermediate_size=512, num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=4
+        hidden_size=192,
+        intermediate_size=512,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        num_key_value_heads=4,
     ),
     "gpt2-small": dict(
-        hidden_size=768, intermediate_size=3072, num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=12
+        hidden_size=768,
+        intermediate_size=3072,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=12,
     ),
     "1b": dict(
-        hidden_size=2048, intermediate_size=8192, num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
     ),
     "7b": dict(
         hidden_size=4096,

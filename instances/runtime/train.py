@@ -31,8 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F  # noqa: N812
-
+import torch.nn.functional as F
 from torch.distributed.checkpoint.api import CheckpointException  # a BaseException, not an Exception
 
 from instances.runtime import exitcodes
@@ -170,8 +169,13 @@ class Trainer:
 
     def _grace_expired(self) -> None:
         # SIGTERM grace period over and the checkpoint is not complete: leave without claiming one.
-        self.emit("exit", reason="failed", exit_code=exitcodes.EXIT_FAILED, step=self.step,
-                  message=f"checkpoint not complete within term_grace_s={self.cfg.term_grace_s}s after SIGTERM")
+        self.emit(
+            "exit",
+            reason="failed",
+            exit_code=exitcodes.EXIT_FAILED,
+            step=self.step,
+            message=f"checkpoint not complete within term_grace_s={self.cfg.term_grace_s}s after SIGTERM",
+        )
         if self.reporter is not None:
             self.reporter.close(timeout_s=1.0)
         os._exit(exitcodes.EXIT_FAILED)
@@ -181,8 +185,12 @@ class Trainer:
     def build(self) -> None:
         cfg = self.cfg
         self.sampler = TokenSampler(
-            cfg.data, seq_len=cfg.seq_len, micro_batch=cfg.micro_batch, dp_rank=self.rank,
-            dp_size=self.world, seed=cfg.seed,
+            cfg.data,
+            seq_len=cfg.seq_len,
+            micro_batch=cfg.micro_batch,
+            dp_rank=self.rank,
+            dp_size=self.world,
+            seed=cfg.seed,
         )
         vocab = self.sampler.vocab_size
         if cfg.tokenizer:
@@ -207,9 +215,12 @@ class Trainer:
         model.to(self.device)
         decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
         no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-        groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+        groups = [
+            {"params": decay, "weight_decay": cfg.weight_decay},
+            {"params": no_decay, "weight_decay": 0.0},
+        ]
         if cfg.engine == "ddp":
-            from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: N817
+            from torch.nn.parallel import DistributedDataParallel as DDP
 
             self.model = DDP(model, device_ids=[self.local_rank] if self.use_cuda else None)
         elif cfg.engine == "fsdp":
@@ -228,9 +239,13 @@ class Trainer:
             # fully_shard replaced the parameters by DTensors: regroup after sharding
             decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
             no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
-            groups = [{"params": decay, "weight_decay": cfg.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-        self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps,
-                                           foreach=True)
+            groups = [
+                {"params": decay, "weight_decay": cfg.weight_decay},
+                {"params": no_decay, "weight_decay": 0.0},
+            ]
+        self.optimizer = torch.optim.AdamW(
+            groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True
+        )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg, self.total_steps))
         if cfg.engine == "deepspeed":
             self._build_deepspeed(model, amp)
@@ -238,6 +253,10 @@ class Trainer:
     def _build_deepspeed(self, model: torch.nn.Module, amp: bool) -> None:
         import deepspeed
 
+        if not self.use_cuda:
+            # DeepSpeed's CPU shared-memory all-reduce is a C++ op compiled at start-up (~100 s on 2 cores);
+            # gloo does the job for CPU runs, so mark the op unavailable and skip the build.
+            deepspeed.ops.__compatible_ops__["deepspeed_shm_comm"] = False
         cfg = self.cfg
         ds_config: dict[str, Any] = {
             "train_micro_batch_size_per_gpu": cfg.micro_batch,
@@ -251,7 +270,10 @@ class Trainer:
         if amp:
             ds_config["bf16" if cfg.mixed_precision == "bf16" else "fp16"] = {"enabled": True}
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
-            model=model, optimizer=self.optimizer, lr_scheduler=self.scheduler, config=ds_config,
+            model=model,
+            optimizer=self.optimizer,
+            lr_scheduler=self.scheduler,
+            config=ds_config,
         )
         self.model = self.engine
 
@@ -342,9 +364,15 @@ class Trainer:
         if self.rank != 0:
             return
         manifest = self.store.write_manifest(
-            step, loss=loss, checksum=self.cfg.verify_checkpoints,
-            extra={"world_size": self.world, "dp_degree": self.world, "engine": self.cfg.engine,
-                   "tokens_seen": self.tokens_seen if step == self.step else None},
+            step,
+            loss=loss,
+            checksum=self.cfg.verify_checkpoints,
+            extra={
+                "world_size": self.world,
+                "dp_degree": self.world,
+                "engine": self.cfg.engine,
+                "tokens_seen": self.tokens_seen if step == self.step else None,
+            },
         )
         self.emit("checkpoint", step=step, path=self.store.step_url(step), bytes=manifest["bytes"], loss=loss)
         for path in self.store.prune(self.cfg.keep_last):
@@ -383,7 +411,9 @@ class Trainer:
                         with self.store.fs.open(marker, "w") as fh:
                             fh.write(f'{{"resume_step": {cfg.resume_step}, "moved": {len(moved)}}}')
                         if moved:
-                            self.emit("warning", message=f"rolled back to step {cfg.resume_step}; set aside {moved}")
+                            self.emit(
+                                "warning", message=f"rolled back to step {cfg.resume_step}; set aside {moved}"
+                            )
             if listing[0] is None:
                 listing[0] = [f.step for f in self.store.complete()]
         dist.broadcast_object_list(listing, src=0, group=self.ctrl_pg)
@@ -404,7 +434,9 @@ class Trainer:
                 aside = self.store.set_aside(step, "corrupt")
                 self.emit("warning", message=f"set aside {self.store.step_url(step)} as {aside}")
             dist.barrier(group=self.ctrl_pg)
-        raise NoLoadableCheckpoint(f"none of the {len(steps)} complete checkpoints in {cfg.checkpoint_dir} loads")
+        raise NoLoadableCheckpoint(
+            f"none of the {len(steps)} complete checkpoints in {cfg.checkpoint_dir} loads"
+        )
 
     def _try_load(self, step: int) -> Exception | None:
         """Collective: load ``step`` on every rank; all ranks return the same verdict."""
@@ -432,7 +464,7 @@ class Trainer:
                 refused = f"checkpoint {url} was written by engine {state['engine']}, this run uses {self.cfg.engine}"
             else:
                 self._load_tensors(step, state)
-        except (Exception, CheckpointException) as exc:  # noqa: BLE001 - any load failure means: fall back
+        except (Exception, CheckpointException) as exc:
             error = f"checkpoint {url} cannot be loaded: {type(exc).__name__}: {exc}"
         errors: list[Any] = [None] * self.world
         dist.all_gather_object(errors, (refused, error), group=self.ctrl_pg)
@@ -473,7 +505,10 @@ class Trainer:
         self.sampler.load_state_dict(state["sampler"])
         if self.engine is not None:
             path, _client = self.engine.load_checkpoint(
-                self.store.step_path(step), tag="ds", load_optimizer_states=True, load_lr_scheduler_states=True
+                self.store.step_path(step),
+                tag="ds",
+                load_optimizer_states=True,
+                load_lr_scheduler_states=True,
             )
             if path is None:
                 raise CheckpointCorrupt(f"DeepSpeed could not load {self.store.step_url(step)}")
@@ -483,7 +518,9 @@ class Trainer:
 
             sd = self._model_optim_state()
             dcp.load(sd, storage_reader=self._reader(step), process_group=self.ckpt_pg)
-            set_state_dict(self.model, self.optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optim"])
+            set_state_dict(
+                self.model, self.optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optim"]
+            )
             self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])
@@ -553,7 +590,9 @@ class Trainer:
         resumed = self.resume()
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
-        self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}")
+        self.log(
+            f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}"
+        )
         self.emit("started", step=resumed, world_size=self.world)
         pending_loss: torch.Tensor | None = None
         mark_t, mark_tokens = time.monotonic(), self.tokens_seen
@@ -575,9 +614,13 @@ class Trainer:
             if final:
                 self.wait_for_save()
                 if flags["term"]:
-                    return self.finish("preempted", exitcodes.EXIT_PREEMPTED, f"checkpoint saved at step {self.step}")
+                    return self.finish(
+                        "preempted", exitcodes.EXIT_PREEMPTED, f"checkpoint saved at step {self.step}"
+                    )
                 if flags["portal_stop"]:
-                    return self.finish("stopped", exitcodes.EXIT_STOPPED, f"checkpoint saved at step {self.step}")
+                    return self.finish(
+                        "stopped", exitcodes.EXIT_STOPPED, f"checkpoint saved at step {self.step}"
+                    )
                 return self.finish("finished", exitcodes.EXIT_FINISHED, f"reached step {self.step}")
             loss_t = self.train_step()
             self.step += 1
@@ -588,8 +631,14 @@ class Trainer:
                 now = time.monotonic()
                 tps = (self.tokens_seen - mark_tokens) / max(now - mark_t, 1e-9)
                 mark_t, mark_tokens = now, self.tokens_seen
-                self.emit("progress", step=self.step, loss=self.last_loss, lr=self.scheduler.get_last_lr()[0],
-                          tokens_per_s=round(tps, 3), tokens_seen=self.tokens_seen)
+                self.emit(
+                    "progress",
+                    step=self.step,
+                    loss=self.last_loss,
+                    lr=self.scheduler.get_last_lr()[0],
+                    tokens_per_s=round(tps, 3),
+                    tokens_seen=self.tokens_seen,
+                )
             else:
                 pending_loss = loss_t
 
@@ -600,8 +649,17 @@ class Trainer:
         if self.rank == 0:
             # torchrun reports any failing worker as its own exit status 1: the code is kept here too
             exit_file = self.cfg.workdir_path / "exit.json"
-            exit_file.write_text(json.dumps({"reason": reason, "exit_code": code, "step": self.step,
-                                             "message": message, "attempt": self.cfg.attempt}))
+            exit_file.write_text(
+                json.dumps(
+                    {
+                        "reason": reason,
+                        "exit_code": code,
+                        "step": self.step,
+                        "message": message,
+                        "attempt": self.cfg.attempt,
+                    }
+                )
+            )
         self.log(f"exit {reason} ({code}) at step {self.step}: {message}")
         return code
 

@@ -22,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_support import Job
 
 REPO = Path(__file__).resolve().parents[2]
-CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
+CORPORA = Path(
+    os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora"
+)
 LEGAL = CORPORA / "legal" / "legal_zh_lawrefbook.jsonl"
 VOCAB = 1024
 TEXT_BYTES = 400_000  # slice of the corpus used for the tokenizer and the shards
@@ -61,8 +63,9 @@ def shard_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("shards")
     tok.save(str(out / "tokenizer.json"))
     eos = tok.token_to_id("<eos>")
-    with ShardWriter(out, vocab_size=tok.get_vocab_size(), eos_id=eos, shard_tokens=50_000,
-                     tokenizer_file="tokenizer.json") as w:
+    with ShardWriter(
+        out, vocab_size=tok.get_vocab_size(), eos_id=eos, shard_tokens=50_000, tokenizer_file="tokenizer.json"
+    ) as w:
         for enc in tok.encode_batch(texts):
             w.add_document(enc.ids)
     return out
@@ -107,4 +110,3 @@ def run_job() -> Callable[..., Job]:
         if job.proc.poll() is None:
             job.signal_group(signal.SIGKILL)
             job.proc.wait()
-

@@ -34,11 +34,22 @@ class Job:
             "TOKENIZERS_PARALLELISM": "false",
             **(env or {}),
         }
-        cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", str(nproc), "--standalone",
-               "-m", "instances.runtime", "--config", str(self.config_path)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            str(nproc),
+            "--standalone",
+            "-m",
+            "instances.runtime",
+            "--config",
+            str(self.config_path),
+        ]
         self._log = open(self.log_path, "w")  # noqa: SIM115 - closed in wait()
-        self.proc = subprocess.Popen(cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=full_env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def signal_group(self, sig: int) -> None:
         os.killpg(self.proc.pid, sig)
@@ -140,3 +151,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+TOL = 1e-6  # the bound for 'same per-step losses'
+
+
+def wait_for_step(job: Job, step: int) -> None:
+    deadline = time.monotonic() + 180
+    while not any(e["type"] == "progress" and e["step"] >= step for e in read_events(job.workdir)):
+        assert job.proc.poll() is None, job.output()
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+
+
+def assert_same_losses(got: dict[int, float], want: dict[int, float], steps: range) -> None:
+    for s in steps:
+        assert abs(got[s] - want[s]) <= TOL, f"step {s}: {got[s]} vs uninterrupted {want[s]}"

@@ -20,8 +20,13 @@ def wait_until(predicate, timeout: float = 20.0) -> None:  # type: ignore[no-unt
 
 def test_events_survive_an_outage_and_arrive_once_the_portal_is_back(tmp_path: Path) -> None:
     port = free_port()
-    rep = Reporter(callback_url=f"http://127.0.0.1:{port}/cb", job_token="job-token", attempt=3,
-                   workdir=tmp_path, interval_s=0.05)
+    rep = Reporter(
+        callback_url=f"http://127.0.0.1:{port}/cb",
+        job_token="job-token",
+        attempt=3,
+        workdir=tmp_path,
+        interval_s=0.05,
+    )
     rep.emit("started", step=0, world_size=2)
     for step in (1, 2, 3):
         rep.emit("progress", step=step, loss=1.0 / step, lr=0.1, tokens_per_s=10.0, tokens_seen=step * 64)
@@ -32,7 +37,10 @@ def test_events_survive_an_outage_and_arrive_once_the_portal_is_back(tmp_path: P
         rep.close(timeout_s=20)
         events = portal.events()
         assert [(e["seq"], e["type"]) for e in events] == [
-            (1, "started"), (2, "progress"), (3, "progress"), (4, "progress")
+            (1, "started"),
+            (2, "progress"),
+            (3, "progress"),
+            (4, "progress"),
         ]
         assert {b["attempt"] for b in portal.batches} == {3}
         assert events[3]["step"] == 3 and events[3]["time"].endswith("Z")
@@ -57,7 +65,9 @@ def test_seq_continues_after_a_restart_within_the_same_attempt(tmp_path: Path) -
 def test_the_portals_answer_becomes_a_request_once(tmp_path: Path) -> None:
     portal = PortalStub()
     portal.answer_once = {"checkpoint_requested": True, "stop_requested": False}
-    rep = Reporter(callback_url=portal.url, job_token="job-token", attempt=0, workdir=tmp_path, interval_s=0.05)
+    rep = Reporter(
+        callback_url=portal.url, job_token="job-token", attempt=0, workdir=tmp_path, interval_s=0.05
+    )
     try:
         rep.emit("started", step=0, world_size=1)
         wait_until(lambda: rep.sent == 1)

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_support import Job, PortalStub, free_port, losses, read_events
+from runtime_support import Job, PortalStub, assert_same_losses, free_port, losses, read_events, wait_for_step
 
 from instances.runtime.checkpoint import STEP_RE
 from instances.runtime.exitcodes import EXIT_FINISHED, EXIT_PREEMPTED, EXIT_RESUME_REFUSED
@@ -23,7 +22,6 @@ from instances.runtime.train import PAUSE_BEFORE_COMMIT_ENV
 
 pytestmark = pytest.mark.slow
 MAX_STEPS = 12
-TOL = 1e-6
 
 
 def step_dirs(ckpt: Path) -> list[str]:
@@ -31,26 +29,18 @@ def step_dirs(ckpt: Path) -> list[str]:
     return sorted(p.name for p in ckpt.iterdir() if STEP_RE.match(p.name))
 
 
-def wait_for_step(job: Job, step: int) -> None:
-    deadline = time.monotonic() + 180
-    while not any(e["type"] == "progress" and e["step"] >= step for e in read_events(job.workdir)):
-        assert job.proc.poll() is None, job.output()
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-
-
-def assert_same_losses(got: dict[int, float], want: dict[int, float], steps: range) -> None:
-    for s in steps:
-        assert abs(got[s] - want[s]) <= TOL, f"step {s}: {got[s]} vs uninterrupted {want[s]}"
-
-
 @pytest.fixture(scope="module")
 def reference(base_config: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Uninterrupted DDP run of MAX_STEPS steps; its portal is unreachable until step 3."""
     root = tmp_path_factory.mktemp("reference")
     port = free_port()
-    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(root / "ckpt"),
-           "callback_url": f"http://127.0.0.1:{port}/cb", "job_token": "job-token"}
+    cfg = {
+        **base_config,
+        "max_steps": MAX_STEPS,
+        "checkpoint_dir": str(root / "ckpt"),
+        "callback_url": f"http://127.0.0.1:{port}/cb",
+        "job_token": "job-token",
+    }
     job = Job(cfg, root / "work")
     wait_for_step(job, 3)
     portal = PortalStub(port=port)  # the portal comes back
@@ -59,15 +49,24 @@ def reference(base_config: dict[str, Any], tmp_path_factory: pytest.TempPathFact
     finally:
         portal.close()
     assert rc == 0, job.output()
-    return {"cfg": cfg, "root": root, "losses": losses(root / "work"), "events": read_events(root / "work"),
-            "portal": portal.events()}
+    return {
+        "cfg": cfg,
+        "root": root,
+        "losses": losses(root / "work"),
+        "events": read_events(root / "work"),
+        "portal": portal.events(),
+    }
 
 
 def test_reference_run_trains_and_finishes(reference: dict[str, Any]) -> None:
     assert sorted(reference["losses"]) == list(range(1, MAX_STEPS + 1))
     assert reference["losses"][MAX_STEPS] < reference["losses"][1]
     exit_event = reference["events"][-1]
-    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == ("exit", "finished", EXIT_FINISHED)
+    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == (
+        "exit",
+        "finished",
+        EXIT_FINISHED,
+    )
 
 
 def test_portal_outage_does_not_stop_training_and_events_arrive_later(reference: dict[str, Any]) -> None:
@@ -87,7 +86,10 @@ def test_keep_last_k_keeps_the_newest_complete_checkpoints(reference: dict[str, 
 
 @pytest.mark.parametrize("engine", ["ddp", "fsdp"])
 def test_sigterm_saves_exits_preempted_and_resume_is_exact(
-    engine: str, reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path,
+    engine: str,
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
     run_job: Callable[..., Job],
 ) -> None:
     cfg = {**base_config, "engine": engine, "max_steps": MAX_STEPS, "checkpoint_dir": str(tmp_path / "ckpt")}
@@ -102,7 +104,11 @@ def test_sigterm_saves_exits_preempted_and_resume_is_exact(
     job.signal_group(signal.SIGTERM)  # the preemption notice, to torchrun and the workers
     job.wait()
     exit_event = read_events(tmp_path / "work")[-1]
-    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == ("exit", "preempted", EXIT_PREEMPTED)
+    assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == (
+        "exit",
+        "preempted",
+        EXIT_PREEMPTED,
+    )
     stopped_at = exit_event["step"]
     assert 4 <= stopped_at < MAX_STEPS
     assert f"step-{stopped_at:08d}" in step_dirs(tmp_path / "ckpt")
@@ -119,9 +125,17 @@ def test_sigterm_saves_exits_preempted_and_resume_is_exact(
 
 
 def test_sigkill_during_a_save_resumes_from_the_previous_complete_checkpoint(
-    reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job],
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
 ) -> None:
-    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(tmp_path / "ckpt"), "async_save": False}
+    cfg = {
+        **base_config,
+        "max_steps": MAX_STEPS,
+        "checkpoint_dir": str(tmp_path / "ckpt"),
+        "async_save": False,
+    }
     job = run_job(cfg, tmp_path / "work", env={PAUSE_BEFORE_COMMIT_ENV: "6"})
     job.wait_for_file(tmp_path / "work" / "paused-before-commit")
     job.signal_group(signal.SIGKILL)
@@ -149,8 +163,12 @@ def test_sigkill_during_a_save_resumes_from_the_previous_complete_checkpoint(
     ],
 )
 def test_a_damaged_checkpoint_is_named_and_the_previous_one_is_used(
-    damage: str, expected: str, reference: dict[str, Any], base_config: dict[str, Any],
-    tmp_path: Path, run_job: Callable[..., Job],
+    damage: str,
+    expected: str,
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
 ) -> None:
     ckpt = tmp_path / "ckpt"
     shutil.copytree(reference["root"] / "ckpt", ckpt)
@@ -177,7 +195,10 @@ def test_a_damaged_checkpoint_is_named_and_the_previous_one_is_used(
 
 
 def test_a_checkpoint_from_another_data_parallel_degree_is_refused(
-    reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job],
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
 ) -> None:
     ckpt = tmp_path / "ckpt"
     shutil.copytree(reference["root"] / "ckpt", ckpt)
