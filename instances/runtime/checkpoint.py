@@ -113,9 +113,7 @@ class CheckpointStore:
         self.fs.mv(path, aside, recursive=True)
         return f"moved existing checkpoint {path} aside to {aside} before saving step {step} again"
 
-    def write_manifest(
-        self, step: int, *, loss: float | None, extra: dict[str, Any], checksum: bool
-    ) -> dict[str, Any]:
+    def write_manifest(self, step: int, *, loss: float | None, extra: dict[str, Any], checksum: bool) -> dict[str, Any]:
         """Write ``manifest.json`` into the (committed) folder of ``step``. Returns the manifest.
 
         ``checksum``: also store each file's SHA-256 (reads the checkpoint back once).
@@ -161,9 +159,7 @@ class CheckpointStore:
             with self.fs.open(p, "r") as fh:
                 return json.loads(fh.read())
         except json.JSONDecodeError as exc:
-            raise CheckpointCorrupt(
-                f"checkpoint {self.step_url(step)}: manifest.json is not valid JSON"
-            ) from exc
+            raise CheckpointCorrupt(f"checkpoint {self.step_url(step)}: manifest.json is not valid JSON") from exc
 
     def verify(self, step: int, *, checksum: bool) -> None:
         """Check every file listed in the manifest exists with its size (and SHA-256 if ``checksum``).
@@ -185,9 +181,7 @@ class CheckpointStore:
                     f"checkpoint {self.step_url(step)}: file {rel} has {size} bytes, manifest says {want['bytes']}"
                 )
             if checksum and "sha256" in want and self._sha256(p) != want["sha256"]:
-                raise CheckpointCorrupt(
-                    f"checkpoint {self.step_url(step)}: file {rel} fails its SHA-256 check"
-                )
+                raise CheckpointCorrupt(f"checkpoint {self.step_url(step)}: file {rel} fails its SHA-256 check")
 
     def set_aside(self, step: int, why: str) -> str:
         """Rename a bad checkpoint to ``step-N.<why>-<unix time>`` so it is never resumed or reused."""

@@ -154,9 +154,7 @@ class JobConfig:
             and "://" in self.checkpoint_dir
             and not self.checkpoint_dir.startswith("file://")
         ):
-            raise ConfigError(
-                "checkpoint_dir", "engine deepspeed writes checkpoints to a local or mounted folder only"
-            )
+            raise ConfigError("checkpoint_dir", "engine deepspeed writes checkpoints to a local or mounted folder only")
         if self.callback_url and not re.match(r"^https?://", self.callback_url):
             raise ConfigError("callback_url", "must start with http:// or https://")
         if self.callback_url and not self.job_token:

@@ -71,8 +71,7 @@ class TokenSampler:
         self.per_step = micro_batch * dp_size
         if self.num_samples < self.per_step:
             raise ShardFormatError(
-                f"data holds {self.num_samples} samples of {seq_len + 1} tokens; "
-                f"one micro-step needs {self.per_step}"
+                f"data holds {self.num_samples} samples of {seq_len + 1} tokens; one micro-step needs {self.per_step}"
             )
         self.position = SamplerPosition()
         self._order_epoch = -1

@@ -156,7 +156,7 @@ class Reporter:
 
     def _post(self, events: list[dict[str, Any]]) -> dict[str, Any]:
         body = json.dumps({"attempt": self.attempt, "events": events}).encode()
-        req = urllib.request.Request(
+        req = urllib.request.Request(  # noqa: S310 - http(s) only, checked by JobConfig.validate
             self.url,
             data=body,
             method="POST",

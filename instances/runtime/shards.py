@@ -124,9 +124,7 @@ class ShardWriter:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        self._shards.append(
-            {"file": name, "tokens": int(ids.size), "sha256": hashlib.sha256(data).hexdigest()}
-        )
+        self._shards.append({"file": name, "tokens": int(ids.size), "sha256": hashlib.sha256(data).hexdigest()})
         self._tokens += int(ids.size)
 
     def close(self) -> dict[str, Any]:
@@ -182,7 +180,9 @@ class ShardSet:
                 raise ShardFormatError(f"shard {path} listed in the index is missing")
             size = path.stat().st_size
             if size != shard["tokens"] * self.dtype.itemsize:
-                raise ShardFormatError(f"shard {path} has {size} bytes, index says {shard['tokens']} tokens")
+                raise ShardFormatError(
+                    f"shard {path} has {size} bytes, index says {shard['tokens']} tokens"
+                )
             if verify and hashlib.sha256(path.read_bytes()).hexdigest() != shard["sha256"]:
                 raise ShardFormatError(f"shard {path} fails its SHA-256 check")
             self._maps.append(np.memmap(path, dtype=self.dtype, mode="r"))

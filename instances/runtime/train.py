@@ -243,9 +243,7 @@ class Trainer:
                 {"params": decay, "weight_decay": cfg.weight_decay},
                 {"params": no_decay, "weight_decay": 0.0},
             ]
-        self.optimizer = torch.optim.AdamW(
-            groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True
-        )
+        self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg, self.total_steps))
         if cfg.engine == "deepspeed":
             self._build_deepspeed(model, amp)
@@ -411,9 +409,7 @@ class Trainer:
                         with self.store.fs.open(marker, "w") as fh:
                             fh.write(f'{{"resume_step": {cfg.resume_step}, "moved": {len(moved)}}}')
                         if moved:
-                            self.emit(
-                                "warning", message=f"rolled back to step {cfg.resume_step}; set aside {moved}"
-                            )
+                            self.emit("warning", message=f"rolled back to step {cfg.resume_step}; set aside {moved}")
             if listing[0] is None:
                 listing[0] = [f.step for f in self.store.complete()]
         dist.broadcast_object_list(listing, src=0, group=self.ctrl_pg)
@@ -434,9 +430,7 @@ class Trainer:
                 aside = self.store.set_aside(step, "corrupt")
                 self.emit("warning", message=f"set aside {self.store.step_url(step)} as {aside}")
             dist.barrier(group=self.ctrl_pg)
-        raise NoLoadableCheckpoint(
-            f"none of the {len(steps)} complete checkpoints in {cfg.checkpoint_dir} loads"
-        )
+        raise NoLoadableCheckpoint(f"none of the {len(steps)} complete checkpoints in {cfg.checkpoint_dir} loads")
 
     def _try_load(self, step: int) -> Exception | None:
         """Collective: load ``step`` on every rank; all ranks return the same verdict."""
@@ -457,7 +451,7 @@ class Trainer:
             if state["dp_degree"] != self.world:
                 refused = (
                     f"checkpoint {url} was written with data-parallel degree {state['dp_degree']}, this run has "
-                    f"{self.world}; refusing to resume (resharding the sampler, RNG and optimizer is not proven exact). "
+                    f"{self.world}; refusing to resume (resharding sampler, RNG and optimizer is not proven exact). "
                     "Restart with the same number of processes, or roll back."
                 )
             elif state["engine"] != self.cfg.engine and "deepspeed" in (state["engine"], self.cfg.engine):
@@ -468,12 +462,12 @@ class Trainer:
             error = f"checkpoint {url} cannot be loaded: {type(exc).__name__}: {exc}"
         errors: list[Any] = [None] * self.world
         dist.all_gather_object(errors, (refused, error), group=self.ctrl_pg)
-        for r, e in errors:
-            if r:
-                return ResumeRefused(r)
-        for r, e in errors:
-            if e:
-                return CheckpointCorrupt(e)
+        for refusal, _ in errors:
+            if refusal:
+                return ResumeRefused(refusal)
+        for _, failure in errors:
+            if failure:
+                return CheckpointCorrupt(failure)
         return None
 
     def _load_runtime(self, step: int) -> dict[str, Any]:
@@ -518,9 +512,7 @@ class Trainer:
 
             sd = self._model_optim_state()
             dcp.load(sd, storage_reader=self._reader(step), process_group=self.ckpt_pg)
-            set_state_dict(
-                self.model, self.optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optim"]
-            )
+            set_state_dict(self.model, self.optimizer, model_state_dict=sd["model"], optim_state_dict=sd["optim"])
             self.scheduler.load_state_dict(state["scheduler"])
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])
@@ -569,9 +561,7 @@ class Trainer:
             else:
                 self.model.set_requires_gradient_sync(last)
                 sync_ctx = contextlib.nullcontext()
-            amp_ctx: Any = (
-                torch.autocast("cuda", dtype=self.amp_dtype) if self.autocast else contextlib.nullcontext()
-            )
+            amp_ctx: Any = torch.autocast("cuda", dtype=self.amp_dtype) if self.autocast else contextlib.nullcontext()
             with sync_ctx, amp_ctx:
                 logits = self.model(input_ids=x).logits
                 loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
@@ -590,9 +580,7 @@ class Trainer:
         resumed = self.resume()
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
-        self.log(
-            f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}"
-        )
+        self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}")
         self.emit("started", step=resumed, world_size=self.world)
         pending_loss: torch.Tensor | None = None
         mark_t, mark_tokens = time.monotonic(), self.tokens_seen
@@ -614,13 +602,9 @@ class Trainer:
             if final:
                 self.wait_for_save()
                 if flags["term"]:
-                    return self.finish(
-                        "preempted", exitcodes.EXIT_PREEMPTED, f"checkpoint saved at step {self.step}"
-                    )
+                    return self.finish("preempted", exitcodes.EXIT_PREEMPTED, f"checkpoint saved at step {self.step}")
                 if flags["portal_stop"]:
-                    return self.finish(
-                        "stopped", exitcodes.EXIT_STOPPED, f"checkpoint saved at step {self.step}"
-                    )
+                    return self.finish("stopped", exitcodes.EXIT_STOPPED, f"checkpoint saved at step {self.step}")
                 return self.finish("finished", exitcodes.EXIT_FINISHED, f"reached step {self.step}")
             loss_t = self.train_step()
             self.step += 1

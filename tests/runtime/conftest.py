@@ -22,9 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from runtime_support import Job
 
 REPO = Path(__file__).resolve().parents[2]
-CORPORA = Path(
-    os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora"
-)
+CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
 LEGAL = CORPORA / "legal" / "legal_zh_lawrefbook.jsonl"
 VOCAB = 1024
 TEXT_BYTES = 400_000  # slice of the corpus used for the tokenizer and the shards

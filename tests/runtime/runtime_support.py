@@ -17,9 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 class Job:
     """One ``torchrun`` launch of the runtime (own process session so the test can signal the group)."""
 
-    def __init__(
-        self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None, nproc: int = 2
-    ) -> None:
+    def __init__(self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None, nproc: int = 2) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
         cfg = {**cfg, "workdir": str(workdir)}
         self.workdir = workdir

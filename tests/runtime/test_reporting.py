@@ -65,9 +65,7 @@ def test_seq_continues_after_a_restart_within_the_same_attempt(tmp_path: Path) -
 def test_the_portals_answer_becomes_a_request_once(tmp_path: Path) -> None:
     portal = PortalStub()
     portal.answer_once = {"checkpoint_requested": True, "stop_requested": False}
-    rep = Reporter(
-        callback_url=portal.url, job_token="job-token", attempt=0, workdir=tmp_path, interval_s=0.05
-    )
+    rep = Reporter(callback_url=portal.url, job_token="job-token", attempt=0, workdir=tmp_path, interval_s=0.05)
     try:
         rep.emit("started", step=0, world_size=1)
         wait_until(lambda: rep.sent == 1)

@@ -56,6 +56,4 @@ def test_it_resumes_exactly_from_a_saved_position(small_shards: Path) -> None:
 def test_it_refuses_a_position_from_another_data_parallel_degree(small_shards: Path) -> None:
     state = make(small_shards, 0, size=2).state_dict()
     with pytest.raises(ValueError, match="per_step is 8 but the checkpoint was made with 4"):
-        TokenSampler(
-            [str(small_shards)], seq_len=8, micro_batch=2, dp_rank=0, dp_size=4, seed=7
-        ).load_state_dict(state)
+        TokenSampler([str(small_shards)], seq_len=8, micro_batch=2, dp_rank=0, dp_size=4, seed=7).load_state_dict(state)
