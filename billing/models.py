@@ -207,3 +207,65 @@ class PaymentReversal(models.Model):
 
     def __str__(self) -> str:
         return self.reference
+
+
+class UsageRecord(models.Model):
+    """One charged instance-minute. Unique per (instance, minute): a second tick charges nothing.
+
+    ``minute`` is the UTC start of the minute. ``price_minute_index`` is k when this is the k-th minute
+    of the instance charged at ``price_per_gpu_hour_micros`` in a row, so that ``amount_micros`` is
+    ``cumulative(k) - cumulative(k-1)`` (see ``billing.pricing``). ``instance_id`` refers to
+    ``instances.Instance`` by value, so billing keeps no foreign key into the instances app.
+    """
+
+    instance_id = models.BigIntegerField()
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="usage_records")
+    minute = models.DateTimeField()
+    gpu_type = models.CharField(max_length=40)
+    mode = models.CharField(max_length=20, choices=RentalMode.choices)
+    gpu_count = models.PositiveIntegerField()
+    price_per_gpu_hour_micros = models.BigIntegerField()
+    price_minute_index = models.PositiveIntegerField()
+    amount_micros = models.BigIntegerField()
+    transaction = models.ForeignKey(LedgerTransaction, null=True, on_delete=models.PROTECT, related_name="usage")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["instance_id", "minute"], name="uniq_usage_minute")]
+        indexes = [models.Index(fields=["organization", "minute"])]
+
+    def __str__(self) -> str:
+        return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M}"
+
+
+class MeteringCursor(models.Model):
+    """Per instance: the last minute charged and the run at one price, so a tick only looks forward.
+
+    Updated in the same transaction as the usage records it summarizes; the unique constraint on
+    ``UsageRecord`` stays the guarantee against double charging.
+    """
+
+    instance_id = models.BigIntegerField(primary_key=True)
+    last_minute = models.DateTimeField()
+    price_per_gpu_hour_micros = models.BigIntegerField()
+    price_minute_index = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"instance {self.instance_id} charged to {self.last_minute:%Y-%m-%d %H:%M}"
+
+
+class LowBalanceNotice(models.Model):
+    """An open low-balance notice of an organization at one threshold; closed when the balance recovers."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE, related_name="low_balance")
+    threshold_micros = models.BigIntegerField()
+    balance_micros = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["organization", "threshold_micros"],
+                                               condition=models.Q(cleared_at__isnull=True), name="one_open_notice")]
+
+    def __str__(self) -> str:
+        return f"{self.organization} below {self.threshold_micros} micros"

@@ -16,3 +16,17 @@ def expire_credit_grants() -> int:
         credit_grant_expire(grant=grant)
         count += 1
     return count
+
+
+@shared_task
+def metering_tick() -> dict[str, int]:
+    """Charge started instance-minutes, then run the budget guard and low-balance notices."""
+    from billing.metering import budget_guard
+    from billing.metering import metering_tick as tick
+    from billing.notices import low_balance_notices
+
+    result = tick()
+    stopped = budget_guard()
+    notices = low_balance_notices()
+    return {"records": result.records, "charged_micros": result.charged_micros, "stopped": len(stopped),
+            "notices": notices}

@@ -7,8 +7,8 @@ import logging
 import stripe
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import redirect
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
@@ -63,3 +63,64 @@ def stripe_webhook(request: HttpRequest) -> HttpResponse:
     row, _created = stripe_event_record(event=event.to_dict())
     row = stripe_event_handle(row=row)
     return JsonResponse({"received": True, "status": row.status})
+
+
+def pricing(request: HttpRequest) -> HttpResponse:
+    """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
+    from decimal import Decimal
+
+    from billing.forms import TcoForm
+    from billing.money import from_micros
+    from billing.pricing import DEFAULT_PRICES, PriceNotFound, gpu_price_at
+    from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
+    from portal.charts import line_chart
+
+    rows = []
+    for gpu_type in DEFAULT_PRICES:
+        row = {"gpu_type": gpu_type}
+        for mode in ("container", "bare_metal"):
+            try:
+                row[mode] = from_micros(gpu_price_at(gpu_type=gpu_type, mode=mode))
+            except PriceNotFound:
+                row[mode] = None
+        rows.append(row)
+    types = [r["gpu_type"] for r in rows if r["container"] is not None]
+    data = request.GET if "gpus" in request.GET else None
+    form = TcoForm(data, gpu_types=types, initial={"gpu_type": types[0] if types else ""})
+    result = chart = None
+    if form.is_bound and form.is_valid() and types:
+        d = form.cleaned_data
+        gpu_type = d["gpu_type"]
+        inputs = TcoInputs(
+            gpu_type=gpu_type, gpus=d["gpus"], months=d["months"], utilization=d["utilization"] / 100,
+            card_price=d["card_price"] if d["card_price"] is not None else Decimal(CARD_PRICE_CNY[gpu_type]),
+            server_overhead=d["server_overhead"] / 100,
+            gpu_power_kw=d["gpu_power_kw"] if d["gpu_power_kw"] is not None else Decimal(GPU_POWER_KW[gpu_type]),
+            pue=d["pue"], power_price=d["power_price"], staff_monthly=d["staff_monthly"],
+            rent_price_per_gpu_hour=from_micros(gpu_price_at(gpu_type=gpu_type)),
+        )
+        result = tco_compare(inputs)
+        chart = line_chart({"buy": [(m, float(v)) for m, v in result.buy_curve],
+                            "rent": [(m, float(v)) for m, v in result.rent_curve]})
+    context = {"rows": rows, "form": form, "result": result, "chart": chart}
+    partial = bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+    return render(request, "billing/tco_result.html" if partial else "billing/pricing.html", context,
+                  status=400 if form.is_bound and form.errors else 200)
+
+
+@login_required
+def statement(request: HttpRequest, org: str, year: int, month: int) -> HttpResponse:
+    """A month's statement as a page, or as CSV with ``?format=csv``."""
+    from billing.statements import statement_build, statement_csv
+
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    try:
+        st = statement_build(organization=organization, year=year, month=month,
+                             tz_name=request.user.timezone)  # type: ignore[union-attr]
+    except ValueError as exc:
+        raise Http404(str(exc)) from exc
+    if request.GET.get("format") == "csv":
+        response = HttpResponse(statement_csv(st), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="statement-{organization.slug}-{year}-{month:02d}.csv"'
+        return response
+    return render(request, "billing/statement.html", {"org": organization, "st": st})

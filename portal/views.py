@@ -16,10 +16,13 @@ from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
+from billing.metering import burn_rates
+from billing.notices import open_notice
 from billing.selectors import ledger_lines, wallet_balance
 from portal.choices import TokenScope
 from portal.forms import ApiTokenForm, SignupForm
@@ -94,7 +97,12 @@ def home(request: HttpRequest) -> HttpResponse:
 def dashboard(request: HttpRequest, org: str) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     balance = wallet_balance(organization=organization)
-    return render(request, "portal/dashboard.html", {"org": organization, "balance": balance})
+    burn = burn_rates().get(organization.pk)
+    per_hour = burn.per_minute_micros * 60 if burn else 0
+    runway_minutes = balance.total_micros // burn.per_minute_micros if burn and burn.per_minute_micros else None
+    context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
+               "runway_minutes": runway_minutes, "notice": open_notice(organization)}
+    return render(request, "portal/dashboard.html", context)
 
 
 @login_required
@@ -110,6 +118,15 @@ def wallet(request: HttpRequest, org: str) -> HttpResponse:
         "topup_min": settings.TOP_UP_MIN,
         "topup_max": settings.TOP_UP_MAX,
     }
+    if not _partial(request):
+        from billing.statements import daily_cost
+        from portal.charts import bar_chart
+
+        costs = daily_cost(organization=organization, tz_name=request.user.timezone)  # type: ignore[union-attr]
+        context["usage_chart"] = bar_chart([(d, micros / 1_000_000) for d, micros in costs])
+        now = timezone.localtime()
+        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
+        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
     template = "portal/wallet_table.html" if _partial(request) else "portal/wallet.html"
     return render(request, template, context)
 

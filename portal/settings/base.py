@@ -151,6 +151,9 @@ CURRENCY = "CNY"
 TRIAL_CREDIT = env_decimal("TRIAL_CREDIT", "10.00")  # CNY, granted once per verified e-mail address
 TRIAL_CREDIT_DAYS = env_int("TRIAL_CREDIT_DAYS", 30, minimum=1)
 
+# --- datasets: uploads are streamed to DATA_DIR/uploads/ and refused above this size (bytes) ---------------
+DATASET_UPLOAD_MAX_BYTES = env_int("DATASET_UPLOAD_MAX_BYTES", 1024 * 1024 * 1024, minimum=1)
+
 # --- REST API ------------------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -246,3 +249,9 @@ STRIPE_WEBHOOK_TOLERANCE_S = env_int("STRIPE_WEBHOOK_TOLERANCE_S", 300, minimum=
 TOP_UP_MIN = env_decimal("TOP_UP_MIN", "10.00")
 TOP_UP_MAX = env_decimal("TOP_UP_MAX", "100000.00")
 TOP_UP_PRESETS = env_list("TOP_UP_PRESETS", ["50", "200", "1000", "5000"])
+
+# --- metering and the budget guard ---------------------------------------------------------------------
+METERING_LOOKBACK_HOURS = env_int("METERING_LOOKBACK_HOURS", 24, minimum=1)
+BUDGET_GUARD_MINUTES = env_int("BUDGET_GUARD_MINUTES", 5, minimum=1)  # enough for a final checkpoint
+LOW_BALANCE_THRESHOLDS = env_list("LOW_BALANCE_THRESHOLDS", ["50", "10"])  # CNY
+CELERY_BEAT_SCHEDULE["metering-tick"] = {"task": "billing.tasks.metering_tick", "schedule": 60.0}

@@ -15,3 +15,15 @@ def cny(micros: int) -> str:
 @register.filter
 def cny6(micros: int) -> str:
     return format_cny(int(micros or 0), 6)
+
+
+@register.filter
+def hours(minutes: int) -> int:
+    """Whole hours of a number of minutes (for "lasts 11 h 40 min")."""
+    return int(minutes or 0) // 60
+
+
+@register.filter
+def minutes_part(minutes: int) -> int:
+    """Minutes left over after whole hours."""
+    return int(minutes or 0) % 60

@@ -1,0 +1,127 @@
+"""Monthly statements: every wallet movement of an organization in a calendar month (in the user's time
+zone), with usage lines per instance from the usage records; totals equal the ledger."""
+
+from __future__ import annotations
+
+import csv
+import io
+import zoneinfo
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Max, Min, Sum
+
+from billing.choices import TransactionKind
+from billing.models import LedgerEntry, UsageRecord
+from billing.money import format_cny
+from portal.models import Organization
+
+
+@dataclass(frozen=True)
+class UsageLine:
+    instance_id: int
+    gpu_type: str
+    mode: str
+    gpu_count: int
+    minutes: int
+    amount_micros: int
+    first_minute: datetime
+    last_minute: datetime
+
+
+@dataclass(frozen=True)
+class KindLine:
+    kind: str
+    label: str
+    count: int
+    amount_micros: int  # signed: positive adds to the wallet
+
+
+@dataclass(frozen=True)
+class Statement:
+    organization: Organization
+    year: int
+    month: int
+    start: datetime
+    end: datetime
+    opening_micros: int
+    closing_micros: int
+    by_kind: list[KindLine]
+    usage: list[UsageLine]
+    usage_total_micros: int
+    usage_uncovered_micros: int
+
+    @property
+    def net_micros(self) -> int:
+        return sum(k.amount_micros for k in self.by_kind)
+
+
+def month_bounds(year: int, month: int, tz_name: str) -> tuple[datetime, datetime]:
+    """[start, end) of a calendar month in ``tz_name`` as aware datetimes. Raises ValueError for a bad month."""
+    if not 1 <= month <= 12 or not 2000 <= year <= 2100:
+        raise ValueError("month must be 1-12 and year 2000-2100")
+    tz = zoneinfo.ZoneInfo(tz_name)
+    start = datetime(year, month, 1, tzinfo=tz)
+    end = datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=tz)
+    return start, end
+
+
+def statement_build(*, organization: Organization, year: int, month: int, tz_name: str = "Asia/Shanghai") -> Statement:
+    """The organization's statement for one month. ``net`` equals the change of its wallet balance
+    (paid + grants, expiries included) over the month, which equals the sum of its ledger entries."""
+    start, end = month_bounds(year, month, tz_name)
+    entries = LedgerEntry.objects.filter(account__organization=organization)
+    opening = entries.filter(transaction__created_at__lt=start).aggregate(s=Sum("amount_micros"))["s"] or 0
+    month_entries = entries.filter(transaction__created_at__gte=start, transaction__created_at__lt=end)
+    rows = month_entries.values("transaction__kind").annotate(
+        n=Count("transaction", distinct=True), s=Sum("amount_micros")).order_by("transaction__kind")
+    labels = dict(TransactionKind.choices)
+    by_kind = [KindLine(r["transaction__kind"], str(labels.get(r["transaction__kind"], r["transaction__kind"])),
+                        r["n"], r["s"]) for r in rows]
+    usage_rows = (
+        UsageRecord.objects.filter(organization=organization, minute__gte=start, minute__lt=end)
+        .values("instance_id", "gpu_type", "mode", "gpu_count")
+        .annotate(minutes=Count("id"), amount=Sum("amount_micros"), first=Min("minute"), last=Max("minute"))
+        .order_by("instance_id", "gpu_type")
+    )
+    usage = [UsageLine(r["instance_id"], r["gpu_type"], r["mode"], r["gpu_count"], r["minutes"], r["amount"],
+                       r["first"], r["last"]) for r in usage_rows]
+    usage_total = sum(u.amount_micros for u in usage)
+    usage_ledger = -sum(k.amount_micros for k in by_kind if k.kind == TransactionKind.USAGE)
+    closing = opening + sum(k.amount_micros for k in by_kind)
+    return Statement(organization, year, month, start, end, opening, closing, by_kind, usage, usage_total,
+                     usage_total - usage_ledger)
+
+
+def statement_csv(statement: Statement) -> str:
+    """The statement as CSV (UTF-8, amounts in CNY with 6 decimals)."""
+    out = io.StringIO()
+    w = csv.writer(out)
+    w.writerow(["section", "item", "detail", "quantity", "amount_cny"])
+    w.writerow(["balance", "opening", statement.start.isoformat(), "", format_cny(statement.opening_micros, 6)])
+    for k in statement.by_kind:
+        w.writerow(["ledger", k.kind, k.label, k.count, format_cny(k.amount_micros, 6)])
+    for u in statement.usage:
+        w.writerow(["usage", f"instance {u.instance_id}", f"{u.gpu_count} x {u.gpu_type} ({u.mode})",
+                    f"{u.minutes} min", format_cny(-u.amount_micros, 6)])
+    w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])
+    return out.getvalue()
+
+
+def daily_cost(*, organization: Organization, days: int = 30, tz_name: str = "Asia/Shanghai") -> list[tuple[str, int]]:
+    """Usage cost per day (micro-CNY) for the last ``days`` days, oldest first, for the wallet chart."""
+    from datetime import timedelta
+
+    from django.db.models.functions import TruncDate
+    from django.utils import timezone
+
+    tz = zoneinfo.ZoneInfo(tz_name)
+    today = timezone.now().astimezone(tz).date()
+    first = today - timedelta(days=days - 1)
+    rows = dict(
+        UsageRecord.objects.filter(organization=organization,
+                                   minute__gte=datetime(first.year, first.month, first.day, tzinfo=tz))
+        .annotate(day=TruncDate("minute", tzinfo=tz)).values("day").annotate(s=Sum("amount_micros"))
+        .values_list("day", "s")
+    )
+    return [((first + timedelta(days=i)).isoformat(), rows.get(first + timedelta(days=i), 0)) for i in range(days)]
