@@ -114,6 +114,8 @@ class Dataset(models.Model):
     visibility = models.CharField(max_length=10, choices=Visibility.choices, default=Visibility.PUBLIC)
     attribution = models.TextField(_("attribution"), blank=True)
     source_url = models.URLField(blank=True)
+    preparing = models.JSONField(default=dict, blank=True)
+    """Progress of the first version while it is built: ``{"stage", "percent", "error"}``; {} when idle."""
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -270,8 +272,9 @@ class Upload(models.Model):
     percent = models.PositiveSmallIntegerField(default=0)
     error = models.JSONField(default=dict, blank=True)
     report = models.JSONField(default=dict, blank=True)
-    dataset_version = models.OneToOneField(
-        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="upload"
+    domain = models.CharField(_("domain"), max_length=20, choices=Domain.choices, default=Domain.OTHER)
+    dataset_version = models.ForeignKey(
+        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
     )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
@@ -284,7 +287,8 @@ class Upload(models.Model):
 
     @property
     def workdir(self) -> Path:
-        return Path(settings.DATA_DIR) / "uploads" / str(self.pk)
+        """Where the pipeline writes (stage outputs, then the shard folder of the resulting version)."""
+        return Path(settings.DATA_DIR) / "datasets" / f"org-{self.organization_id}" / f"upload-{self.pk}"
 
     @property
     def original_path(self) -> Path | None:

@@ -28,7 +28,9 @@ def test_a_mount_without_an_agreement_is_refused_and_names_dataset_and_license(a
     version = make_version()
     with pytest.raises(AgreementRequired) as exc:
         mount_attach(organization=alice_org, user=alice, version_id=version.pk, consumer="instances.trainingjob:1")
-    assert str(exc.value) == "Set test-set needs an agreement to License test-license version 1 before it can be mounted."
+    assert str(exc.value) == (
+        "Set test-set needs an agreement to License test-license version 1 before it can be mounted."
+    )
     assert DatasetMount.objects.count() == 0
 
 
