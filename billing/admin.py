@@ -3,17 +3,32 @@
 from __future__ import annotations
 
 import uuid
+from datetime import timedelta
+from decimal import Decimal
 
+from django import forms
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 
+from billing.choices import GrantKind
 from billing.forms import AdjustmentForm
-from billing.models import CreditGrant, GpuPrice, LedgerAccount, LedgerEntry, LedgerTransaction, Wallet
+from billing.models import (
+    CreditGrant,
+    GpuPrice,
+    LedgerAccount,
+    LedgerEntry,
+    LedgerTransaction,
+    StripeEvent,
+    TopUp,
+    Wallet,
+)
 from billing.money import format_cny, to_micros
-from billing.services import LedgerError, ledger_adjust
+from billing.services import LedgerError, credit_grant_create, ledger_adjust
 from portal.admin import ReadOnlyAdmin
+from portal.audit import audit_log
 
 
 class EntryInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -113,3 +128,51 @@ class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
         audit_log(action="admin.price_add", actor=request.user, obj=obj, staff=True,  # type: ignore[arg-type]
                   extra={"price_micros": obj.price_per_gpu_hour_micros})
+
+
+class GrantForm(forms.Form):
+    """Staff credit grant: amount, validity and the reason recorded on the transaction and audit row."""
+
+    amount = forms.DecimalField(label="Amount (CNY)", max_digits=14, decimal_places=6, min_value=Decimal("0.01"))
+    days = forms.IntegerField(label="Valid for (days)", min_value=1, max_value=3650, initial=90)
+    reason = forms.CharField(label="Reason", max_length=300)
+
+
+def grant_credit(modeladmin: admin.ModelAdmin, request: HttpRequest,  # type: ignore[type-arg]
+                 queryset: QuerySet[Wallet]) -> HttpResponse | None:
+    """Give credit to the selected wallets (a staff grant, spent before paid balance, audited)."""
+    form = GrantForm(request.POST if "apply" in request.POST else None)
+    if "apply" in request.POST and form.is_valid():
+        for wallet in queryset.select_related("organization"):
+            credit_grant_create(
+                organization=wallet.organization, amount_micros=to_micros(form.cleaned_data["amount"]),
+                expires_at=timezone.now() + timedelta(days=form.cleaned_data["days"]), kind=GrantKind.STAFF,
+                idempotency_key=f"staff-grant:{uuid.uuid4()}", reason=form.cleaned_data["reason"],
+                created_by=request.user,  # type: ignore[arg-type]
+            )
+            extra = {"amount": str(form.cleaned_data["amount"]), "reason": form.cleaned_data["reason"]}
+            audit_log(action="admin.grant_credit", actor=request.user,  # type: ignore[arg-type]
+                      organization=wallet.organization, staff=True, extra=extra)
+        modeladmin.message_user(request, f"credit granted to {queryset.count()} wallet(s)", messages.SUCCESS)
+        return None
+    return render(request, "admin/billing/adjustment.html",
+                  {"form": form, "wallets": queryset, "action": "grant_credit", "title": "Grant credit",
+                   "opts": modeladmin.model._meta, **modeladmin.admin_site.each_context(request)})
+
+
+grant_credit.short_description = "Grant credit (asks for amount, validity and reason)"  # type: ignore[attr-defined]
+WalletAdmin.actions = ["post_adjustment", grant_credit]
+
+
+@admin.register(StripeEvent)
+class StripeEventAdmin(ReadOnlyAdmin):
+    list_display = ["received_at", "type", "event_id", "status", "attempts", "error"]
+    list_filter = ["status", "type"]
+    search_fields = ["event_id"]
+
+
+@admin.register(TopUp)
+class TopUpAdmin(ReadOnlyAdmin):
+    list_display = ["id", "organization", "amount_micros", "status", "refunded_micros", "unrecovered_micros",
+                    "created_at", "paid_at"]
+    list_filter = ["status"]

@@ -17,5 +17,6 @@ urlpatterns = [
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include("billing.api.urls")),
     path("", include(router.urls)),
 ]

@@ -1,0 +1,70 @@
+"""Serializers of the billing API: usage records, statements, top-ups, prices."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+from billing.models import TopUp, UsageRecord
+from billing.money import from_micros
+
+
+class UsageRecordSerializer(serializers.ModelSerializer[UsageRecord]):
+    amount = serializers.SerializerMethodField()
+    price_per_gpu_hour = serializers.SerializerMethodField()
+
+    class Meta:
+        model = UsageRecord
+        fields = ["id", "instance_id", "minute", "gpu_type", "mode", "gpu_count", "price_per_gpu_hour",
+                  "amount", "amount_micros"]
+
+    def get_amount(self, obj: UsageRecord) -> str:
+        return str(from_micros(obj.amount_micros))
+
+    def get_price_per_gpu_hour(self, obj: UsageRecord) -> str:
+        return str(from_micros(obj.price_per_gpu_hour_micros))
+
+
+class TopUpCreateSerializer(serializers.Serializer[dict[str, Any]]):
+    amount = serializers.DecimalField(max_digits=12, decimal_places=2, help_text="CNY, e.g. 200.00")
+    success_url = serializers.URLField()
+    cancel_url = serializers.URLField()
+
+
+class TopUpSerializer(serializers.ModelSerializer[TopUp]):
+    amount = serializers.SerializerMethodField()
+
+    class Meta:
+        model = TopUp
+        fields = ["id", "status", "amount", "amount_micros", "checkout_url", "created_at", "paid_at"]
+
+    def get_amount(self, obj: TopUp) -> str:
+        return str(from_micros(obj.amount_micros))
+
+
+class StatementKindSerializer(serializers.Serializer[dict[str, Any]]):
+    kind = serializers.CharField()
+    count = serializers.IntegerField()
+    amount_micros = serializers.IntegerField()
+
+
+class StatementUsageSerializer(serializers.Serializer[dict[str, Any]]):
+    instance_id = serializers.IntegerField()
+    gpu_type = serializers.CharField()
+    mode = serializers.CharField()
+    gpu_count = serializers.IntegerField()
+    minutes = serializers.IntegerField()
+    amount_micros = serializers.IntegerField()
+
+
+class StatementSerializer(serializers.Serializer[dict[str, Any]]):
+    year = serializers.IntegerField()
+    month = serializers.IntegerField()
+    start = serializers.DateTimeField()
+    end = serializers.DateTimeField()
+    opening_micros = serializers.IntegerField()
+    closing_micros = serializers.IntegerField()
+    by_kind = StatementKindSerializer(many=True)
+    usage = StatementUsageSerializer(many=True)
+    usage_total_micros = serializers.IntegerField()

@@ -1,0 +1,9 @@
+from django.urls import path
+
+from billing.api import views
+
+urlpatterns = [
+    path("usage", views.UsageRecordList.as_view(), name="api-usage"),
+    path("statements/<int:year>/<int:month>", views.StatementView.as_view(), name="api-statement"),
+    path("wallet/top-ups", views.TopUpCreate.as_view(), name="api-topup-create"),
+]

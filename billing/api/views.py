@@ -1,0 +1,84 @@
+"""Billing API: usage records, monthly statements, top-up creation — all scoped to the organization."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.utils.dateparse import parse_datetime
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing import stripe_gateway
+from billing.api.serializers import StatementSerializer, TopUpCreateSerializer, TopUpSerializer, UsageRecordSerializer
+from billing.models import UsageRecord
+from billing.payments import TopUpError, topup_create
+from billing.statements import statement_build
+from portal.api.errors import ApiError
+from portal.api.views import ORG_PARAM, request_organization
+
+
+class UsageRecordList(generics.ListAPIView):  # type: ignore[type-arg]
+    """Charged instance-minutes, newest first; filter by ``instance`` id and ``since`` / ``until`` (ISO 8601)."""
+
+    serializer_class = UsageRecordSerializer
+
+    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("instance", int), OpenApiParameter("since", str),
+                               OpenApiParameter("until", str)])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return UsageRecord.objects.none()
+        qs = UsageRecord.objects.filter(organization=request_organization(self.request))
+        params = self.request.query_params
+        if "instance" in params:
+            if not params["instance"].isdigit():
+                raise ApiError("invalid", "instance must be an integer id", 400)
+            qs = qs.filter(instance_id=int(params["instance"]))
+        for name, lookup in (("since", "minute__gte"), ("until", "minute__lt")):
+            if name in params:
+                when = parse_datetime(params[name])
+                if when is None or when.tzinfo is None:
+                    raise ApiError("invalid", f"{name} must be an ISO 8601 time with a zone", 400)
+                qs = qs.filter(**{lookup: when})
+        return qs
+
+
+class StatementView(APIView):
+    """One month's statement (time zone of the user); totals equal the ledger."""
+
+    @extend_schema(parameters=[ORG_PARAM], responses=StatementSerializer)
+    def get(self, request: Request, year: int, month: int) -> Response:
+        org = request_organization(request)
+        try:
+            st = statement_build(organization=org, year=year, month=month, tz_name=request.user.timezone)
+        except ValueError as exc:
+            raise ApiError("invalid", str(exc), 400) from exc
+        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage]}
+        return Response(StatementSerializer(data).data)
+
+
+class TopUpCreate(APIView):
+    """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only."""
+
+    @extend_schema(parameters=[ORG_PARAM], request=TopUpCreateSerializer, responses={201: TopUpSerializer})
+    def post(self, request: Request) -> Response:
+        org = request_organization(request)
+        serializer = TopUpCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        d = serializer.validated_data
+        try:
+            topup = topup_create(organization=org, user=request.user, amount=d["amount"],  # type: ignore[arg-type]
+                                 success_url=d["success_url"], cancel_url=d["cancel_url"])
+        except TopUpError as exc:
+            raise ApiError("invalid_amount", str(exc), 400) from exc
+        except stripe_gateway.StripeNotConfigured as exc:
+            raise ApiError("payments_not_configured", "Online top-up is not configured on this installation.",
+                           503) from exc
+        except stripe_gateway.StripeUnavailable as exc:
+            raise ApiError("payment_provider_error", str(exc), 502) from exc
+        return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)
