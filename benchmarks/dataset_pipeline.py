@@ -53,9 +53,7 @@ def worker_train(src: str, work: str, vocab: int) -> None:
     t0 = time.perf_counter()
     validate(src, w / "train-docs.jsonl", fmt="jsonl")
     t1 = time.perf_counter()
-    report = train_tokenizer(
-        w / "train-docs.jsonl", w / "tokenizer.json", vocab_size=vocab
-    )
+    report = train_tokenizer(w / "train-docs.jsonl", w / "tokenizer.json", vocab_size=vocab)
     t2 = time.perf_counter()
     (w / "train-docs.jsonl").unlink()
     print(
@@ -102,14 +100,10 @@ def worker_run(src: str, work: str, tokenizer: str) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     env = os.environ.get("PORTAL_CORPORA_DIR")
     default = Path(env) if env else ROOT.parent / "shared" / "corpora"
-    parser.add_argument(
-        "--corpus", type=Path, default=default / "legal" / "legal_zh_lawrefbook.jsonl"
-    )
+    parser.add_argument("--corpus", type=Path, default=default / "legal" / "legal_zh_lawrefbook.jsonl")
     parser.add_argument("--times", type=int, default=10)
     parser.add_argument("--vocab", type=int, default=8000)
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder")
@@ -118,9 +112,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="dataset-bench-"))
     try:
-        print(
-            f"corpus: {args.corpus} ({args.corpus.stat().st_size / MB:.1f} MB); cores: {os.cpu_count()}"
-        )
+        print(f"corpus: {args.corpus} ({args.corpus.stat().st_size / MB:.1f} MB); cores: {os.cpu_count()}")
         train = _child(["--worker-train", str(args.corpus), str(tmp), str(args.vocab)])
         print(
             f"tokenizer training (vocab {args.vocab}, {train['trained_bytes'] / MB:.1f} MB of text): "
@@ -135,19 +127,14 @@ def main() -> None:
         for label, src in (("1x", args.corpus), (f"{args.times}x", big)):
             work = tmp / f"run-{label}"
             work.mkdir()
-            r = _child(
-                ["--worker-run", str(src), str(work), str(tmp / "tokenizer.json")]
-            )
+            r = _child(["--worker-run", str(src), str(work), str(tmp / "tokenizer.json")])
             shutil.rmtree(work)
             rows.append((label, r))
         big.unlink()
 
         print()
         head = f"{'input':>6} {'MB':>7} {'docs':>7} {'tokens':>11} {'validate':>9} {'deid':>7} {'tok+shard':>9}"
-        print(
-            head
-            + f" {'deid+tok+shard':>15} {'MB/s':>6} {'deid %':>7} {'shard %':>8} {'peak RSS MiB':>13}"
-        )
+        print(head + f" {'deid+tok+shard':>15} {'MB/s':>6} {'deid %':>7} {'shard %':>8} {'peak RSS MiB':>13}")
         for label, r in rows:
             t = r["times"]
             core = t["deidentify"] + t["shards"]
@@ -163,12 +150,8 @@ def main() -> None:
             total = sum(t.values())
             shares = ", ".join(f"{k} {100 * v / total:.1f}%" for k, v in t.items())
             rss = ", ".join(f"after {k} {v:.0f}" for k, v in r["maxrss_mib"].items())
-            print(
-                f"{label}: all three stages {r['input_bytes'] / MB / total:.2f} MB/s; shares: {shares}"
-            )
-            print(
-                f"{label}: peak RSS MiB {rss}; replacements {r['replacements']}; shards {r['shards']}"
-            )
+            print(f"{label}: all three stages {r['input_bytes'] / MB / total:.2f} MB/s; shares: {shares}")
+            print(f"{label}: peak RSS MiB {rss}; replacements {r['replacements']}; shards {r['shards']}")
     finally:
         if args.keep:
             print(f"kept {tmp}")

@@ -100,7 +100,8 @@ def run_pipeline(
     ``tokenizer.json`` (trained unless ``tokenizer`` names an existing one to reuse), ``shards/`` and
     ``statistics.json``. Finished stages are reused on a retry. Unless ``keep_identified`` is set, the
     validated copy that still holds personal data is deleted once the pipeline has finished (a retry after
-    that reuses the later stages and their saved reports). ``on_progress(stage, done_bytes, total_bytes)`` reports every stage.
+    that reuses the later stages and their saved reports). ``on_progress(stage, done_bytes, total_bytes)``
+    reports every stage.
     Raises ``PipelineError`` from the failing stage; ``validate_options`` go to ``validate``.
     """
     upload, workdir = Path(upload), Path(workdir)
@@ -130,21 +131,15 @@ def run_pipeline(
             progress=cb("validate"),
             **validate_options,
         )
-        reports["deidentify"] = deidentify_file(
-            documents, deid, progress=cb("deidentify")
-        )
+        reports["deidentify"] = deidentify_file(documents, deid, progress=cb("deidentify"))
     reports["deduplicate"] = deduplicate(deid, dedup, progress=cb("deduplicate"))
     if tokenizer is None:
         tokenizer = workdir / TOKENIZER_FILE
-        reports["tokenizer"] = train_tokenizer(
-            dedup, tokenizer, vocab_size=vocab_size, progress=cb("tokenizer")
-        )
+        reports["tokenizer"] = train_tokenizer(dedup, tokenizer, vocab_size=vocab_size, progress=cb("tokenizer"))
     else:
         reports["tokenizer"] = {"reused": True, "file": str(tokenizer)}
     reports["shards"] = write_shards(dedup, tokenizer, shards, progress=cb("shards"))
-    reports["statistics"] = statistics(
-        dedup, shards, workdir / "statistics.json", progress=cb("statistics")
-    )
+    reports["statistics"] = statistics(dedup, shards, workdir / "statistics.json", progress=cb("statistics"))
     if not keep_identified:
         documents.unlink(missing_ok=True)  # its report stays: it holds counts only
     return reports

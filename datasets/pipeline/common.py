@@ -149,8 +149,7 @@ def decode_line(raw: bytes, *, stage: str, number: int, offset: int) -> str:
         bad = raw[exc.start]
         raise PipelineError(
             stage,
-            f"invalid UTF-8 at byte offset {offset + exc.start} (byte 0x{bad:02x}); the file must be "
-            "encoded as UTF-8",
+            f"invalid UTF-8 at byte offset {offset + exc.start} (byte 0x{bad:02x}); the file must be encoded as UTF-8",
             number,
             code="encoding",
             byte_offset=offset + exc.start,
@@ -158,9 +157,7 @@ def decode_line(raw: bytes, *, stage: str, number: int, offset: int) -> str:
     return text.rstrip("\r\n")
 
 
-def iter_jsonl(
-    path: Path, progress: Progress | None = None
-) -> Iterator[dict[str, Any]]:
+def iter_jsonl(path: Path, progress: Progress | None = None) -> Iterator[dict[str, Any]]:
     """Documents of a JSONL file the pipeline itself wrote (trusted: one JSON object per line)."""
     with open(path, "rb") as fh:
         for raw in fh:

@@ -24,9 +24,7 @@ CORPORA_ENV = "PORTAL_CORPORA_DIR"
 def default_corpora_dir(project_root: str | Path) -> Path:
     """``$PORTAL_CORPORA_DIR`` when set, else ``<project_root>/../shared/corpora``."""
     env = os.environ.get(CORPORA_ENV)
-    return (
-        Path(env) if env else Path(project_root).resolve().parent / "shared" / "corpora"
-    )
+    return Path(env) if env else Path(project_root).resolve().parent / "shared" / "corpora"
 
 
 def corpus_files(folder: str | Path) -> list[tuple[str, Path]]:
@@ -50,9 +48,7 @@ def read_corpus_file(path: str | Path, *, domain: str = "") -> Iterator[dict[str
     """
     path = Path(path)
     with open(path, "rb") as fh:
-        for number, offset, raw in iter_raw_lines(
-            fh, stage="import", max_line_bytes=DEFAULT_MAX_LINE_BYTES
-        ):
+        for number, offset, raw in iter_raw_lines(fh, stage="import", max_line_bytes=DEFAULT_MAX_LINE_BYTES):
             line = decode_line(raw, stage="import", number=number, offset=offset)
             if not line.strip():
                 continue
@@ -64,7 +60,7 @@ def read_corpus_file(path: str | Path, *, domain: str = "") -> Iterator[dict[str
                     f"{path.name}: invalid JSON: {exc.msg}",
                     number,
                     code="structure",
-                )
+                ) from None
             if not isinstance(obj, dict):
                 raise PipelineError(
                     "import",

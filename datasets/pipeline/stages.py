@@ -38,7 +38,7 @@ from .common import (
     stage_key,
 )
 
-EOS_TOKEN = "<|endoftext|>"
+EOS_TOKEN = "<|endoftext|>"  # noqa: S105 - a token name, not a secret
 """The only special token; id 0; written after every document in the shards."""
 TOKENIZER_FILE = "tokenizer.json"
 DEFAULT_VOCAB_SIZE = 8000
@@ -77,9 +77,7 @@ def _need_file(stage: str, path: Path) -> None:
         )
 
 
-def deidentify_file(
-    src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None
-) -> dict[str, Any]:
+def deidentify_file(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Replace personal identifiers in ``title`` and ``text`` of every document (``datasets.deid``).
 
     Input and output: normalised JSONL. Returns ``{"documents", "documents_changed", "replacements":
@@ -124,9 +122,7 @@ def normalize_for_dedup(text: str) -> str:
     return " ".join(unicodedata.normalize("NFC", text).split())
 
 
-def deduplicate(
-    src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None
-) -> dict[str, Any]:
+def deduplicate(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
     """Drop exact duplicates, keeping the first: same SHA-256 of ``normalize_for_dedup(text)``.
 
     Memory: one 32-byte digest per distinct document (a set), never the texts. Returns
@@ -147,9 +143,7 @@ def deduplicate(
     ):
         for doc in iter_jsonl(src, tracker):
             documents_in += 1
-            digest = hashlib.sha256(
-                normalize_for_dedup(doc["text"]).encode("utf-8")
-            ).digest()
+            digest = hashlib.sha256(normalize_for_dedup(doc["text"]).encode("utf-8")).digest()
             if digest in seen:
                 continue
             seen.add(digest)
@@ -173,9 +167,7 @@ def new_tokenizer() -> Any:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.Sequence(
         [
-            pre_tokenizers.Split(
-                Regex(rf"\p{{Han}}{{1,{HAN_CHUNK}}}"), behavior="isolated"
-            ),
+            pre_tokenizers.Split(Regex(rf"\p{{Han}}{{1,{HAN_CHUNK}}}"), behavior="isolated"),
             pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True),
         ]
     )
@@ -245,9 +237,7 @@ def train_tokenizer(
     tok.train_from_iterator(texts(), trainer=trainer)
     eos_id = tok.token_to_id(EOS_TOKEN)
     if eos_id != 0:  # pragma: no cover - guaranteed by special_tokens order
-        raise PipelineError(
-            stage, f"{EOS_TOKEN} got id {eos_id}, expected 0", code="tokenizer"
-        )
+        raise PipelineError(stage, f"{EOS_TOKEN} got id {eos_id}, expected 0", code="tokenizer")
     with atomic_output(dst) as tmp:
         tok.save(str(tmp))
     tracker.finish()
@@ -267,15 +257,11 @@ def load_tokenizer(path: str | Path) -> Any:
 
     tok = Tokenizer.from_file(str(path))
     if tok.token_to_id(EOS_TOKEN) != 0:
-        raise PipelineError(
-            "shards", f"{path}: {EOS_TOKEN} must be token id 0", code="tokenizer"
-        )
+        raise PipelineError("shards", f"{path}: {EOS_TOKEN} must be token id 0", code="tokenizer")
     return tok
 
 
-def _batches(
-    docs: Iterator[dict[str, Any]], max_docs: int, max_bytes: int
-) -> Iterator[list[str]]:
+def _batches(docs: Iterator[dict[str, Any]], max_docs: int, max_bytes: int) -> Iterator[list[str]]:
     batch: list[str] = []
     size = 0
     for doc in docs:
@@ -295,14 +281,15 @@ def write_shards(
     *,
     shard_tokens: int = DEFAULT_SHARD_TOKENS,
     batch_documents: int = 256,
-    batch_chars: int = 4 * 1024 * 1024,
+    batch_chars: int = 1024 * 1024,
     progress: ProgressFn | None = None,
     on_tokens: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
     """Tokenize every document and write a shard set (``instances.runtime.shards`` format) into ``dst``.
 
-    Documents are encoded in batches (``encode_batch``, at most ``batch_documents`` documents or
-    ``batch_chars`` characters) without special tokens; a literal ``<|endoftext|>`` inside a text is
+    Documents are encoded in batches (``encode_batch_fast``, else ``encode_batch``; at most
+    ``batch_documents`` documents or ``batch_chars`` characters) without special tokens; a literal
+    ``<|endoftext|>`` inside a text is
     encoded as ordinary bytes (``encode_special_tokens``), so only the writer's eos (id 0) separates
     documents. The tokenizer is copied into the folder as ``tokenizer.json``. ``dst`` is built under a
     temporary name and moved into place complete (an existing shard folder is replaced). Memory: one
@@ -319,6 +306,8 @@ def write_shards(
         return {**saved, "reused": True}
     tok = load_tokenizer(tokenizer_path)
     tok.encode_special_tokens = True
+    # encode_batch_fast (tokenizers >= 0.21) skips character offsets: ~15 % faster, less memory.
+    encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
     tracker = Progress(progress, src.stat().st_size)
     with atomic_output(dst) as tmp:
         tmp.mkdir()
@@ -331,7 +320,7 @@ def write_shards(
             tokenizer_file=TOKENIZER_FILE,
         )
         for batch in _batches(iter_jsonl(src, tracker), batch_documents, batch_chars):
-            for enc in tok.encode_batch(batch, add_special_tokens=False):
+            for enc in encode(batch, add_special_tokens=False):
                 writer.add_document(enc.ids)
                 if on_tokens is not None:
                     on_tokens(len(enc.ids) + 1)
@@ -402,9 +391,7 @@ def statistics(
         )
     manifest = []
     for p in files:
-        manifest.append(
-            {"file": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)}
-        )
+        manifest.append({"file": p.name, "bytes": p.stat().st_size, "sha256": file_sha256(p)})
         tracker.advance(p.stat().st_size)
     report = {
         "documents": n_docs,
@@ -417,9 +404,7 @@ def statistics(
         "files": manifest,
     }
     with atomic_output(dst) as tmp:
-        tmp.write_text(
-            json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8"
-        )
+        tmp.write_text(json.dumps(report, ensure_ascii=False, indent=1), encoding="utf-8")
     tracker.finish()
     save_report(dst, key, report)
     return {**report, "reused": False}

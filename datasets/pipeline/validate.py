@@ -104,9 +104,7 @@ def _decoded_lines(
     with open(path, "rb") as fh:
         _sniff(fh.read(_SNIFF_BYTES))
         fh.seek(0)
-        for number, offset, raw in iter_raw_lines(
-            fh, stage=STAGE, max_line_bytes=max_line_bytes, progress=progress
-        ):
+        for number, offset, raw in iter_raw_lines(fh, stage=STAGE, max_line_bytes=max_line_bytes, progress=progress):
             text = decode_line(raw, stage=STAGE, number=number, offset=offset)
             if keep_newline and raw.endswith(b"\n"):
                 text += "\n"
@@ -131,9 +129,7 @@ def _jsonl_docs(
         if not isinstance(text, str):
             bad.add(
                 number,
-                'missing string field "text"'
-                if text is None
-                else '"text" is not a string',
+                'missing string field "text"' if text is None else '"text" is not a string',
             )
             continue
         doc_id = obj.get("id")
@@ -192,9 +188,7 @@ def _csv_docs(
     bad: _BadLines,
 ) -> Iterator[tuple[int, str | None, str, str]]:
     if not text_column:
-        raise PipelineError(
-            STAGE, "CSV uploads need the name of the text column", code="missing_column"
-        )
+        raise PipelineError(STAGE, "CSV uploads need the name of the text column", code="missing_column")
     # The csv module's per-field limit is process-wide; raise it to the document limit (never lower it).
     if csv.field_size_limit() < max_document_bytes:
         csv.field_size_limit(max_document_bytes)
@@ -240,9 +234,7 @@ def _csv_docs(
         too_large = "field larger than field limit" in str(exc)
         raise PipelineError(
             STAGE,
-            f"a CSV field is larger than {max_document_bytes} bytes"
-            if too_large
-            else f"malformed CSV: {exc}",
+            f"a CSV field is larger than {max_document_bytes} bytes" if too_large else f"malformed CSV: {exc}",
             current[0],
             code="document_too_large" if too_large else "csv",
         ) from None
@@ -317,17 +309,12 @@ def validate(
         elif fmt == "txt":
             docs = _txt_docs(src, max_line_bytes, max_document_bytes, tracker, txt_mode)
         else:
-            docs = _csv_docs(
-                src, max_line_bytes, max_document_bytes, tracker, text_column, bad
-            )
+            docs = _csv_docs(src, max_line_bytes, max_document_bytes, tracker, text_column, bad)
         for number, doc_id, title, text in docs:
             if not text.strip():
                 empty += 1
                 continue
-            if (
-                len(text) * 4 > max_document_bytes
-                and len(text.encode("utf-8")) > max_document_bytes
-            ):
+            if len(text) * 4 > max_document_bytes and len(text.encode("utf-8")) > max_document_bytes:
                 raise PipelineError(
                     STAGE,
                     f"document at line {number} is larger than {max_document_bytes} bytes",
@@ -335,20 +322,14 @@ def validate(
                     code="document_too_large",
                 )
             documents += 1
-            out.write(
-                dumps_line(
-                    {"id": doc_id or str(documents), "title": title, "text": text}
-                )
-            )
+            out.write(dumps_line({"id": doc_id or str(documents), "title": title, "text": text}))
         if bad.count > max_bad_lines:
             raise PipelineError(
                 STAGE,
                 f"{bad.count} line(s) could not be read"
                 + (f" (at most {max_bad_lines} allowed)" if max_bad_lines else "")
                 + "; first: "
-                + "; ".join(
-                    f"line {e['line']}: {e['message']}" for e in bad.listed[:3]
-                ),
+                + "; ".join(f"line {e['line']}: {e['message']}" for e in bad.listed[:3]),
                 bad.listed[0]["line"],
                 code="structure",
                 errors=bad.listed,
@@ -356,8 +337,7 @@ def validate(
         if documents == 0:
             raise PipelineError(
                 STAGE,
-                "no documents found"
-                + (f" ({empty} empty document(s) skipped)" if empty else ""),
+                "no documents found" + (f" ({empty} empty document(s) skipped)" if empty else ""),
                 code="empty",
             )
     tracker.finish()

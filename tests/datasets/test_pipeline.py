@@ -29,19 +29,14 @@ from datasets.pipeline import (
 )
 from instances.runtime.shards import ShardSet
 
-CORPORA = Path(
-    os.environ.get("PORTAL_CORPORA_DIR")
-    or Path(__file__).resolve().parents[3] / "shared" / "corpora"
-)
+CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
 CORPUS_COUNTS = {
     "legal/legal_zh_lawrefbook.jsonl": 1589,
     "finance/finance_zh_lawrefbook.jsonl": 242,
     "medical/medical_en_medquad.jsonl": 5486,
     "medical/medical_zh_lawrefbook.jsonl": 153,
 }
-needs_corpora = pytest.mark.skipif(
-    not CORPORA.is_dir(), reason=f"corpora folder {CORPORA} not present"
-)
+needs_corpora = pytest.mark.skipif(not CORPORA.is_dir(), reason=f"corpora folder {CORPORA} not present")
 
 # Identifiers planted in the test corpus, in the notation written and as bare digits.
 PII = {
@@ -69,10 +64,7 @@ def _filler() -> list[str]:
             for _ in range(12):
                 out.append(json.loads(fh.readline())["text"][:3000])
         return out
-    return [
-        "第一条 为了保护公民的合法权益，根据宪法，制定本法。The parties agree as follows.\n"
-        * 40
-    ] * 12
+    return ["第一条 为了保护公民的合法权益，根据宪法，制定本法。The parties agree as follows.\n" * 40] * 12
 
 
 def _pii_corpus(tmp_path: Path) -> Path:
@@ -151,11 +143,7 @@ def _decoded_documents(shards: Path) -> tuple[list[list[int]], list[str]]:
 
 
 def _texts(path: Path) -> list[str]:
-    return [
-        json.loads(line)["text"]
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line
-    ]
+    return [json.loads(line)["text"] for line in path.read_text(encoding="utf-8").splitlines() if line]
 
 
 # --- de-identified shards -----------------------------------------------------------------------
@@ -232,10 +220,7 @@ def test_duplicates_are_dropped_after_whitespace_normalisation(
         "duplicates": 1,
         "reused": False,
     }
-    ids = [
-        json.loads(x)["id"]
-        for x in (finished["work"] / "deduplicated.jsonl").read_text().splitlines()
-    ]
+    ids = [json.loads(x)["id"] for x in (finished["work"] / "deduplicated.jsonl").read_text().splitlines()]
     assert "dup" not in ids and "f2" in ids
 
 
@@ -261,9 +246,7 @@ def test_progress_is_reported_per_stage_and_ends_at_the_total(
 def test_a_second_run_reuses_every_finished_stage(finished: dict[str, Any]) -> None:
     work = finished["work"]
     before = {p.name: p.stat().st_mtime_ns for p in work.iterdir()}
-    again = run_pipeline(
-        finished["upload"], work, fmt="jsonl", vocab_size=600, keep_identified=True
-    )
+    again = run_pipeline(finished["upload"], work, fmt="jsonl", vocab_size=600, keep_identified=True)
     assert all(r["reused"] for r in again.values())
     assert {p.name: p.stat().st_mtime_ns for p in work.iterdir()} == before
     assert again["statistics"]["tokens"] == finished["reports"]["statistics"]["tokens"]
@@ -389,17 +372,13 @@ def test_jsonl_bad_lines_may_be_tolerated_and_are_listed(tmp_path: Path) -> None
 # --- bad uploads: a specific error, and nothing left behind ------------------------------------
 
 
-def _assert_refused(
-    tmp_path: Path, src: Path, code: str, **kwargs: Any
-) -> PipelineError:
+def _assert_refused(tmp_path: Path, src: Path, code: str, **kwargs: Any) -> PipelineError:
     dst = tmp_path / "out.jsonl"
     with pytest.raises(PipelineError) as info:
         validate(src, dst, **kwargs)
     err = info.value
     assert (err.stage, err.code) == ("validate", code)
-    assert sorted(p.name for p in tmp_path.iterdir()) == [
-        src.name
-    ]  # no output, no partial file
+    assert sorted(p.name for p in tmp_path.iterdir()) == [src.name]  # no output, no partial file
     return err
 
 
@@ -408,10 +387,7 @@ def test_binary_data_is_refused(tmp_path: Path) -> None:
     src.write_bytes(b'{"text": "ok"}\n\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR')
     err = _assert_refused(tmp_path, src, "binary", fmt="jsonl")
     assert (err.line, err.byte_offset) == (4, 23)
-    assert (
-        str(err)
-        == "validate (line 4): binary data: NUL byte at byte offset 23; upload a UTF-8 text file"
-    )
+    assert str(err) == "validate (line 4): binary data: NUL byte at byte offset 23; upload a UTF-8 text file"
 
 
 def test_a_pdf_is_refused_as_binary(tmp_path: Path) -> None:
@@ -430,11 +406,7 @@ def test_a_nul_byte_after_the_first_64_kib_is_found_on_its_line(tmp_path: Path) 
 
 def test_invalid_utf8_is_refused_with_line_and_byte_offset(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
-    src.write_bytes(
-        '{"text": "一"}\n{"text": "二"}\n{"text": "'.encode()
-        + "三".encode("gbk")
-        + b'"}\n'
-    )
+    src.write_bytes('{"text": "一"}\n{"text": "二"}\n{"text": "'.encode() + "三".encode("gbk") + b'"}\n')
     err = _assert_refused(tmp_path, src, "encoding", fmt="jsonl")
     assert (err.line, err.byte_offset) == (3, 42)
     assert "invalid UTF-8 at byte offset 42 (byte 0xc8)" in err.message
@@ -450,10 +422,7 @@ def test_utf16_is_refused_as_an_encoding_error(tmp_path: Path) -> None:
 def test_an_empty_file_is_refused(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
     src.write_bytes(b"")
-    assert (
-        _assert_refused(tmp_path, src, "empty", fmt="jsonl").message
-        == "the file is empty"
-    )
+    assert _assert_refused(tmp_path, src, "empty", fmt="jsonl").message == "the file is empty"
 
 
 def test_a_file_of_blank_documents_is_refused_as_empty(tmp_path: Path) -> None:
@@ -486,21 +455,14 @@ def test_a_50_mb_single_line_is_refused_without_reading_it_whole(
 def test_a_csv_without_the_column_names_the_available_columns(tmp_path: Path) -> None:
     src = tmp_path / "in.csv"
     src.write_text("id,title,content\n1,a,b\n", encoding="utf-8")
-    err = _assert_refused(
-        tmp_path, src, "missing_column", fmt="csv", text_column="text"
-    )
-    assert (
-        err.message
-        == "column 'text' is not in the CSV header; available columns: 'id', 'title', 'content'"
-    )
+    err = _assert_refused(tmp_path, src, "missing_column", fmt="csv", text_column="text")
+    assert err.message == "column 'text' is not in the CSV header; available columns: 'id', 'title', 'content'"
     assert err.line == 1
 
 
 def test_json_errors_are_listed_with_line_numbers_and_capped(tmp_path: Path) -> None:
     src = tmp_path / "in.jsonl"
-    lines = ['{"text": "ok"}'] + [
-        "{bad" if i % 2 else '{"title": "no text"}' for i in range(30)
-    ]
+    lines = ['{"text": "ok"}'] + ["{bad" if i % 2 else '{"title": "no text"}' for i in range(30)]
     src.write_text("\n".join(lines) + "\n", encoding="utf-8")
     err = _assert_refused(tmp_path, src, "structure", fmt="jsonl")
     assert len(err.errors) == MAX_REPORTED_ERRORS
@@ -512,15 +474,11 @@ def test_json_errors_are_listed_with_line_numbers_and_capped(tmp_path: Path) -> 
         },
     ]
     assert err.line == 2
-    assert err.message.startswith(
-        "30 line(s) could not be read; first: line 2: missing string field"
-    )
+    assert err.message.startswith("30 line(s) could not be read; first: line 2: missing string field")
 
 
 def test_a_failed_stage_leaves_no_output_and_the_retry_resumes(tmp_path: Path) -> None:
-    upload = _write_jsonl(
-        tmp_path / "up.jsonl", [{"text": f"第{i}篇 文本 text {i}"} for i in range(50)]
-    )
+    upload = _write_jsonl(tmp_path / "up.jsonl", [{"text": f"第{i}篇 文本 text {i}"} for i in range(50)])
     work = tmp_path / "work"
     validate(upload, work / "docs.jsonl", fmt="jsonl")
     deidentify_file(work / "docs.jsonl", work / "deid.jsonl")
@@ -531,28 +489,16 @@ def test_a_failed_stage_leaves_no_output_and_the_retry_resumes(tmp_path: Path) -
         raise RuntimeError("worker killed")
 
     with pytest.raises(RuntimeError):
-        write_shards(
-            work / "dedup.jsonl", work / "tok.json", work / "shards", on_tokens=crash
-        )
+        write_shards(work / "dedup.jsonl", work / "tok.json", work / "shards", on_tokens=crash)
     assert not (work / "shards").exists()
     assert not [p for p in work.iterdir() if p.name.endswith(".partial")]
     # the retry reuses the finished stages and completes the failed one
     assert deduplicate(work / "deid.jsonl", work / "dedup.jsonl")["reused"] is True
-    assert (
-        train_tokenizer(work / "dedup.jsonl", work / "tok.json", vocab_size=300)[
-            "reused"
-        ]
-        is True
-    )
+    assert train_tokenizer(work / "dedup.jsonl", work / "tok.json", vocab_size=300)["reused"] is True
     index = write_shards(work / "dedup.jsonl", work / "tok.json", work / "shards")
     assert (index["reused"], index["documents"]) == (False, 50)
     # a changed parameter is a different stage run: it is redone
-    assert (
-        train_tokenizer(work / "dedup.jsonl", work / "tok.json", vocab_size=320)[
-            "reused"
-        ]
-        is False
-    )
+    assert train_tokenizer(work / "dedup.jsonl", work / "tok.json", vocab_size=320)["reused"] is False
 
 
 def test_the_identified_copy_is_deleted_unless_kept(tmp_path: Path) -> None:
@@ -573,9 +519,7 @@ def test_the_identified_copy_is_deleted_unless_kept(tmp_path: Path) -> None:
 
 @needs_corpora
 def test_corpus_files_have_the_documented_document_counts() -> None:
-    found = {
-        f"{domain}/{p.name}": count_documents(p) for domain, p in corpus_files(CORPORA)
-    }
+    found = {f"{domain}/{p.name}": count_documents(p) for domain, p in corpus_files(CORPORA)}
     assert found == CORPUS_COUNTS
 
 
@@ -586,10 +530,6 @@ def test_read_corpus_folder_yields_every_document_with_its_domain() -> None:
     for doc in read_corpus_folder(CORPORA):
         first = first or doc
         per_domain[doc["domain"]] = per_domain.get(doc["domain"], 0) + 1
-        assert (
-            doc["text"]
-            and isinstance(doc["title"], str)
-            and isinstance(doc["source"], str)
-        )
+        assert doc["text"] and isinstance(doc["title"], str) and isinstance(doc["source"], str)
     assert per_domain == {"legal": 1589, "finance": 242, "medical": 5486 + 153}
     assert first is not None and first["title"] == "中华人民共和国刑法"
