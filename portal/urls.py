@@ -31,7 +31,7 @@ urlpatterns = [
     path("o/<slug:org>/wallet/", views.wallet, name="wallet"),
     path("o/<slug:org>/instances/", views.placeholder, {"section": "instances"}, name="instances"),
     path("o/<slug:org>/jobs/", views.placeholder, {"section": "jobs"}, name="jobs"),
-    path("o/<slug:org>/datasets/", views.placeholder, {"section": "datasets"}, name="datasets"),
+    path("o/<slug:org>/datasets/", include("datasets.urls")),
     path("o/<slug:org>/apps/", views.placeholder, {"section": "apps"}, name="apps"),
     path("", include("billing.urls")),
     path("i18n/", include("django.conf.urls.i18n")),

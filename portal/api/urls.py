@@ -18,5 +18,6 @@ urlpatterns = [
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("", include("billing.api.urls")),
+    path("", include("datasets.api.urls")),
     path("", include(router.urls)),
 ]
