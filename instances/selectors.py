@@ -127,3 +127,60 @@ def queued_instances() -> QuerySet[Instance]:
     return Instance.objects.filter(status=InstanceStatus.SCHEDULING).select_related("gpu_type").order_by(
         "submitted_at", "id"
     )
+
+
+def job_logs_tail(job: TrainingJob, *, lines: int = 200) -> list[str]:
+    """The last ``lines`` lines of the newest submitted attempt's log (local backend: ``logs.txt`` in its
+    workspace). Other backends keep logs in the cluster (``kubectl logs``): an empty list here."""
+    from instances.backends.local import LOG_FILE, LocalBackend
+
+    attempt = job.attempts.exclude(handle="").order_by("-number").first()
+    if attempt is None or not attempt.handle.startswith("local:"):
+        return []
+    _, ws = LocalBackend.parse_handle(attempt.handle)
+    path = ws / LOG_FILE
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, 2)
+            size = fh.tell()
+            fh.seek(max(0, size - 256 * 1024))
+            text = fh.read().decode("utf-8", errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
+def node_views() -> list[Any]:
+    """The inventory as the scheduler sees it: every node with GPUs free = total minus the placements of
+    instances holding capacity (the portal's own allocation, not the backend's lagging view)."""
+    from instances import scheduler
+
+    used: dict[str, int] = {}
+    for placement in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list("placement", flat=True):
+        for name, gpus in placement or []:
+            used[name] = used.get(name, 0) + int(gpus)
+    return [
+        scheduler.NodeView(n.name, n.gpu_type.code, n.gpus, max(0, n.gpus - used.get(n.name, 0)), n.block,
+                           n.state)  # type: ignore[arg-type]
+        for n in nodes_for_scheduler()
+    ]
+
+
+def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int, mode: str) -> tuple[bool, str]:
+    """Whether a request would start now, and a sentence for the user: where it would run, or why it waits
+    and how many requests of that GPU type are ahead. Read-only (nothing is reserved)."""
+    from django.utils import timezone
+    from django.utils.translation import gettext as _
+
+    from instances import scheduler
+
+    ahead = Instance.objects.filter(status=InstanceStatus.SCHEDULING, gpu_type__code=gpu_type).count()
+    request = scheduler.PlacementRequest("estimate", str(organization.pk), gpu_type, gpu_count, mode,  # type: ignore[arg-type]
+                                         timezone.now())
+    result = scheduler.place(request, node_views(), quota_gpus=gpu_quota_of(organization),
+                             used_gpus=gpus_in_use(organization))
+    if isinstance(result, scheduler.Placement) and not ahead:
+        return True, _("Starts now on %(nodes)s.") % {"nodes": ", ".join(result.node_names)}
+    if isinstance(result, scheduler.Placement):
+        return False, _("%(n)d request(s) for this GPU type are waiting ahead of you.") % {"n": ahead}
+    return False, _("Waits: %(reason)s (%(n)d request(s) ahead).") % {"reason": result.reason, "n": ahead}

@@ -67,7 +67,7 @@ from instances.models import (
 )
 from instances.runtime.config import ConfigError, JobConfig
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
-from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_checkpoint
+from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_checkpoint, node_views
 from portal.audit import audit_log
 from portal.models import Organization, User
 
@@ -408,18 +408,6 @@ def _attach_datasets(job: TrainingJob, user: User | None) -> list[dict[str, Any]
 
 
 # --- scheduling ---------------------------------------------------------------------------------------------
-def _node_views(nodes: list[Node]) -> list[scheduler.NodeView]:
-    used: dict[str, int] = {}
-    for placement in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list("placement", flat=True):
-        for name, gpus in placement or []:
-            used[name] = used.get(name, 0) + int(gpus)
-    return [
-        scheduler.NodeView(n.name, n.gpu_type.code, n.gpus, max(0, n.gpus - used.get(n.name, 0)), n.block,
-                           n.state)  # type: ignore[arg-type]
-        for n in nodes
-    ]
-
-
 def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
     """One pass of the gang scheduler over the queue (instances in ``scheduling``), FIFO with restricted
     backfill (``instances.scheduler.schedule_queue``). Placed instances move to ``provisioning`` with a new
@@ -429,7 +417,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
     now = now or timezone.now()
     placed: list[Instance] = []
     with transaction.atomic():
-        nodes = list(Node.objects.select_for_update().select_related("gpu_type").order_by("pk"))
+        list(Node.objects.select_for_update().order_by("pk").values_list("pk", flat=True))  # serialize passes
         queue = list(Instance.objects.filter(status=S.SCHEDULING).select_related("gpu_type", "organization"))
         if not queue:
             return []
@@ -441,7 +429,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
                                        i.mode, i.submitted_at)  # type: ignore[arg-type]
             for i in queue
         ]
-        result = scheduler.schedule_queue(requests, _node_views(nodes), quotas, usage)
+        result = scheduler.schedule_queue(requests, node_views(), quotas, usage)
         by_id = {str(i.pk): i for i in queue}
         for placement in result.placements:
             inst = by_id[placement.request_id]

@@ -17,6 +17,7 @@ urlpatterns = [
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("", include("instances.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("datasets.api.urls")),
     path("", include(router.urls)),

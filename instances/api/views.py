@@ -1,0 +1,175 @@
+"""Partner API of the instances app (``/api/v1/instances``, ``/api/v1/jobs``) and the runtime callback
+(``/api/v1/runtime/jobs/<id>/events``, authenticated by the job attempt's token only).
+
+Every lookup is scoped to the request's organization (another organization's object is a 404, actions
+included); state changes go through ``instances.services``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import mixins, status, viewsets
+from rest_framework.decorators import action
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from instances import selectors, services
+from instances.api.serializers import (
+    CheckpointSerializer,
+    InstanceLaunchSerializer,
+    InstanceSerializer,
+    JobLaunchSerializer,
+    JobSerializer,
+    RollbackSerializer,
+)
+from instances.choices import InstanceKind
+from instances.models import Instance, TrainingJob
+from portal.api.errors import ApiError
+from portal.api.views import ORG_PARAM, request_organization
+
+IDEMPOTENCY_PARAM = OpenApiParameter("Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
+                                     description="A retried create with the same key returns the first result.")
+LAUNCH_ERROR_STATUS = {"insufficient_funds": 402, "exceeds_quota": 403}
+
+
+def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool]:
+    key = (request.headers.get("Idempotency-Key") or "").strip()[:200]
+    org = request_organization(request)
+    spec.idempotency_key = key
+    replay = bool(key) and Instance.objects.filter(organization=org, idempotency_key=key).exists()
+    try:
+        instance = services.instance_launch(organization=org, user=request.user,  # type: ignore[arg-type]
+                                            spec=spec)
+    except services.LaunchError as exc:
+        raise ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field}) from None
+    return instance, replay
+
+
+class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs)."""
+
+    serializer_class = InstanceSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return Instance.objects.none()
+        return selectors.instances_for_org(request_organization(self.request))
+
+    @extend_schema(parameters=[ORG_PARAM, IDEMPOTENCY_PARAM], request=InstanceLaunchSerializer,
+                   responses=InstanceSerializer)
+    def create(self, request: Request) -> Response:
+        data = InstanceLaunchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        spec = services.LaunchSpec(kind=InstanceKind.INTERACTIVE, **data.validated_data)
+        instance, replay = _launch(request, spec)
+        return Response(InstanceSerializer(instance).data, status=status.HTTP_200_OK if replay else 201)
+
+    @extend_schema(request=None, responses=InstanceSerializer)
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, pk: str) -> Response:
+        instance = self.get_object()
+        instance = services.instance_stop(instance=instance, reason="stopped through the API",
+                                          acting_user=request.user)  # type: ignore[arg-type]
+        return Response(InstanceSerializer(instance).data)
+
+
+class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
+    logs, metrics."""
+
+    serializer_class = JobSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return TrainingJob.objects.none()
+        return selectors.jobs_for_org(request_organization(self.request)).prefetch_related("attempts")
+
+    @extend_schema(parameters=[ORG_PARAM, IDEMPOTENCY_PARAM], request=JobLaunchSerializer, responses=JobSerializer)
+    def create(self, request: Request) -> Response:
+        data = JobLaunchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        spec = services.LaunchSpec(kind=InstanceKind.TRAINING, **data.validated_data)
+        instance, replay = _launch(request, spec)
+        return Response(JobSerializer(instance.job).data, status=status.HTTP_200_OK if replay else 201)
+
+    @extend_schema(request=None, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def stop(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        services.instance_stop(instance=job.instance, reason="stopped through the API",
+                               acting_user=request.user)  # type: ignore[arg-type]
+        job.refresh_from_db()
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=None, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def restart(self, request: Request, pk: str) -> Response:
+        job = services.job_restart(job=self.get_object(), acting_user=request.user)  # type: ignore[arg-type]
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=RollbackSerializer, responses=JobSerializer)
+    @action(detail=True, methods=["post"])
+    def rollback(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        data = RollbackSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            job = services.job_rollback(job=job, checkpoint_id=data.validated_data["checkpoint"],
+                                        acting_user=request.user)  # type: ignore[arg-type]
+        except services.RollbackError as exc:
+            raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
+        return Response(JobSerializer(job).data)
+
+    @extend_schema(request=None, responses=JobSerializer)
+    @action(detail=True, methods=["post"], url_path="checkpoint")
+    def checkpoint_now(self, request: Request, pk: str) -> Response:
+        job = services.job_checkpoint_now(job=self.get_object(), acting_user=request.user)  # type: ignore[arg-type]
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=CheckpointSerializer(many=True))
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def checkpoints(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        rows = selectors.checkpoints_of(job).select_related("attempt")
+        return Response(CheckpointSerializer(rows, many=True).data)
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def logs(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        lines = min(max(int(request.query_params.get("lines", "200") or 200), 1), 2000)
+        return Response({"job": job.pk, "lines": selectors.job_logs_tail(job, lines=lines)})
+
+    @extend_schema(responses={200: dict})
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def metrics(self, request: Request, pk: str) -> Response:
+        job = self.get_object()
+        points = selectors.loss_curve(job)
+        return Response({"job": job.pk, "points": [
+            {"step": p.step, "loss": p.loss, "lr": p.lr, "tokens_per_s": p.tokens_per_s} for p in points]})
+
+
+@csrf_exempt
+@require_POST
+def runtime_events(request: HttpRequest, job_id: int) -> JsonResponse:
+    """The runtime's progress callback (contract: ``instances/runtime/reporting.py``). Authenticated by the
+    job attempt's bearer token only (no session, no API token); idempotent per ``(job, attempt, seq)``."""
+    header = request.headers.get("Authorization", "")
+    token = header[7:].strip() if header[:7].lower() == "bearer " else ""
+    try:
+        body: Any = json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError):
+        return JsonResponse({"error": {"code": "invalid", "message": "body is not JSON"}}, status=400)
+    try:
+        answer = services.job_events_receive(job_id=job_id, token=token, body=body)
+    except services.CallbackRefused as exc:
+        code = "authentication_failed" if exc.status == 401 else "invalid"
+        return JsonResponse({"error": {"code": code, "message": str(exc)}}, status=exc.status)
+    return JsonResponse(answer)

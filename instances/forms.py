@@ -1,0 +1,85 @@
+"""Console forms: launch a training job or an interactive instance."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from billing.choices import RentalMode
+from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.models import GpuType, Image
+from instances.services import LaunchSpec
+from portal.models import Organization
+
+
+class _CapacityForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=100, required=False)
+    gpu_type = forms.ModelChoiceField(label=_("GPU type"), queryset=GpuType.objects.filter(active=True),
+                                      to_field_name="code", empty_label=None)
+    gpu_count = forms.IntegerField(label=_("GPUs"), initial=1, min_value=1, max_value=1024)
+    mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
+    image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name",
+                                   required=False)
+
+    def spec_fields(self) -> dict[str, Any]:
+        d = self.cleaned_data
+        return {"name": d.get("name") or "", "gpu_type": d["gpu_type"].code, "gpu_count": d["gpu_count"],
+                "mode": d["mode"], "image": d["image"].name if d.get("image") else ""}
+
+
+class JobLaunchForm(_CapacityForm):
+    """A training job: capacity, datasets (versions the organization may mount), model, engine and
+    hyperparameters; checkpoint interval default 30 minutes."""
+
+    datasets = forms.TypedMultipleChoiceField(label=_("Datasets"), coerce=int, choices=(),
+                                              widget=forms.CheckboxSelectMultiple)
+    model_preset = forms.ChoiceField(label=_("Model"), choices=ModelPreset.choices, initial=ModelPreset.TINY)
+    engine = forms.ChoiceField(label=_("Engine"), choices=Engine.choices, initial=Engine.FSDP)
+    seq_len = forms.IntegerField(label=_("Sequence length"), initial=1024, min_value=8, max_value=131072)
+    micro_batch = forms.IntegerField(label=_("Micro-batch"), initial=8, min_value=1, max_value=4096)
+    grad_accum = forms.IntegerField(label=_("Gradient accumulation"), initial=1, min_value=1, max_value=4096)
+    max_steps = forms.IntegerField(label=_("Steps"), initial=1000, min_value=1)
+    lr = forms.FloatField(label=_("Learning rate"), initial=3e-4, min_value=1e-9, max_value=1.0)
+    checkpoint_every_minutes = forms.IntegerField(label=_("Checkpoint every (minutes)"), initial=30, min_value=0)
+    checkpoint_every_steps = forms.IntegerField(label=_("Checkpoint every (steps, 0 = off)"), initial=0, min_value=0)
+    keep_last = forms.IntegerField(label=_("Keep last checkpoints"), initial=3, min_value=1, max_value=100)
+
+    def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from datasets.selectors import versions_mountable_by
+
+        self.fields["datasets"].choices = [  # type: ignore[attr-defined]
+            (v.pk, f"{v.dataset.name} v{v.number}") for v in versions_mountable_by(organization)
+        ]
+
+    def to_spec(self) -> LaunchSpec:
+        d = self.cleaned_data
+        return LaunchSpec(
+            kind=InstanceKind.TRAINING, **self.spec_fields(), dataset_version_ids=list(d["datasets"]),
+            model_preset=d["model_preset"], engine=d["engine"],
+            hyperparameters={k: d[k] for k in ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr")},
+            checkpoint_every_minutes=d["checkpoint_every_minutes"], checkpoint_every_steps=d["checkpoint_every_steps"],
+            keep_last=d["keep_last"],
+        )
+
+
+class InstanceLaunchForm(_CapacityForm):
+    """An interactive instance running the user's own command in the image."""
+
+    command = forms.CharField(label=_("Command"), max_length=2000,
+                              help_text=_("Run in the image, e.g. python train.py --epochs 3"))
+
+    def clean_command(self) -> list[str]:
+        try:
+            argv = shlex.split(self.cleaned_data["command"])
+        except ValueError as exc:
+            raise forms.ValidationError(_("The command cannot be parsed: %(err)s") % {"err": exc}) from None
+        if not argv:
+            raise forms.ValidationError(_("Enter a command."))
+        return argv
+
+    def to_spec(self) -> LaunchSpec:
+        return LaunchSpec(kind=InstanceKind.INTERACTIVE, **self.spec_fields(), command=self.cleaned_data["command"])

@@ -1,0 +1,21 @@
+"""Console routes of the instances app, under ``o/<org>/`` (included from ``portal/urls.py``)."""
+
+from django.urls import path
+
+from instances import views
+
+urlpatterns = [
+    path("instances/", views.instance_list, name="instances"),
+    path("instances/new/", views.instance_new, name="instance_new"),
+    path("instances/quote/", views.launch_quote, name="launch_quote"),
+    path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
+    path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/new/", views.job_new, name="job_new"),
+    path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
+    path("jobs/<int:pk>/stop/", views.job_stop, name="job_stop"),
+    path("jobs/<int:pk>/restart/", views.job_restart, name="job_restart"),
+    path("jobs/<int:pk>/checkpoint/", views.job_checkpoint_now, name="job_checkpoint_now"),
+    path("jobs/<int:pk>/logs/", views.job_logs, name="job_logs"),
+    path("jobs/<int:pk>/rollback/<int:checkpoint>/", views.job_rollback, name="job_rollback"),
+]

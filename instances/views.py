@@ -1,0 +1,238 @@
+"""Console views of the instances app: launch forms with a live quote, instance and job lists with live
+status, the job page (loss and throughput charts, checkpoints with roll back, logs tail) and confirmed
+actions (stop, restart, roll back, checkpoint now).
+
+One view serves a page and its htmx partial (``request.htmx and not request.htmx.boosted``). Every lookup goes
+through the organization (``organization_for_user``) and ``get_scoped_or_404``: an outsider gets a 404 on every
+route, actions included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_http_methods, require_POST
+
+from billing.choices import RentalMode
+from billing.pricing import PriceNotFound
+from instances import selectors, services
+from instances.charts import svg_line_chart
+from instances.forms import InstanceLaunchForm, JobLaunchForm
+from instances.models import GpuType, Instance, TrainingJob
+from portal.models import Organization
+from portal.selectors import get_scoped_or_404, organization_for_user
+
+
+def _partial(request: HttpRequest) -> bool:
+    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+
+
+def _org(request: HttpRequest, slug: str) -> Organization:
+    return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
+
+
+def _job(request: HttpRequest, org: str, pk: int) -> tuple[Organization, TrainingJob]:
+    organization = _org(request, org)
+    qs = TrainingJob.objects.select_related("instance", "instance__gpu_type")
+    return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
+
+
+def _instance(request: HttpRequest, org: str, pk: int) -> tuple[Organization, Instance]:
+    organization = _org(request, org)
+    qs = Instance.objects.select_related("gpu_type", "image")
+    return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
+
+
+def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
+    code = params.get("gpu_type") or ""
+    try:
+        count = int(params.get("gpu_count") or 1)
+    except ValueError:
+        count = 0
+    mode = params.get("mode") or RentalMode.CONTAINER
+    ctx: dict[str, Any] = {"quote": None, "error": ""}
+    if not GpuType.objects.filter(code=code, active=True).exists():
+        ctx["error"] = _("Choose a GPU type.")
+    elif not 1 <= count <= 1024:
+        ctx["error"] = _("The GPU count must be between 1 and %(max)d.") % {"max": 1024}
+    else:
+        try:
+            ctx["quote"] = services.price_quote(organization=organization, gpu_type=code, gpu_count=count, mode=mode)
+        except PriceNotFound:
+            ctx["error"] = _("%(code)s has no price for this mode.") % {"code": code}
+        else:
+            ctx["starts_now"], ctx["queue"] = selectors.queue_estimate(
+                organization=organization, gpu_type=code, gpu_count=count, mode=mode)
+    return ctx
+
+
+@login_required
+def launch_quote(request: HttpRequest, org: str) -> HttpResponse:
+    """The live price per hour, runway and queue estimate (htmx partial of the launch forms)."""
+    organization = _org(request, org)
+    return render(request, "instances/quote.html", {"org": organization, **_quote_context(organization, request.GET)})
+
+
+# --- instances ----------------------------------------------------------------------------------------------
+@login_required
+def instance_list(request: HttpRequest, org: str) -> HttpResponse:
+    organization = _org(request, org)
+    ctx = {"org": organization, "instances": selectors.instances_for_org(organization)[:100]}
+    return render(request, "instances/instance_table.html" if _partial(request) else "instances/instance_list.html",
+                  ctx)
+
+
+def _launch(request: HttpRequest, organization: Organization, form: Any) -> Instance | None:
+    try:
+        return services.instance_launch(organization=organization, user=request.user,  # type: ignore[arg-type]
+                                        spec=form.to_spec())
+    except services.LaunchError as exc:
+        field = {"dataset_version_ids": "datasets", "hyperparameters": None}.get(exc.field, exc.field)
+        form.add_error(field if field in form.fields else None, str(exc))
+        return None
+
+
+@login_required
+def instance_new(request: HttpRequest, org: str) -> HttpResponse:
+    organization = _org(request, org)
+    form = InstanceLaunchForm(request.POST or None, initial={"gpu_type": "cpu-local"})
+    if request.method == "POST" and form.is_valid():
+        instance = _launch(request, organization, form)
+        if instance is not None:
+            messages.success(request, _("Instance %(name)s launched.") % {"name": instance.name})
+            return redirect("instance_detail", org=organization.slug, pk=instance.pk)
+    ctx = {"org": organization, "form": form, "kind": "instance",
+           **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1})}
+    return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
+
+
+@login_required
+def instance_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, instance = _instance(request, org, pk)
+    ctx = {"org": organization, "instance": instance, "transitions": instance.transitions.order_by("-id")[:50]}
+    return render(request, "instances/instance_status.html" if _partial(request) else "instances/instance_detail.html",
+                  ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def instance_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, instance = _instance(request, org, pk)
+    if request.method == "POST":
+        services.instance_stop(instance=instance, reason=_("stopped by %(user)s") % {"user": request.user},
+                               acting_user=request.user)  # type: ignore[arg-type]
+        messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
+        return redirect("instance_detail", org=organization.slug, pk=instance.pk)
+    return render(request, "instances/confirm.html", {
+        "org": organization, "title": _("Stop %(name)s?") % {"name": instance.name},
+        "text": _("Training jobs write a final checkpoint, then the instance stops and billing ends."),
+        "button": _("Stop"), "cancel": request.META.get("HTTP_REFERER", "")})
+
+
+# --- jobs ---------------------------------------------------------------------------------------------------
+@login_required
+def job_list(request: HttpRequest, org: str) -> HttpResponse:
+    organization = _org(request, org)
+    ctx = {"org": organization, "jobs": selectors.jobs_for_org(organization)[:100]}
+    return render(request, "instances/job_table.html" if _partial(request) else "instances/job_list.html", ctx)
+
+
+@login_required
+def job_new(request: HttpRequest, org: str) -> HttpResponse:
+    organization = _org(request, org)
+    form = JobLaunchForm(request.POST or None, organization=organization, initial={"gpu_type": "cpu-local"})
+    if request.method == "POST" and form.is_valid():
+        instance = _launch(request, organization, form)
+        if instance is not None:
+            messages.success(request, _("Job %(name)s launched.") % {"name": instance.name})
+            return redirect("job_detail", org=organization.slug, pk=instance.job.pk)
+    ctx = {"org": organization, "form": form, "kind": "job",
+           **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1})}
+    return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
+
+
+@login_required
+def job_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    curve = selectors.loss_curve(job)
+    ctx = {
+        "org": organization, "job": job, "instance": job.instance,
+        "loss_chart": svg_line_chart([(p.step, p.loss) for p in curve], title=_("Loss")),
+        "speed_chart": svg_line_chart([(p.step, p.tokens_per_s) for p in curve], title=_("Tokens per second"),
+                                      color="#1f8a4c"),
+        "checkpoints": selectors.checkpoints_of(job)[:50],
+        "attempts": job.attempts.order_by("-number")[:20],
+        "logs": selectors.job_logs_tail(job, lines=60),
+        "last": curve[-1] if curve else None,
+    }
+    return render(request, "instances/job_status.html" if _partial(request) else "instances/job_detail.html", ctx)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    if request.method == "POST":
+        services.instance_stop(instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user},
+                               acting_user=request.user)  # type: ignore[arg-type]
+        messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": job.name})
+        return redirect("job_detail", org=organization.slug, pk=job.pk)
+    return render(request, "instances/confirm.html", {
+        "org": organization, "title": _("Stop %(name)s?") % {"name": job.name},
+        "text": _("The job writes a final checkpoint, then stops. You can restart it from there."),
+        "button": _("Stop")})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_restart(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    if request.method == "POST":
+        services.job_restart(job=job, acting_user=request.user)  # type: ignore[arg-type]
+        messages.info(request, _("%(name)s restarts from its newest checkpoint.") % {"name": job.name})
+        return redirect("job_detail", org=organization.slug, pk=job.pk)
+    return render(request, "instances/confirm.html", {
+        "org": organization, "title": _("Restart %(name)s?") % {"name": job.name},
+        "text": _("A running job is checkpointed and stopped first; it then resumes from its newest checkpoint."),
+        "button": _("Restart")})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_rollback(request: HttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    cp = get_scoped_or_404(job.checkpoints.all(), organization=organization, org_field="job__organization",
+                           pk=checkpoint)
+    if request.method == "POST":
+        try:
+            services.job_rollback(job=job, checkpoint_id=cp.pk, acting_user=request.user)  # type: ignore[arg-type]
+        except services.RollbackError as exc:
+            messages.error(request, str(exc))
+        else:
+            messages.info(request, _("%(name)s rolls back to step %(step)d.") % {"name": job.name, "step": cp.step})
+        return redirect("job_detail", org=organization.slug, pk=job.pk)
+    return render(request, "instances/confirm.html", {
+        "org": organization, "title": _("Roll back to step %(step)d?") % {"step": cp.step},
+        "text": _("The job restarts from this checkpoint; later checkpoints are set aside."),
+        "button": _("Roll back")})
+
+
+@login_required
+@require_POST
+def job_checkpoint_now(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    services.job_checkpoint_now(job=job, acting_user=request.user)  # type: ignore[arg-type]
+    messages.info(request, _("Checkpoint requested: the job saves after its current step."))
+    return redirect("job_detail", org=organization.slug, pk=job.pk)
+
+
+@login_required
+def job_logs(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    organization, job = _job(request, org, pk)
+    return render(request, "instances/job_logs.html", {"org": organization, "job": job,
+                                                       "logs": selectors.job_logs_tail(job, lines=400)})
