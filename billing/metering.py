@@ -137,18 +137,15 @@ def _charge_organization(org_id: int, records: list[UsageRecord], cursors: list[
     key = f"usage:{org_id}:{records[0].minute:%Y%m%d%H%M}:{digest.hexdigest()[:40]}"
     try:
         with transaction.atomic():
-            organization = Organization.objects.get(pk=org_id)
+            organization = Organization(pk=org_id)  # only its id is needed; saves a query per organization
             Wallet.objects.select_for_update().get(organization_id=org_id)  # the one lock per organization
+            txn = _spend_or_shortfall(organization, total, key, records, result) if total > 0 else None
+            for record in records:
+                record.transaction = txn
             UsageRecord.objects.bulk_create(records)  # the unique constraint refuses minutes charged already
             MeteringCursor.objects.bulk_create(
                 cursors, update_conflicts=True, unique_fields=["instance_id"],
                 update_fields=["last_minute", "price_per_gpu_hour_micros", "price_minute_index"])
-            if total > 0:
-                txn = _spend_or_shortfall(organization, total, key, records, result)
-                if txn is not None:
-                    UsageRecord.objects.filter(instance_id__in={r.instance_id for r in records},
-                                               minute__gte=records[0].minute, transaction__isnull=True,
-                                               organization_id=org_id).update(transaction=txn)
     except IntegrityError:
         result.conflicts += 1  # a concurrent tick charged these minutes first; nothing charged here
         return
