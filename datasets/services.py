@@ -11,6 +11,7 @@ import hashlib
 import json
 import os
 import shutil
+import threading
 import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -189,14 +190,17 @@ def dataset_version_create(
     tokenizer_path: str,
     source_files: list[dict[str, Any]],
     sample: str = "",
+    pipeline: dict[str, Any] | None = None,
     acting_user: User | None = None,
 ) -> DatasetVersion:
     """Record a finished pipeline run as the dataset's next (immutable) version.
 
     ``statistics`` is the pipeline's ``statistics`` report (exact counts and the shard-folder manifest);
     ``shard_dir``/``tokenizer_path`` are relative to ``settings.DATA_DIR``; ``source_files`` lists
-    ``{"file", "bytes", "sha256"}`` of the inputs. A version with the same source SHA-256s and license
-    version as the newest one is not duplicated: the newest is returned.
+    ``{"file", "bytes", "sha256"}`` of the inputs; ``pipeline`` (optional) is stored in the manifest as
+    ``{"source_documents", "duplicates_removed", "empty_documents"}`` from the validate/deduplicate reports.
+    A version with the same source SHA-256s and license version as the newest one is not duplicated: the
+    newest is returned.
     """
     with transaction.atomic():
         Dataset.objects.select_for_update().filter(pk=dataset.pk).first()
@@ -211,7 +215,7 @@ def dataset_version_create(
             dataset=dataset,
             number=(newest.number + 1) if newest else 1,
             license_version=license_version,
-            manifest={"source_files": source_files, "files": statistics.get("files", [])},
+            manifest={"source_files": source_files, "files": statistics.get("files", []), **(pipeline or {})},
             documents=statistics["documents"],
             bytes=statistics["bytes"],
             characters=statistics["characters"],
@@ -406,6 +410,15 @@ def _first_text(path: Path, limit: int = 600) -> str:
     return ""
 
 
+def _pipeline_counts(reports: dict[str, Any]) -> dict[str, int]:
+    """Document counts before de-duplication, kept in a version's manifest beside the exact statistics."""
+    return {
+        "source_documents": int(reports["validate"]["documents"]),
+        "empty_documents": int(reports["validate"]["empty_documents"]),
+        "duplicates_removed": int(reports["deduplicate"]["duplicates"]),
+    }
+
+
 def _relative(path: Path) -> str:
     return str(path.resolve().relative_to(Path(settings.DATA_DIR).resolve()))
 
@@ -441,10 +454,13 @@ def corpus_import(*, path: Path, domain: str, acting_user: User | None = None) -
         return newest
     workdir = Path(settings.DATA_DIR) / "datasets" / spec.slug / sha[:16]
     last = {"percent": -1}
+    thread = threading.get_ident()
 
     def on_progress(stage: str, done: int, total: int) -> None:
+        # ``tokenizers`` may pull the training texts on its own threads: only this thread writes progress
+        # (another thread would open a second database connection mid-transaction).
         percent = pipeline_percent(stage, done, total)
-        if percent != last["percent"]:
+        if percent != last["percent"] and threading.get_ident() == thread:
             last["percent"] = percent
             Dataset.objects.filter(pk=dataset.pk).update(preparing={"stage": stage, "percent": percent})
 
@@ -458,7 +474,8 @@ def corpus_import(*, path: Path, domain: str, acting_user: User | None = None) -
         dataset=dataset, license_version=lv, statistics=reports["statistics"], deid_report=reports["deidentify"],
         deid_status=DeidStatus.DEIDENTIFIED, shard_dir=_relative(shards),
         tokenizer_path=_relative(shards / "tokenizer.json"), source_files=source,
-        sample=_first_text(workdir / "deduplicated.jsonl"), acting_user=acting_user,
+        sample=_first_text(workdir / "deduplicated.jsonl"), pipeline=_pipeline_counts(reports),
+        acting_user=acting_user,
     )
     Dataset.objects.filter(pk=dataset.pk).update(preparing={})
     return version
@@ -623,10 +640,11 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
     documents, deid, dedup = work / "documents.jsonl", work / "deidentified.jsonl", work / "deduplicated.jsonl"
     tokenizer, shards = work / p.TOKENIZER_FILE, work / "shards"
     last = {"percent": -1}
+    thread = threading.get_ident()
 
     def progress(done: int, total: int) -> None:
         percent = pipeline_percent(stage, done, total)
-        if percent != last["percent"]:
+        if percent != last["percent"] and threading.get_ident() == thread:  # see corpus_import
             last["percent"] = percent
             Upload.objects.filter(pk=upload.pk).update(percent=percent, updated_at=timezone.now())
 
@@ -690,7 +708,8 @@ def _upload_finish(upload: Upload, reports: dict[str, Any]) -> Upload:
             dataset=dataset, license_version=lv, statistics=stats, deid_report=reports.get("deidentify", {}),
             deid_status=DeidStatus.DEIDENTIFIED, shard_dir=_relative(work / "shards"),
             tokenizer_path=_relative(work / "shards" / "tokenizer.json"), source_files=source,
-            sample=_first_text(work / "deduplicated.jsonl"), acting_user=upload.user,
+            sample=_first_text(work / "deduplicated.jsonl"), pipeline=_pipeline_counts(reports),
+            acting_user=upload.user,
         )
         upload_transition(upload, UploadStatus.READY, stage="finish", percent=100, dataset_version=version,
                           report=reports)
