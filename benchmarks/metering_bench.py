@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.base")
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -49,7 +49,7 @@ def reset() -> None:
             cur.execute("TRUNCATE " + ", ".join(tables) + " CASCADE")
         else:
             for t in tables:
-                cur.execute(f"DELETE FROM {t}")
+                cur.execute(f"DELETE FROM {t}")  # noqa: S608 - fixed table names above
     LedgerAccount.objects.exclude(kind=AccountKind.SYSTEM).delete()
     Organization.objects.filter(slug__startswith="bench-").delete()
 
@@ -107,7 +107,8 @@ def main() -> None:
         took = time.perf_counter() - start
         assert result.records == n, result
         results[n] = took
-        print(f"set-based tick  n={n:>7}: {took:8.3f} s  {n / took:10.0f} instances/s  {took / n * 1e6:7.1f} µs/instance")
+        print(f"set-based tick  n={n:>7}: {took:8.3f} s  {n / took:10.0f} instances/s  "
+              f"{took / n * 1e6:7.1f} µs/instance")
     reset()
     populate(1000, gpu_type)
     start = time.perf_counter()

@@ -207,9 +207,8 @@ def budget_guard(*, now: datetime | None = None) -> list[int]:
     """Stop (after a final checkpoint) every running instance of organizations whose balance cannot cover
     ``BUDGET_GUARD_MINUTES`` more minutes; open or clear low-balance notices. Returns stopped instance ids.
     """
-    from instances.services import instance_stop
-
     from instances.selectors import instances_for_org
+    from instances.services import instance_stop
 
     stopped: list[int] = []
     rates = burn_rates(now=now)
