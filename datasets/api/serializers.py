@@ -157,8 +157,8 @@ class UploadSerializer(serializers.ModelSerializer[Upload]):
 
 class UploadCreateSerializer(serializers.Serializer[Any]):
     file = serializers.FileField()
-    name = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    name = serializers.CharField(max_length=200, required=False, allow_blank=True)
     format = serializers.ChoiceField(choices=UploadFormat.choices)
-    text_column = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
+    text_column = serializers.CharField(max_length=100, required=False, allow_blank=True)
     keep_original = serializers.BooleanField(required=False, default=False)
     domain = serializers.ChoiceField(choices=Domain.choices, required=False, default=Domain.OTHER)

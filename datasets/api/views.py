@@ -236,9 +236,9 @@ class UploadListCreateView(generics.ListCreateAPIView):  # type: ignore[type-arg
                 organization=request_organization(request),
                 user=request.user,  # type: ignore[arg-type]
                 file=data["file"],
-                name=data["name"],
+                name=data.get("name", ""),
                 fmt=data["format"],
-                text_column=data["text_column"],
+                text_column=data.get("text_column", ""),
                 keep_original=data["keep_original"],
                 domain=data["domain"],
                 original_filename=data["file"].name,
