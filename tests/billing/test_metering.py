@@ -219,3 +219,32 @@ def test_statement_totals_equal_the_ledger_for_a_month_with_every_kind_of_line(f
     csv_text = statement_csv(st)
     assert "usage,instance " in csv_text and "-7.500000" in csv_text and "closing" in csv_text
     assert LedgerTransaction.objects.filter(kind="usage").count() == 46 - 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_low_balance_notices_mail_managers_once_and_clear_when_topped_up(alice_org, bob, a100, time_machine, client):
+    from django.core import mail
+    from django.urls import reverse
+
+    from billing.models import LowBalanceNotice
+    from billing.notices import low_balance_notices
+
+    time_machine.move_to(T0 - timedelta(minutes=1))
+    wallet_top_up(organization=alice_org, amount_micros=12_000_000, idempotency_key="t1")  # 12.00 CNY
+    _instance(alice_org, a100, gpus=1, start=T0)
+    time_machine.move_to(T0 + timedelta(seconds=5))
+    metering_tick()
+    mail.outbox.clear()
+    assert low_balance_notices() == 1  # below 50, not below 10
+    assert low_balance_notices() == 0  # already open: no second mail
+    assert [m.to for m in mail.outbox] == [["alice@example.com"]]  # owners and admins only, not bob
+    assert "balance below 50.00 CNY" in mail.outbox[0].subject
+    client.force_login(bob)
+    page = client.get(reverse("dashboard", args=[alice_org.slug])).content.decode()
+    assert 'data-testid="low-balance"' in page
+    assert 'data-testid="burn-rate">Running instances cost 5.00 CNY per hour.' in page
+    assert "Your balance lasts 2 h 22 min." in page  # 11.916667 CNY // 0.083334 CNY per minute = 142 min
+    wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="t2")
+    low_balance_notices()
+    assert LowBalanceNotice.objects.filter(cleared_at__isnull=True).count() == 0
+    assert 'data-testid="low-balance"' not in client.get(reverse("dashboard", args=[alice_org.slug])).content.decode()
