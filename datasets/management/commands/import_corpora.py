@@ -35,6 +35,8 @@ class Command(BaseCommand):
         if not files:
             self.stdout.write(f"No corpora at {folder}; nothing imported.")
             return
+        if not options["wait"]:
+            _ensure_broker_folders()
         for domain, path in files:
             spec = spec_for(domain, path)
             dataset = Dataset.objects.filter(slug=spec.slug).first()
@@ -59,3 +61,14 @@ class Command(BaseCommand):
                 )
                 import_corpus.delay(str(path), domain)
                 self.stdout.write(f"{spec.slug}: import queued (progress in the console catalog)")
+
+
+def _ensure_broker_folders() -> None:
+    """The filesystem broker (the embedded default) needs its folders before the first message is sent;
+    this command may run before any worker has started."""
+    if not str(settings.CELERY_BROKER_URL).startswith("filesystem"):
+        return
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(key)
+        if folder:
+            Path(folder).mkdir(parents=True, exist_ok=True)
