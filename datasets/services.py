@@ -75,11 +75,16 @@ __all__ = [
     "UploadRefused",
     "access_revoke",
     "agreement_accept",
+    "corpus_import",
     "dataset_create",
     "dataset_version_create",
     "license_version_create",
     "mount_attach",
     "text_sha256",
+    "upload_create",
+    "upload_retry",
+    "upload_run_stage",
+    "upload_transition",
 ]
 
 
