@@ -27,7 +27,7 @@ class ImageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
                     "is_default"]
 
 
-def _set_state(state: str, label: str) -> Any:
+def _set_state(state: str, label: Any) -> Any:
     def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Node]) -> None:  # type: ignore[type-arg]
         for node in queryset:
             services.node_set_state(node=node, state=state, acting_user=request.user)  # type: ignore[arg-type]

@@ -23,7 +23,7 @@ from instances.models import (
 from portal.models import Organization
 
 
-def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[InstanceRunSegment, dict[str, Any]]:
+def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[InstanceRunSegment, Any]:
     """Run segments that overlap ``[start, end)`` — the metering interface.
 
     Returns dicts with ``instance_id``, ``organization_id``, ``gpu_type`` (the GPU type code),

@@ -8,6 +8,7 @@ open transactions, from Celery tasks. An instance's status changes only in :func
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
 import json
@@ -439,7 +440,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
                     queue_position=None):
                 continue
             attempt = _attempt_create(inst, assignments)
-            transaction.on_commit(lambda pk=attempt.pk: _enqueue("launch_attempt", pk))
+            transaction.on_commit(functools.partial(_enqueue, "launch_attempt", attempt.pk))
             placed.append(inst)
         for waiting in result.waiting:
             inst = by_id[waiting.request.request_id]
@@ -703,7 +704,7 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
         elif status in (S.PROVISIONING, S.RUNNING):
             instance_transition(instance=instance, to=S.STOPPING, reason=reason, acting_user=acting_user)
             TrainingJob.objects.filter(instance=instance).update(stop_requested=True, next_resume_at=None)
-            transaction.on_commit(lambda pk=instance.pk: _enqueue("stop_instance", pk))
+            transaction.on_commit(functools.partial(_enqueue, "stop_instance", instance.pk))
         else:
             return instance
         audit_log(action="instances.instance.stop", actor=acting_user, organization=instance.organization,

@@ -37,7 +37,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
     status = serializers.CharField(source="instance.status", read_only=True)
     status_reason = serializers.CharField(source="instance.status_reason", read_only=True)
     queue_position = serializers.IntegerField(source="instance.queue_position", read_only=True)
-    instance = serializers.IntegerField(source="instance_id", read_only=True)
+    instance = serializers.IntegerField(source="instance_id", read_only=True)  # type: ignore[assignment]
     gpu_type = serializers.CharField(source="instance.gpu_type.code", read_only=True)
     gpu_count = serializers.IntegerField(source="instance.gpu_count", read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
@@ -61,22 +61,22 @@ class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
 class InstanceLaunchSerializer(serializers.Serializer[Any]):
     """Input of ``POST /instances`` (an interactive instance running ``command``)."""
 
-    name = serializers.CharField(max_length=100, required=False, default="")
+    name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     gpu_type = serializers.CharField(max_length=40)
     gpu_count = serializers.IntegerField()
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
-    image = serializers.CharField(max_length=120, required=False, default="")
+    image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     command = serializers.ListField(child=serializers.CharField(), min_length=1)
 
 
 class JobLaunchSerializer(serializers.Serializer[Any]):
     """Input of ``POST /jobs`` (a training job on a new instance)."""
 
-    name = serializers.CharField(max_length=100, required=False, default="")
+    name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     gpu_type = serializers.CharField(max_length=40)
     gpu_count = serializers.IntegerField()
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
-    image = serializers.CharField(max_length=120, required=False, default="")
+    image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     dataset_version_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
     model_preset = serializers.ChoiceField(choices=ModelPreset.choices, default=ModelPreset.TINY)
     engine = serializers.ChoiceField(choices=Engine.choices, default=Engine.FSDP)
