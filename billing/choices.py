@@ -31,6 +31,7 @@ class TransactionKind(models.TextChoices):
     SPEND = "spend", _("Spend")
     USAGE = "usage", _("GPU usage")
     LICENSE_FEE = "license_fee", _("Dataset license fee")
+    APP_CALL = "app_call", _("App call")
     REFUND = "refund", _("Refund")
     ADJUSTMENT = "adjustment", _("Adjustment")
 

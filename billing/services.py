@@ -317,8 +317,12 @@ def wallet_spend(
     created_by: User | None = None,
     metadata: dict[str, Any] | None = None,
     now: datetime | None = None,
+    split: Sequence[tuple[LedgerAccount, int]] = (),
 ) -> LedgerTransaction:
     """Take ``amount_micros`` from the wallet: unexpired grants first (earliest expiry first), then paid.
+
+    The money goes to ``destination``, less the parts listed in ``split`` (account, micros), which are
+    credited in the same balanced transaction — e.g. a publisher's revenue share of an app call.
 
     Runs under the wallet's row lock, so concurrent spends of one organization serialize; raises
     ``InsufficientFunds`` (nothing written) when grants plus paid balance cannot cover the amount —
@@ -328,8 +332,12 @@ def wallet_spend(
     if amount_micros <= 0:
         raise LedgerError("a spend must be positive")
     now = now or timezone.now()
+    split_total = sum(micros for _, micros in split)
+    if any(micros <= 0 for _, micros in split) or split_total > amount_micros:
+        raise LedgerError("split parts must be positive and at most the amount")
     fingerprint = _fingerprint(
-        {"kind": str(kind), "org": organization.pk, "amount": amount_micros, "to": destination.value}
+        {"kind": str(kind), "org": organization.pk, "amount": amount_micros, "to": destination.value,
+         "split": sorted((a.pk, m) for a, m in split)}
     )
     with transaction.atomic():
         existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
@@ -359,7 +367,9 @@ def wallet_spend(
                     requested_micros=amount_micros,
                 )
             postings.append(Posting(wallet.paid_account, -left))
-        postings.append(Posting(system_account(destination), amount_micros))
+        if amount_micros - split_total:
+            postings.append(Posting(system_account(destination), amount_micros - split_total))
+        postings.extend(Posting(account, micros) for account, micros in split)
         return ledger_post(
             idempotency_key=idempotency_key,
             kind=kind,

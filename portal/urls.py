@@ -31,7 +31,7 @@ urlpatterns = [
     path("o/<slug:org>/wallet/", views.wallet, name="wallet"),
     path("o/<slug:org>/", include("instances.urls")),
     path("o/<slug:org>/datasets/", include("datasets.urls")),
-    path("o/<slug:org>/apps/", views.placeholder, {"section": "apps"}, name="apps"),
+    path("o/<slug:org>/apps/", include("portal.marketplace.urls")),
     path("", include("billing.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

@@ -20,5 +20,6 @@ urlpatterns = [
     path("", include("instances.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("datasets.api.urls")),
+    path("", include("portal.marketplace.urls_api")),
     path("", include(router.urls)),
 ]

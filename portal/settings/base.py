@@ -255,3 +255,11 @@ METERING_LOOKBACK_HOURS = env_int("METERING_LOOKBACK_HOURS", 24, minimum=1)
 BUDGET_GUARD_MINUTES = env_int("BUDGET_GUARD_MINUTES", 5, minimum=1)  # enough for a final checkpoint
 LOW_BALANCE_THRESHOLDS = env_list("LOW_BALANCE_THRESHOLDS", ["50", "10"])  # CNY
 CELERY_BEAT_SCHEDULE["metering-tick"] = {"task": "billing.tasks.metering_tick", "schedule": 60.0}
+
+# --- AI app marketplace ---------------------------------------------------------------------------------
+APP_PUBLISHER_SHARE_BPS = env_int("APP_PUBLISHER_SHARE_BPS", 7000, minimum=0)  # 70 % to the publisher
+APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)
+APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
+APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
+APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)
+REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["invoke"] = env_str("APP_INVOKE_RATE", "120/min")

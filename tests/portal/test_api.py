@@ -169,6 +169,7 @@ def test_throttling_limits_each_token(alice, alice_org, settings):
     from rest_framework.settings import api_settings
     from rest_framework.throttling import SimpleRateThrottle
 
+    previous = SimpleRateThrottle.THROTTLE_RATES
     SimpleRateThrottle.THROTTLE_RATES = api_settings.DEFAULT_THROTTLE_RATES
     try:
         token = api_token_create(user=alice, organization=alice_org, name="t", scope=TokenScope.READ)
@@ -177,7 +178,7 @@ def test_throttling_limits_each_token(alice, alice_org, settings):
         assert codes == [200, 200, 200, 429]
         assert client.get("/api/v1/me").json()["error"]["code"] == "throttled"
     finally:
-        SimpleRateThrottle.THROTTLE_RATES = {"token": "600/min"}
+        SimpleRateThrottle.THROTTLE_RATES = previous
         cache.clear()
 
 

@@ -1,0 +1,1 @@
+"""The AI app marketplace: apps published from trained checkpoints or external endpoints, billed per call."""

@@ -1,0 +1,167 @@
+"""Partner API of the marketplace: list, detail, invoke, usage, publisher versions and revenue."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Sum
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from billing.money import from_micros
+from portal.api.errors import ApiError
+from portal.api.throttling import TokenRateThrottle
+from portal.api.views import ORG_PARAM, request_organization
+from portal.marketplace import services
+from portal.marketplace.choices import CallStatus, ServingKind
+from portal.marketplace.models import App, AppCall, AppVersion
+from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, calls_of_caller
+
+
+class AppSerializer(serializers.ModelSerializer[App]):
+    publisher = serializers.CharField(source="publisher.slug")
+    price_per_call = serializers.SerializerMethodField()
+
+    class Meta:
+        model = App
+        fields = ["slug", "name", "category", "description", "publisher", "price_per_call", "visibility",
+                  "state", "input_schema", "output_schema", "example_request", "example_response", "attributions"]
+
+    def get_price_per_call(self, obj: App) -> str:
+        return str(from_micros(obj.price_per_call_micros))
+
+
+class CallSerializer(serializers.ModelSerializer[AppCall]):
+    app = serializers.CharField(source="app.slug")
+    cost = serializers.SerializerMethodField()
+
+    class Meta:
+        model = AppCall
+        fields = ["id", "app", "status", "cost", "price_micros", "latency_ms", "error_code", "created_at"]
+
+    def get_cost(self, obj: AppCall) -> str:
+        return str(from_micros(obj.price_micros if obj.status == CallStatus.SUCCEEDED else 0))
+
+
+class VersionCreateSerializer(serializers.Serializer[dict[str, Any]]):
+    kind = serializers.ChoiceField(choices=[ServingKind.EXTERNAL, ServingKind.ECHO])
+    endpoint_url = serializers.URLField(required=False, allow_blank=True, default="")
+
+
+class VersionSerializer(serializers.ModelSerializer[AppVersion]):
+    class Meta:
+        model = AppVersion
+        fields = ["number", "kind", "endpoint_url", "status", "progress", "active", "lineage", "created_at"]
+
+
+class InvokeThrottle(TokenRateThrottle):
+    scope = "invoke"
+
+
+class AppList(generics.ListAPIView):  # type: ignore[type-arg]
+    """Published public apps and your organization's own; ``?q=`` searches, ``?category=`` filters."""
+
+    serializer_class = AppSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return App.objects.none()
+        qs = apps_visible_to(request_organization(self.request))
+        if q := self.request.query_params.get("q"):
+            qs = qs.filter(name__icontains=q) | qs.filter(description__icontains=q)
+        if c := self.request.query_params.get("category"):
+            qs = qs.filter(category=c)
+        return qs
+
+
+class AppDetail(APIView):
+    @extend_schema(parameters=[ORG_PARAM], responses=AppSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        return Response(AppSerializer(app_for(request_organization(request), slug)).data)
+
+
+class AppInvoke(APIView):
+    """Call the app. Send the input as the JSON body; ``Idempotency-Key`` makes retries run and cost once.
+    Errors: 422 ``input_invalid`` (with the JSON path), 413 body too large, 402 ``insufficient_funds``,
+    409 ``call_in_progress`` / ``idempotency_key_reused``, 502 ``backend_error``, 504 ``backend_timeout``
+    — nothing is charged on any error."""
+
+    throttle_classes = [InvokeThrottle]
+
+    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+                   request=dict[str, Any], responses=dict[str, Any])
+    def post(self, request: Request, slug: str) -> Response:
+        org = request_organization(request)
+        app = app_for(org, slug)
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+        if length > settings.APP_MAX_REQUEST_BYTES:
+            raise ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
+        try:
+            payload = json.loads(request.body or b"null")
+        except ValueError as exc:
+            raise ApiError("invalid_json", "the request body is not JSON", 400) from exc
+        try:
+            result = services.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
+                                         payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
+        except services.MarketplaceError as exc:
+            raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
+        call = result.call
+        return Response({"call_id": call.pk, "output": result.output, "cost": str(from_micros(call.price_micros)),
+                         "latency_ms": call.latency_ms, "replayed": result.replayed}, status=status.HTTP_200_OK)
+
+
+class CallList(generics.ListAPIView):  # type: ignore[type-arg]
+    """Your organization's calls with their cost (failed calls cost 0), newest first."""
+
+    serializer_class = CallSerializer
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return AppCall.objects.none()
+        return calls_of_caller(request_organization(self.request))
+
+
+class PublisherVersions(APIView):
+    """Publisher: list versions or add one (external endpoint or echo). The HMAC secret is shown once."""
+
+    @extend_schema(responses=VersionSerializer(many=True))
+    def get(self, request: Request, slug: str) -> Response:
+        app = app_of_publisher(request_organization(request), slug)
+        return Response(VersionSerializer(app.versions.all(), many=True).data)
+
+    @extend_schema(request=VersionCreateSerializer, responses={201: VersionSerializer})
+    def post(self, request: Request, slug: str) -> Response:
+        app = app_of_publisher(request_organization(request), slug)
+        s = VersionCreateSerializer(data=request.data)
+        s.is_valid(raise_exception=True)
+        try:
+            version, secret = services.app_version_add(app=app, user=request.user,  # type: ignore[arg-type]
+                                                       kind=s.validated_data["kind"],
+                                                       endpoint_url=s.validated_data["endpoint_url"])
+        except services.MarketplaceError as exc:
+            raise ApiError(exc.code, str(exc), exc.status) from exc
+        return Response({**VersionSerializer(version).data, "hmac_secret": secret}, status=status.HTTP_201_CREATED)
+
+
+class RevenueSerializer(serializers.Serializer[dict[str, Any]]):
+    app = serializers.CharField()
+    calls = serializers.IntegerField()
+    gross_micros = serializers.IntegerField()
+    revenue_micros = serializers.IntegerField()
+
+
+class PublisherRevenue(APIView):
+    """Publisher: successful calls and revenue share of one of your apps."""
+
+    @extend_schema(parameters=[ORG_PARAM], responses=RevenueSerializer)
+    def get(self, request: Request, slug: str) -> Response:
+        app = app_of_publisher(request_organization(request), slug)
+        agg = app.calls.filter(status=CallStatus.SUCCEEDED).aggregate(
+            revenue=Sum("publisher_share_micros"), gross=Sum("price_micros"))
+        return Response({"app": app.slug, "calls": app.calls.filter(status=CallStatus.SUCCEEDED).count(),
+                         "gross_micros": agg["gross"] or 0, "revenue_micros": agg["revenue"] or 0})

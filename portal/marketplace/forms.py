@@ -1,0 +1,53 @@
+"""Console forms of the marketplace."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+from django import forms
+from django.utils.translation import gettext_lazy as _
+
+from portal.marketplace.choices import AppCategory, AppVisibility
+
+DEFAULT_INPUT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 20000}}}
+DEFAULT_OUTPUT = {"type": "object", "required": ["output"]}
+
+
+class JsonField(forms.CharField):
+    """A textarea that must hold a JSON object."""
+
+    widget = forms.Textarea(attrs={"rows": 5, "class": "mono"})
+
+    def to_python(self, value: Any) -> Any:
+        text = super().to_python(value)
+        if not text:
+            return {}
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise forms.ValidationError(_("Not valid JSON: %(e)s") % {"e": exc}) from exc
+        if not isinstance(data, dict):
+            raise forms.ValidationError(_("Enter a JSON object."))
+        return data
+
+    def prepare_value(self, value: Any) -> Any:
+        return json.dumps(value, ensure_ascii=False, indent=2) if isinstance(value, dict) else value
+
+
+class AppForm(forms.Form):
+    name = forms.CharField(label=_("Name"), max_length=100)
+    category = forms.ChoiceField(label=_("Category"), choices=AppCategory.choices)
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    price_per_call = forms.DecimalField(label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6,
+                                        max_digits=12, initial=Decimal("0.05"))
+    visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)
+    input_schema = JsonField(label=_("Input JSON Schema"), initial=DEFAULT_INPUT)
+    output_schema = JsonField(label=_("Output JSON Schema"), initial=DEFAULT_OUTPUT)
+    endpoint_url = forms.URLField(label=_("HTTPS endpoint (leave empty for the built-in echo)"), required=False,
+                                  assume_scheme="https")
+
+
+class TryForm(forms.Form):
+    payload = JsonField(label=_("Request (JSON)"))

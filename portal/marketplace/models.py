@@ -1,0 +1,110 @@
+"""Apps, app versions and app calls (imported into ``portal.models``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+from django.utils.translation import gettext_lazy as _
+
+from portal.marketplace.choices import AppCategory, AppState, AppVisibility, CallStatus, ServingKind, VersionStatus
+
+
+class App(models.Model):
+    """An AI app a publisher organization offers per call; prices in micro-CNY.
+
+    ``publisher_share_bps`` is the publisher's revenue share in basis points (7000 = 70 %), credited to
+    the publisher's wallet in the same ledger transaction as the caller's charge.
+    """
+
+    publisher = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="apps")
+    name = models.CharField(_("name"), max_length=100)
+    slug = models.SlugField(max_length=80, unique=True)
+    category = models.CharField(_("category"), max_length=20, choices=AppCategory.choices)
+    description = models.TextField(_("description"), blank=True)
+    input_schema = models.JSONField(default=dict)
+    output_schema = models.JSONField(default=dict)
+    example_request = models.JSONField(default=dict, blank=True)
+    example_response = models.JSONField(default=dict, blank=True)
+    price_per_call_micros = models.BigIntegerField(default=0)
+    price_per_1k_tokens_micros = models.BigIntegerField(default=0)
+    publisher_share_bps = models.PositiveIntegerField(default=7000)
+    visibility = models.CharField(max_length=10, choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
+    state = models.CharField(max_length=12, choices=AppState.choices, default=AppState.DRAFT)
+    state_reason = models.CharField(max_length=300, blank=True)
+    attributions = models.JSONField(default=list, blank=True, help_text="attribution texts of training datasets")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AppVersion(models.Model):
+    """One servable version of an app. Exactly one version per app is ``active``.
+
+    ``lineage`` lists the dataset versions (and their license terms) a checkpoint model was trained on.
+    ``hmac_secret`` signs requests to an external endpoint; it is needed in clear to sign, so it is
+    shown once to the publisher and readable only by the serving code.
+    """
+
+    app = models.ForeignKey(App, on_delete=models.CASCADE, related_name="versions")
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=12, choices=ServingKind.choices)
+    endpoint_url = models.URLField(max_length=500, blank=True)
+    hmac_secret = models.CharField(max_length=100, blank=True)
+    checkpoint_ref = models.CharField(max_length=100, blank=True, help_text="instances.checkpoint:<id>")
+    artifact_path = models.CharField(max_length=500, blank=True)
+    deployment = models.JSONField(default=dict, blank=True)
+    lineage = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=VersionStatus.choices, default=VersionStatus.READY)
+    progress = models.PositiveSmallIntegerField(default=100)
+    error = models.TextField(blank=True)
+    active = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["app", "number"], name="uniq_app_version"),
+            models.UniqueConstraint(fields=["app"], condition=models.Q(active=True), name="one_active_version"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.app} v{self.number}"
+
+
+class AppCall(models.Model):
+    """One call of an app: reserved before the backend is called, charged only when it succeeds.
+
+    ``(caller, app, idempotency_key)`` is unique, so a retried call with the same key runs and costs once.
+    """
+
+    app = models.ForeignKey(App, on_delete=models.PROTECT, related_name="calls")
+    version = models.ForeignKey(AppVersion, null=True, on_delete=models.SET_NULL, related_name="calls")
+    caller = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="app_calls")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True)
+    request_sha256 = models.CharField(max_length=64)
+    status = models.CharField(max_length=10, choices=CallStatus.choices, default=CallStatus.RESERVED)
+    price_micros = models.BigIntegerField()
+    publisher_share_micros = models.BigIntegerField(default=0)
+    attempts = models.PositiveIntegerField(default=1)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    error_code = models.CharField(max_length=40, blank=True)
+    error = models.TextField(blank=True)
+    response = models.JSONField(null=True, blank=True)
+    ledger_transaction_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["caller", "app", "idempotency_key"], name="uniq_call_key")]
+        indexes = [models.Index(fields=["app", "created_at"]), models.Index(fields=["caller", "status"])]
+
+    def __str__(self) -> str:
+        return f"call {self.pk} of {self.app}"

@@ -1,0 +1,57 @@
+"""Read queries of the app marketplace; every lookup is scoped (a foreign private app is a 404)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models.functions import TruncDate
+from django.http import Http404
+from django.utils import timezone
+
+from portal.marketplace.choices import AppState, AppVisibility, CallStatus
+from portal.marketplace.models import App, AppCall
+from portal.models import Organization
+
+
+def apps_visible_to(organization: Organization | None) -> QuerySet[App]:
+    """Published public apps, plus every app (any state) of the viewer's own organization."""
+    public = Q(visibility=AppVisibility.PUBLIC, state=AppState.PUBLISHED)
+    own = Q(publisher=organization) if organization is not None else Q(pk__in=[])
+    return App.objects.filter(public | own).select_related("publisher")
+
+
+def app_for(organization: Organization | None, slug: str) -> App:
+    """The app named ``slug`` if the organization may see it, else 404."""
+    app = apps_visible_to(organization).filter(slug=slug).first()
+    if app is None:
+        raise Http404("app not found")
+    return app
+
+
+def app_of_publisher(organization: Organization, slug: str) -> App:
+    """An app the organization publishes (publisher pages: versions, revenue), else 404."""
+    app = App.objects.filter(publisher=organization, slug=slug).first()
+    if app is None:
+        raise Http404("app not found")
+    return app
+
+
+def calls_of_caller(organization: Organization) -> QuerySet[AppCall]:
+    return AppCall.objects.filter(caller=organization).select_related("app")
+
+
+def usage_per_day(app: App, days: int = 30) -> list[tuple[str, int, int]]:
+    """(day, successful calls, publisher revenue in micro-CNY) for the last ``days`` days, oldest first."""
+    today = timezone.localdate()
+    first = today - timedelta(days=days - 1)
+    rows = {r["day"]: r for r in AppCall.objects.filter(app=app, status=CallStatus.SUCCEEDED,
+                                                         created_at__date__gte=first)
+            .annotate(day=TruncDate("created_at")).values("day")
+            .annotate(n=Count("id"), revenue=Sum("publisher_share_micros"))}
+    out = []
+    for i in range(days):
+        d = first + timedelta(days=i)
+        r = rows.get(d, {})
+        out.append((d.isoformat(), r.get("n", 0), r.get("revenue", 0) or 0))
+    return out

@@ -1,0 +1,333 @@
+"""App marketplace operations: create and publish apps, add versions, and invoke an app per call.
+
+Billing of a call (issue 7): the price is *reserved* before the backend is called — an ``AppCall`` row in
+state ``reserved``, created under the caller's wallet lock only if the wallet minus all open
+reservations covers it — and *posted* only when the call succeeds, as one balanced ledger transaction
+(caller's grants first, then paid → platform revenue + the publisher's share to the publisher's paid
+balance). A failed or timed-out call releases its reservation and costs nothing. The same
+``Idempotency-Key`` makes a retried call run and cost once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Sum
+from django.utils import timezone
+from django.utils.text import slugify
+
+from billing.choices import TransactionKind
+from billing.models import Wallet
+from billing.selectors import wallet_balance
+from billing.services import InsufficientFunds, wallet_create, wallet_spend
+from portal.audit import audit_log
+from portal.marketplace import serving
+from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, CallStatus, ServingKind, VersionStatus
+from portal.marketplace.models import App, AppCall, AppVersion
+from portal.models import Organization, User
+
+
+class MarketplaceError(Exception):
+    """Base of marketplace refusals. ``code`` and ``status`` map to the API's error envelope."""
+
+    code = "invalid"
+    status = 400
+
+    def __init__(self, message: str, *, details: Any = None) -> None:
+        super().__init__(message)
+        self.details = details
+
+
+class IllegalAppTransition(MarketplaceError):
+    code = "illegal_transition"
+    status = 409
+
+
+class LicenseForbidsPublishing(MarketplaceError):
+    code = "license_forbids"
+    status = 409
+
+
+class InputInvalid(MarketplaceError):
+    code = "input_invalid"
+    status = 422
+
+
+class CallInProgress(MarketplaceError):
+    code = "call_in_progress"
+    status = 409
+
+
+class IdempotencyConflict(MarketplaceError):
+    code = "idempotency_key_reused"
+    status = 409
+
+
+class CallRefused(MarketplaceError):
+    code = "insufficient_funds"
+    status = 402
+
+
+class MonthlyCapReached(MarketplaceError):
+    code = "monthly_cap_reached"
+    status = 402
+
+
+class CallFailed(MarketplaceError):
+    """The backend failed, timed out or answered invalid output; nothing was charged."""
+
+    status = 502
+
+
+def _validate_schema(schema: dict[str, Any]) -> None:
+    try:
+        jsonschema.Draft202012Validator.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise MarketplaceError(f"not a valid JSON Schema: {exc.message}") from exc
+
+
+def app_create(*, publisher: Organization, user: User, name: str, category: str, description: str,
+               input_schema: dict[str, Any], output_schema: dict[str, Any], price_per_call_micros: int,
+               visibility: str = AppVisibility.PRIVATE, example_request: dict[str, Any] | None = None,
+               example_response: dict[str, Any] | None = None, price_per_1k_tokens_micros: int = 0) -> App:
+    """Create a draft app. Raises ``MarketplaceError`` for an invalid schema or a negative price."""
+    _validate_schema(input_schema)
+    _validate_schema(output_schema)
+    if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
+        raise MarketplaceError("prices cannot be negative")
+    base = slugify(name)[:60] or "app"
+    slug, n = base, 1
+    while App.objects.filter(slug=slug).exists():
+        n += 1
+        slug = f"{base}-{n}"
+    with transaction.atomic():
+        app = App.objects.create(
+            publisher=publisher, name=name, slug=slug, category=category, description=description,
+            input_schema=input_schema, output_schema=output_schema, price_per_call_micros=price_per_call_micros,
+            price_per_1k_tokens_micros=price_per_1k_tokens_micros, visibility=visibility,
+            example_request=example_request or {}, example_response=example_response or {},
+            publisher_share_bps=settings.APP_PUBLISHER_SHARE_BPS, created_by=user)
+        audit_log(action="marketplace.app_create", actor=user, organization=publisher, obj=app)
+    return app
+
+
+def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str = "",
+                    checkpoint_ref: str = "", lineage: list[dict[str, Any]] | None = None,
+                    status: str = VersionStatus.READY) -> tuple[AppVersion, str]:
+    """Add a version and make it the active one when ready. Returns (version, hmac secret or "").
+
+    External endpoints must be HTTPS (``APP_ALLOW_HTTP_ENDPOINTS`` relaxes this for local development).
+    The HMAC secret is returned once; the publisher verifies ``X-Portal-Signature`` with it.
+    """
+    http_ok = settings.APP_ALLOW_HTTP_ENDPOINTS and endpoint_url.startswith("http://")
+    if kind == ServingKind.EXTERNAL and not (endpoint_url.startswith("https://") or http_ok):
+        raise MarketplaceError("an external endpoint must be an https:// URL")
+    secret = secrets.token_urlsafe(32) if kind == ServingKind.EXTERNAL else ""
+    with transaction.atomic():
+        App.objects.select_for_update().get(pk=app.pk)
+        number = (app.versions.order_by("-number").values_list("number", flat=True).first() or 0) + 1
+        if status == VersionStatus.READY:
+            app.versions.filter(active=True).update(active=False)
+        version = AppVersion.objects.create(
+            app=app, number=number, kind=kind, endpoint_url=endpoint_url, hmac_secret=secret,
+            checkpoint_ref=checkpoint_ref, lineage=lineage or [], status=status,
+            progress=100 if status == VersionStatus.READY else 0, active=status == VersionStatus.READY)
+        attributions = sorted({d["attribution"] for d in lineage or [] if d.get("attribution")})
+        if attributions:
+            App.objects.filter(pk=app.pk).update(attributions=attributions)
+        audit_log(action="marketplace.version_add", actor=user, organization=app.publisher, obj=version,
+                  extra={"kind": kind})
+    return version, secret
+
+
+def app_version_activate(*, version: AppVersion) -> AppVersion:
+    """Make a ready version the one that answers calls."""
+    with transaction.atomic():
+        AppVersion.objects.filter(app=version.app, active=True).update(active=False)
+        AppVersion.objects.filter(pk=version.pk).update(active=True, status=VersionStatus.READY, progress=100)
+    version.refresh_from_db()
+    return version
+
+
+def license_problems(lineage: list[dict[str, Any]]) -> list[str]:
+    """Reasons a model trained on ``lineage`` may not be offered publicly or for money (empty if none).
+
+    Each lineage entry carries the dataset and license version names and the terms
+    ``commercial_use`` and ``derivative_models`` recorded when the checkpoint was published.
+    """
+    problems = []
+    for entry in lineage:
+        label = f"{entry.get('dataset', '?')} ({entry.get('license', '?')})"
+        if not entry.get("derivative_models", False):
+            problems.append(f"{label} does not allow derivative models")
+        if not entry.get("commercial_use", False):
+            problems.append(f"{label} does not allow commercial use")
+    return problems
+
+
+def app_transition(*, app: App, to: str, user: User | None, reason: str = "", staff: bool = False) -> App:
+    """Move ``app`` to state ``to`` if the transition table allows it.
+
+    A public app, or one with a price, is refused (``LicenseForbidsPublishing``, naming the licenses)
+    when its active version's training data forbids commercial use or derivative models; a public app
+    needs staff review (``in_review`` → ``published`` by staff only).
+    """
+    with transaction.atomic():
+        app = App.objects.select_for_update().get(pk=app.pk)
+        if to not in APP_TRANSITIONS.get(app.state, frozenset()):
+            raise IllegalAppTransition(f"an app cannot go from {app.state} to {to}")
+        if to in (AppState.IN_REVIEW, AppState.PUBLISHED):
+            version = app.versions.filter(active=True).first()
+            if version is None:
+                raise MarketplaceError("the app has no ready version to serve calls")
+            commercial = app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
+            problems = license_problems(version.lineage) if commercial else []
+            if problems:
+                raise LicenseForbidsPublishing(
+                    "a public or paid app cannot be published: " + "; ".join(problems), details=problems)
+            if to == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC and not staff:
+                raise IllegalAppTransition("a public app goes live after staff review: submit it for review")
+        App.objects.filter(pk=app.pk).update(state=to, state_reason=reason[:300])
+        audit_log(action="marketplace.app_transition", actor=user, organization=app.publisher, obj=app,
+                  extra={"from": app.state, "to": to, "reason": reason}, staff=staff)
+    app.refresh_from_db()
+    return app
+
+
+# --- calls --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallResult:
+    call: AppCall
+    output: dict[str, Any]
+    replayed: bool  # True when an earlier successful call with the same key was returned
+
+
+def _request_hash(payload: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def _validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
+    return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+
+
+def reserved_micros(organization: Organization) -> int:
+    """Sum of open reservations of the organization's app calls."""
+    return int(AppCall.objects.filter(caller=organization, status=CallStatus.RESERVED)
+               .aggregate(s=Sum("price_micros"))["s"] or 0)
+
+
+def month_spent_micros(organization: Organization, now: datetime) -> int:
+    start = now.astimezone(timezone.get_default_timezone()).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    return int(AppCall.objects.filter(caller=organization, status__in=[CallStatus.SUCCEEDED, CallStatus.RESERVED],
+                                      created_at__gte=start).aggregate(s=Sum("price_micros"))["s"] or 0)
+
+
+def app_invoke(*, app: App, caller: Organization, user: User | None, payload: Any,
+               idempotency_key: str | None = None, fail_after_reserve: Exception | None = None) -> CallResult:
+    """Call ``app`` with ``payload`` for ``caller`` and bill it (see the module docstring).
+
+    Raises ``InputInvalid`` (with the JSON path), ``CallRefused`` / ``MonthlyCapReached`` (402),
+    ``CallInProgress`` / ``IdempotencyConflict`` (409) before anything is reserved; ``CallFailed`` (502 /
+    504) after releasing the reservation. ``fail_after_reserve`` is a test hook that raises inside the
+    call after the reservation, as a crash of the forwarding step would.
+    """
+    if app.state != AppState.PUBLISHED:
+        raise MarketplaceError("this app is not published", details={"state": app.state})
+    error = _validation_error(app.input_schema, payload)
+    if error is not None:
+        path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        raise InputInvalid(f"input does not match the app's schema at {path}: {error.message}",
+                           details={"path": path, "message": error.message})
+    version = app.versions.filter(active=True).first()
+    if version is None:
+        raise MarketplaceError("the app has no ready version")
+    price = app.price_per_call_micros
+    share = price * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
+    request_hash = _request_hash(payload)
+    now = timezone.now()
+
+    with transaction.atomic():
+        Wallet.objects.select_for_update().get(pk=wallet_create(organization=caller).pk)
+        call = None
+        if idempotency_key:
+            call = AppCall.objects.select_for_update().filter(caller=caller, app=app,
+                                                              idempotency_key=idempotency_key).first()
+            if call is not None:
+                if call.request_sha256 != request_hash:
+                    raise IdempotencyConflict("this Idempotency-Key was used for a different request")
+                if call.status == CallStatus.SUCCEEDED:
+                    return CallResult(call=call, output=call.response or {}, replayed=True)
+                if call.status == CallStatus.RESERVED:
+                    raise CallInProgress("a call with this Idempotency-Key is still running")
+        cap = settings.APP_MONTHLY_CAP_MICROS
+        if cap and month_spent_micros(caller, now) + price > cap:
+            raise MonthlyCapReached("this organization's monthly spending cap on app calls is reached")
+        available = wallet_balance(organization=caller, now=now).total_micros - reserved_micros(caller)
+        if price > available:
+            raise CallRefused(f"the wallet cannot cover this call ({price / 1e6:.6f} CNY); top up first")
+        if call is None:
+            call = AppCall.objects.create(app=app, version=version, caller=caller, user=user,
+                                          idempotency_key=idempotency_key or None, request_sha256=request_hash,
+                                          price_micros=price, publisher_share_micros=share)
+        else:  # a retry of a failed call with the same key
+            AppCall.objects.filter(pk=call.pk).update(status=CallStatus.RESERVED, attempts=call.attempts + 1,
+                                                      version=version, price_micros=price,
+                                                      publisher_share_micros=share, error="", error_code="")
+            call.refresh_from_db()
+
+    started = time.perf_counter()
+    try:
+        if fail_after_reserve is not None:
+            raise fail_after_reserve
+        output = serving.forward(version=version, payload=payload, call_id=call.pk,
+                                 timeout_s=settings.APP_CALL_TIMEOUT_S)
+        bad = _validation_error(app.output_schema, output)
+        if bad is not None:
+            raise serving.BackendError(f"the backend's output does not match the app's schema: {bad.message}")
+    except serving.BackendTimeout as exc:
+        _release(call, "backend_timeout", str(exc), started)
+        err = CallFailed(f"the app did not answer in time: {exc}; nothing was charged")
+        err.code, err.status = "backend_timeout", 504
+        raise err from exc
+    except Exception as exc:  # any failure after the reservation releases it
+        _release(call, "backend_error", str(exc), started)
+        err = CallFailed(f"the app failed: {exc}; nothing was charged")
+        err.code = "backend_error"
+        raise err from exc
+
+    latency_ms = int((time.perf_counter() - started) * 1000)
+    with transaction.atomic():
+        split = []
+        if share:
+            split.append((wallet_create(organization=app.publisher).paid_account, share))
+        try:
+            txn = wallet_spend(organization=caller, amount_micros=price, idempotency_key=f"app-call:{call.pk}",
+                               kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}", split=split,
+                               metadata={"app": app.slug, "call": call.pk}) if price else None
+        except InsufficientFunds as exc:
+            _release(call, "insufficient_funds", str(exc), started)
+            raise CallRefused("the wallet no longer covers this call; nothing was charged") from exc
+        AppCall.objects.filter(pk=call.pk).update(
+            status=CallStatus.SUCCEEDED, response=output, latency_ms=latency_ms, finished_at=timezone.now(),
+            ledger_transaction_id=txn.pk if txn else None)
+    call.refresh_from_db()
+    return CallResult(call=call, output=output, replayed=False)
+
+
+def _release(call: AppCall, code: str, message: str, started: float) -> None:
+    AppCall.objects.filter(pk=call.pk, status=CallStatus.RESERVED).update(
+        status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
+        latency_ms=int((time.perf_counter() - started) * 1000))
+
+

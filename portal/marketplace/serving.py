@@ -1,0 +1,74 @@
+"""The one module that forwards app calls to serving backends.
+
+Kinds: ``external`` — POST JSON to the publisher's HTTPS endpoint with ``X-Portal-Signature:
+t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`` (the scheme Stripe uses for webhooks, so
+publishers can verify with any Stripe-style helper) and ``X-Portal-Call-Id``; ``echo`` — returns
+``{"output": <input>}`` in-process (demos and the overhead benchmark); ``checkpoint`` — a model served by
+an inference deployment of the instances app (``instances.inference``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from typing import Any
+
+import requests
+
+from portal.marketplace.choices import ServingKind
+from portal.marketplace.models import AppVersion
+
+
+class BackendTimeout(Exception):
+    """The backend did not answer within the timeout."""
+
+
+class BackendError(Exception):
+    """The backend answered with an error status or something that is not JSON."""
+
+
+def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
+    """``t=…,v1=…`` signature header for ``body``."""
+    ts = int(time.time()) if timestamp is None else timestamp
+    mac = hmac.new(secret.encode(), f"{ts}.".encode() + body, hashlib.sha256).hexdigest()
+    return f"t={ts},v1={mac}"
+
+
+def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeout_s: float) -> dict[str, Any]:
+    """Send ``payload`` to the version's backend and return its JSON object answer.
+
+    Raises ``BackendTimeout`` or ``BackendError``; never returns a non-dict.
+    """
+    if version.kind == ServingKind.ECHO:
+        return {"output": payload}
+    if version.kind == ServingKind.EXTERNAL:
+        body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+        headers = {"Content-Type": "application/json", "X-Portal-Call-Id": str(call_id),
+                   "X-Portal-Signature": sign(version.hmac_secret, body)}
+        try:
+            response = requests.post(version.endpoint_url, data=body, headers=headers, timeout=timeout_s)
+        except requests.Timeout as exc:
+            raise BackendTimeout(f"no answer within {timeout_s:g} s") from exc
+        except requests.RequestException as exc:
+            raise BackendError(f"endpoint unreachable: {exc.__class__.__name__}") from exc
+        if response.status_code >= 400:
+            raise BackendError(f"endpoint answered HTTP {response.status_code}")
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise BackendError("endpoint answered something that is not JSON") from exc
+        if not isinstance(data, dict):
+            raise BackendError("endpoint answered JSON that is not an object")
+        return data
+    if version.kind == ServingKind.CHECKPOINT:
+        from instances import inference  # the instances app's serving interface
+
+        try:
+            return inference.generate(deployment=version.deployment, payload=payload, timeout_s=timeout_s)
+        except TimeoutError as exc:
+            raise BackendTimeout(f"no answer within {timeout_s:g} s") from exc
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise BackendError(f"model server error: {exc}") from exc
+    raise BackendError(f"unknown serving kind {version.kind}")

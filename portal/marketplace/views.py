@@ -1,0 +1,116 @@
+"""Console pages of the marketplace: browse and search, app page with "try it", publisher pages."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.db.models import Q
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_POST
+
+from billing.money import to_micros
+from portal.charts import bar_chart
+from portal.marketplace import services
+from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
+from portal.marketplace.forms import AppForm, TryForm
+from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, usage_per_day
+from portal.selectors import organization_for_user
+
+
+def _partial(request: HttpRequest) -> bool:
+    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
+
+
+@login_required
+def app_list(request: HttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    qs = apps_visible_to(organization)
+    q = request.GET.get("q", "").strip()
+    category = request.GET.get("category", "")
+    if q:
+        qs = qs.filter(Q(name__icontains=q) | Q(description__icontains=q))
+    if category in AppCategory.values:
+        qs = qs.filter(category=category)
+    page = Paginator(qs.order_by("name", "id"), 20).get_page(request.GET.get("page"))
+    context = {"org": organization, "page": page, "q": q, "category": category, "categories": AppCategory.choices}
+    return render(request, "marketplace/app_table.html" if _partial(request) else "marketplace/app_list.html", context)
+
+
+@login_required
+def app_detail(request: HttpRequest, org: str, slug: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    app = app_for(organization, slug)
+    context = {"org": organization, "app": app, "form": TryForm(initial={"payload": app.example_request or {}}),
+               "is_publisher": app.publisher_id == organization.pk, "version": app.versions.filter(active=True).first()}
+    if context["is_publisher"]:
+        days = usage_per_day(app)
+        context["calls_chart"] = bar_chart([(d, n) for d, n, _ in days], fmt="{:.0f}")
+        context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
+    return render(request, "marketplace/app_detail.html", context)
+
+
+@login_required
+@require_POST
+def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
+    """The console's "try it": the same service as the API, billed the same way."""
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    app = app_for(organization, slug)
+    form = TryForm(request.POST)
+    context: dict[str, object] = {"org": organization, "app": app, "form": form}
+    if form.is_valid():
+        try:
+            result = services.app_invoke(app=app, caller=organization, user=request.user,  # type: ignore[arg-type]
+                                         payload=form.cleaned_data["payload"])
+            context["result"] = result
+        except services.MarketplaceError as exc:
+            context["error"] = str(exc)
+    return render(request, "marketplace/try_result.html", context)
+
+
+@login_required
+def app_create(request: HttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    form = AppForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            app = services.app_create(
+                publisher=organization, user=request.user, name=d["name"], category=d["category"],  # type: ignore[arg-type]
+                description=d["description"], input_schema=d["input_schema"], output_schema=d["output_schema"],
+                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"])
+            _, secret = services.app_version_add(
+                app=app, user=request.user,  # type: ignore[arg-type]
+                kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO, endpoint_url=d["endpoint_url"])
+        except services.MarketplaceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            if secret:
+                messages.success(request, _("Signing secret (shown once): %(s)s") % {"s": secret})
+            return redirect("app_detail", org=organization.slug, slug=app.slug)
+    return render(request, "marketplace/app_form.html", {"org": organization, "form": form},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
+    """Publisher actions: publish (private), submit for review (public), unpublish."""
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    app = app_of_publisher(organization, slug)
+    action = request.POST.get("action")
+    targets = {"publish": AppState.PUBLISHED, "review": AppState.IN_REVIEW, "unpublish": AppState.DRAFT}
+    target = targets.get(action or "")
+    if target is None:
+        messages.error(request, _("Unknown action."))
+    else:
+        if target == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC:
+            target = AppState.IN_REVIEW
+        try:
+            services.app_transition(app=app, to=target, user=request.user)  # type: ignore[arg-type]
+            messages.success(request, _("The app is now %(state)s.") % {"state": AppState(target).label})
+        except services.MarketplaceError as exc:
+            messages.error(request, str(exc))
+    return redirect("app_detail", org=organization.slug, slug=app.slug)

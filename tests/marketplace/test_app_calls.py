@@ -1,0 +1,229 @@
+"""App calls: reservation, billing per call with the publisher's share, idempotent retries, failures,
+schema errors, licenses, and outsiders.
+
+External endpoints are a local HTTP server (pytest-httpserver) standing in for the publisher's HTTPS
+service; a real deployment adds TLS and the publisher's own latency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+
+import pytest
+from django.db.models import Sum
+from rest_framework.test import APIClient
+from werkzeug import Response
+
+from billing.models import LedgerEntry, LedgerTransaction
+from billing.selectors import wallet_balance
+from billing.services import wallet_top_up
+from portal.choices import TokenScope
+from portal.marketplace import services
+from portal.marketplace.choices import AppState, AppVisibility, CallStatus, ServingKind
+from portal.marketplace.models import AppCall
+from portal.services import api_token_create
+
+pytestmark = pytest.mark.django_db
+SCHEMA_IN = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 50}},
+             "additionalProperties": False}
+SCHEMA_OUT = {"type": "object", "required": ["output"]}
+
+
+@pytest.fixture
+def caller(charlie):
+    org = charlie.organizations.get()
+    wallet_top_up(organization=org, amount_micros=10_000_000, idempotency_key="caller-topup")
+    return org
+
+
+def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000, visibility=AppVisibility.PUBLIC,
+         lineage=None, settings=None):
+    app = services.app_create(publisher=alice_org, user=alice, name="Contract review", category="legal",
+                              description="Finds risky clauses.", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
+                              price_per_call_micros=price, visibility=visibility)
+    version, secret = services.app_version_add(app=app, user=alice, kind=kind, endpoint_url=url, lineage=lineage)
+    return app, version, secret
+
+
+def _publish(app, alice):
+    if app.visibility == AppVisibility.PUBLIC:
+        services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    else:
+        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+    app.refresh_from_db()
+    return app
+
+
+def _api(user, org) -> APIClient:
+    client = APIClient()
+    token = api_token_create(user=user, organization=org, name="t", scope=TokenScope.WRITE)
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
+    return client
+
+
+def test_a_call_is_charged_once_and_the_publisher_gets_its_share_in_the_same_transaction(alice, alice_org, caller,
+                                                                                          charlie):
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    response = _api(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "第一条 合同"}, format="json",
+                                          HTTP_IDEMPOTENCY_KEY="k1")
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert body["output"] == {"output": {"text": "第一条 合同"}} and body["cost"] == "0.500000"
+    assert wallet_balance(organization=caller).total_micros == 9_500_000
+    assert wallet_balance(organization=alice_org).paid_micros == 350_000  # 70 %
+    txn = LedgerTransaction.objects.get(kind="app_call")
+    legs = sorted(txn.entries.values_list("account__code", "amount_micros"))
+    assert legs == sorted([(f"org:{caller.pk}:paid", -500_000), (f"org:{alice_org.pk}:paid", 350_000),
+                           ("system:revenue", 150_000)])
+    assert LedgerEntry.objects.aggregate(s=Sum("amount_micros"))["s"] == 0
+
+
+def test_retries_with_the_same_key_run_and_cost_once_even_after_an_injected_failure(alice, alice_org, caller, charlie):
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    with pytest.raises(services.CallFailed, match="nothing was charged"):
+        services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k",
+                            fail_after_reserve=RuntimeError("worker crashed after reserving"))
+    assert AppCall.objects.get().status == CallStatus.FAILED
+    assert wallet_balance(organization=caller).total_micros == 10_000_000
+    first = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
+    again = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
+    assert (first.replayed, again.replayed) == (False, True)
+    assert first.call.pk == again.call.pk and again.call.attempts == 2
+    assert AppCall.objects.count() == 1
+    assert LedgerTransaction.objects.filter(kind="app_call").count() == 1
+    assert wallet_balance(organization=caller).total_micros == 9_500_000
+    with pytest.raises(services.IdempotencyConflict):
+        services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "b"}, idempotency_key="k")
+
+
+def test_a_call_refused_by_the_schema_gets_422_with_the_path_and_costs_nothing(alice, alice_org, caller, charlie):
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    response = _api(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "x" * 51}, format="json")
+    assert response.status_code == 422
+    err = response.json()["error"]
+    assert err["code"] == "input_invalid" and err["details"]["path"] == "$.text"
+    assert "is too long" in err["message"]
+    assert AppCall.objects.count() == 0 and wallet_balance(organization=caller).total_micros == 10_000_000
+
+
+def test_an_oversized_body_gets_413(alice, alice_org, caller, charlie, settings):
+    settings.APP_MAX_REQUEST_BYTES = 1024
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    response = _api(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "y" * 2000}, format="json")
+    assert response.status_code == 413 and response.json()["error"]["code"] == "body_too_large"
+    assert AppCall.objects.count() == 0
+
+
+def test_an_external_endpoint_gets_signed_requests(alice, alice_org, caller, charlie, httpserver, settings):
+    settings.APP_ALLOW_HTTP_ENDPOINTS = True
+    seen = {}
+
+    def handler(request):
+        seen["sig"] = request.headers["X-Portal-Signature"]
+        seen["body"] = request.get_data()
+        return Response(json.dumps({"output": "risky: clause 3"}), content_type="application/json")
+
+    httpserver.expect_request("/review", method="POST").respond_with_handler(handler)
+    app, _, secret = _app(alice, alice_org, kind=ServingKind.EXTERNAL, url=httpserver.url_for("/review"))
+    _publish(app, alice)
+    result = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "clause 3"})
+    assert result.output == {"output": "risky: clause 3"}
+    ts, mac = (part.split("=", 1)[1] for part in seen["sig"].split(","))
+    assert abs(int(ts) - time.time()) < 60
+    assert mac == hmac.new(secret.encode(), f"{ts}.".encode() + seen["body"], hashlib.sha256).hexdigest()
+
+
+@pytest.mark.parametrize(("answer", "code", "status"), [
+    ("timeout", "backend_timeout", 504), ("500", "backend_error", 502), ("invalid", "backend_error", 502)])
+def test_a_backend_that_fails_times_out_or_answers_invalid_output_costs_nothing(
+        alice, alice_org, caller, charlie, httpserver, settings, answer, code, status):
+    settings.APP_ALLOW_HTTP_ENDPOINTS = True
+    settings.APP_CALL_TIMEOUT_S = 1
+
+    def handler(request):
+        if answer == "timeout":
+            time.sleep(1.5)
+        if answer == "500":
+            return Response("boom", status=500)
+        return Response(json.dumps({"not_output": 1}), content_type="application/json")
+
+    httpserver.expect_request("/x").respond_with_handler(handler)
+    app, _, _ = _app(alice, alice_org, kind=ServingKind.EXTERNAL, url=httpserver.url_for("/x"))
+    _publish(app, alice)
+    response = _api(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json")
+    assert response.status_code == status and response.json()["error"]["code"] == code
+    call = AppCall.objects.get()
+    assert (call.status, call.error_code) == (CallStatus.FAILED, code)
+    assert wallet_balance(organization=caller).total_micros == 10_000_000
+    assert LedgerTransaction.objects.filter(kind="app_call").count() == 0
+
+
+def test_a_call_the_wallet_cannot_cover_is_refused_with_402(alice, alice_org, charlie):
+    app, _, _ = _app(alice, alice_org, price=20_000_000)
+    _publish(app, alice)
+    poor = charlie.organizations.get()
+    response = _api(charlie, poor).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json")
+    assert response.status_code == 402 and response.json()["error"]["code"] == "insufficient_funds"
+    assert AppCall.objects.count() == 0
+
+
+def test_publishing_is_refused_when_a_training_license_forbids_commercial_use_but_allowed_private(alice, alice_org):
+    lineage = [{"dataset": "Legal corpus", "license": "Research only v1", "commercial_use": False,
+                "derivative_models": True, "attribution": "Data: Legal corpus"}]
+    app, _, _ = _app(alice, alice_org, lineage=lineage)
+    with pytest.raises(services.LicenseForbidsPublishing, match=r"Research only v1.*does not allow commercial use"):
+        services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
+    app.refresh_from_db()
+    assert app.state == AppState.DRAFT and app.attributions == ["Data: Legal corpus"]
+    private, _, _ = _app(alice, alice_org, lineage=lineage, price=0, visibility=AppVisibility.PRIVATE)
+    assert services.app_transition(app=private, to=AppState.PUBLISHED, user=alice).state == AppState.PUBLISHED
+
+
+def test_a_public_app_goes_live_only_after_staff_review(alice, alice_org):
+    app, _, _ = _app(alice, alice_org)
+    with pytest.raises(services.IllegalAppTransition, match="staff review"):
+        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+
+
+def test_outsiders_cannot_invoke_a_private_app_nor_read_another_publishers_usage(alice, alice_org, caller, charlie):
+    app, _, _ = _app(alice, alice_org, visibility=AppVisibility.PRIVATE)
+    _publish(app, alice)
+    client = _api(charlie, caller)
+    for method, url in [("post", f"/api/v1/apps/{app.slug}/invoke"), ("get", f"/api/v1/apps/{app.slug}"),
+                        ("get", f"/api/v1/apps/{app.slug}/revenue"), ("get", f"/api/v1/apps/{app.slug}/versions")]:
+        response = getattr(client, method)(url, {"text": "a"}, format="json") if method == "post" else client.get(url)
+        assert response.status_code == 404, url
+    assert AppCall.objects.count() == 0
+    # a public app: charlie may call it, but the publisher endpoints stay 404
+    public, _, _ = _app(alice, alice_org)
+    _publish(public, alice)
+    assert client.get(f"/api/v1/apps/{public.slug}/revenue").status_code == 404
+    owner = _api(alice, alice_org).get(f"/api/v1/apps/{public.slug}/revenue").json()
+    assert owner == {"app": public.slug, "calls": 0, "gross_micros": 0, "revenue_micros": 0}
+
+
+def test_the_console_try_it_form_bills_like_the_api(client, alice, alice_org, caller, charlie):
+    from django.urls import reverse
+
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    client.force_login(charlie)
+    page = client.get(reverse("app_detail", args=[caller.slug, app.slug]))
+    assert page.status_code == 200 and "0.500000 CNY" in page.content.decode()
+    result = client.post(reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"text": "hi"}'},
+                         HTTP_HX_REQUEST="true").content.decode()
+    assert 'data-testid="try-output"' in result and "hi" in result
+    assert wallet_balance(organization=caller).total_micros == 9_500_000
+    bad = client.post(reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"txt": 1}'}).content.decode()
+    assert "input does not match the app&#x27;s schema at $" in bad
+    assert wallet_balance(organization=caller).total_micros == 9_500_000
+    listing = client.get(reverse("apps", args=[caller.slug]), {"q": "contract"}).content.decode()
+    assert "Contract review" in listing
