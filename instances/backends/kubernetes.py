@@ -263,7 +263,7 @@ class KubernetesBackend(ComputeBackend):
         ]
         mounts: list[dict[str, Any]] = [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
-            {"name": "dshm", "mountPath": "/dev/shm"},
+            {"name": "dshm", "mountPath": "/dev/shm"},  # noqa: S108 - shared memory for NCCL / data loaders
         ]
         for i, ds in enumerate(spec.dataset_mounts):
             vol = f"dataset-{i}"

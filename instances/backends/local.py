@@ -35,6 +35,7 @@ locale, venv, the spec's ``env``), not the portal's, which holds secrets.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -304,10 +305,8 @@ class LocalBackend(ComputeBackend):
         (ws / STOP_FILE).touch()
         procs = self._processes(pgid, ws)
         if any(p.pgid == pgid for p in procs):
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(pgid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         else:
             signal_all(procs, signal.SIGTERM)
         deadline = time.monotonic() + grace_s

@@ -322,8 +322,8 @@ def test_inventory_reads_gpu_nodes_types_blocks_and_cordons(httpserver: HTTPServ
         ],
     }
     pods = pod_list(
-        {"metadata": {"name": "a"}, "spec": {"nodeName": "h-1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}, "status": {"phase": "Running"}},
-        {"metadata": {"name": "b"}, "spec": {"nodeName": "l-1", "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}, "status": {"phase": "Pending"}},
+        {"metadata": {"name": "a"}, "spec": {"nodeName": "h-1", "containers": [{"name": "c", "resources": {"limits": {"nvidia.com/gpu": "3"}}}]}, "status": {"phase": "Running"}},  # noqa: E501 - one pod per line reads best
+        {"metadata": {"name": "b"}, "spec": {"nodeName": "l-1", "containers": [{"name": "c", "resources": {"requests": {"nvidia.com/gpu": "1"}}}]}, "status": {"phase": "Pending"}},  # noqa: E501
     )  # fmt: skip
     httpserver.expect_request("/api/v1/nodes").respond_with_json(nodes)
     httpserver.expect_request(

@@ -46,7 +46,7 @@ def req(
     return PlacementRequest(rid, org, gpu_type, gpus, mode, T0 + timedelta(seconds=t))  # type: ignore[arg-type]
 
 
-NOT_MULTIPLE_12 = "requests of 8 or more GPUs take whole 8-GPU H100-80G-SXM nodes: ask for a multiple of 8 GPUs (8 or 16), not 12"
+NOT_MULTIPLE_12 = "requests of 8 or more GPUs take whole 8-GPU H100-80G-SXM nodes: ask for a multiple of 8 GPUs (8 or 16), not 12"  # noqa: E501 - the exact message
 FOUR_BLOCKS = {"b0": 50, "b1": 50, "b2": 50, "b3": 50}
 
 
@@ -154,7 +154,7 @@ def test_a_small_request_goes_to_the_fullest_node_that_still_fits() -> None:
 
 def test_small_requests_do_not_break_whole_nodes_needed_by_a_gang() -> None:
     # 2 whole nodes and one with 4 free: two 2-GPU requests share the partly used node, the gang still fits
-    nodes = cluster({"b0": 2}) + [NodeView("p", H100, 8, 4, "b0")]
+    nodes = [*cluster({"b0": 2}), NodeView("p", H100, 8, 4, "b0")]
 
     result = schedule_queue(
         [req("s1", 2, t=0), req("s2", 2, t=1), req("gang", 16, t=2)], nodes, quotas={}, usage={}
@@ -294,7 +294,7 @@ def test_waiting_requests_get_positions_per_gpu_type_and_reasons() -> None:
 
 
 def test_small_requests_backfill_only_onto_partly_used_nodes_while_a_gang_waits() -> None:
-    nodes = cluster({"b0": 3}) + [NodeView("p", H100, 8, 2, "b0")]
+    nodes = [*cluster({"b0": 3}), NodeView("p", H100, 8, 2, "b0")]
     requests = [
         req("gang", 32, t=0),  # needs 4 whole nodes, 3 free: waits
         req("fits-partial", 2, t=1),  # fits on the partly used node: allowed, the gang could not use it
