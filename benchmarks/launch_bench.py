@@ -10,7 +10,9 @@ then for each kill mode:
   runtime's clock (its first ``progress`` event in ``events.jsonl``) and (b) the first step *seen by the
   portal* (the callback stored it). The runtime batches reports every ``report_interval_s`` (0.5 s here).
 * **preemption recovery**: the job's process group gets SIGTERM (a preemption notice: the runtime saves a
-  checkpoint at the current step) or SIGKILL (a lost node: the newest interval checkpoint is all there is);
+  checkpoint at the current step), or every process of the job gets SIGKILL (a lost node: the newest interval
+  checkpoint is all there is; SIGKILL to the group alone would miss torchrun's workers, which live in their
+  own sessions);
   measured from the kill to the first resumed step finished (runtime clock) and seen by the portal, and the
   **work lost** = last step reported before the kill − step resumed from.
 
@@ -96,6 +98,7 @@ def run(mode: str, args: argparse.Namespace, portal: Portal, user: Any, version:
     from rest_framework.test import APIClient
 
     from instances.backends.local import LocalBackend, _reap_children
+    from instances.backends.procfs import job_processes, signal_all
     from instances.models import JobMetric, TrainingJob
 
     api = APIClient()
@@ -117,17 +120,17 @@ def run(mode: str, args: argparse.Namespace, portal: Portal, user: Any, version:
     t_seen = time.time()
     first_ev = next(e for e in _events(ws1) if e["type"] == "progress")
     kill_at = args.kill_step
-    portal.until(lambda: JobMetric.objects.filter(job=job, step__gte=kill_at).exists())
+    # the kill is triggered by the runtime's own log (not the portal's view, which lags by a report interval)
+    portal.until(lambda: any(e["type"] == "progress" and e["step"] >= kill_at for e in _events(ws1)))
     t_kill = time.time()
-    os.killpg(pgid, signal.SIGTERM if mode == "term" else signal.SIGKILL)
+    if mode == "term":  # a preemption notice: SIGTERM to the group; torchrun forwards it to its workers
+        os.killpg(pgid, signal.SIGTERM)
+    else:  # a lost node: every process of the job dies at once (workers live in their own sessions)
+        signal_all(job_processes(str(ws1), pgid), signal.SIGKILL)
 
     def gone() -> bool:
         _reap_children()
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        return False
+        return not job_processes(str(ws1), pgid)
 
     portal.until(gone)
     portal.until(lambda: job.attempts.filter(number=2).exclude(handle="").exists())

@@ -856,6 +856,7 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
     step = ev.get("step")
     if kind == "started":
         JobAttempt.objects.filter(pk=attempt.pk).update(started_step=int(step or 0))
+        JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, _("training started"), now=now)
