@@ -156,7 +156,7 @@ def _charge_organization(org_id: int, records: list[UsageRecord], cursors: list[
 
 def _spend_or_shortfall(organization: Organization, total: int, key: str, records: list[UsageRecord],
                         result: TickResult) -> Any:
-    minutes = defaultdict(int)
+    minutes: defaultdict[int, int] = defaultdict(int)
     for r in records:
         minutes[r.instance_id] += 1
     metadata = {"instances": {str(k): v for k, v in minutes.items()}, "records": len(records)}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
@@ -44,13 +46,17 @@ def low_balance_notices(*, organizations: list[Organization] | None = None) -> i
                 continue  # already open
             opened += 1
             managers = list(org.memberships.filter(role__in=MANAGER_ROLES).values_list("user__email", flat=True))
-            transaction.on_commit(lambda m=managers, b=balance, t=threshold, o=org: send_mail(
-                subject=_("gpu-portal: balance below %(t)s CNY") % {"t": format_cny(t)},
-                message=_("The wallet of %(org)s holds %(b)s CNY. Running instances are stopped after a final "
-                          "checkpoint when the balance runs out. Top up in the console.")
-                % {"org": o.name, "b": format_cny(b)},
-                from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=m, fail_silently=True))
+            transaction.on_commit(partial(_mail_managers, managers, balance, threshold, org.name))
     return opened
+
+
+def _mail_managers(recipients: list[str], balance: int, threshold: int, org_name: str) -> None:
+    send_mail(
+        subject=_("gpu-portal: balance below %(t)s CNY") % {"t": format_cny(threshold)},
+        message=_("The wallet of %(org)s holds %(b)s CNY. Running instances are stopped after a final "
+                  "checkpoint when the balance runs out. Top up in the console.")
+        % {"org": org_name, "b": format_cny(balance)},
+        from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients, fail_silently=True)
 
 
 def open_notice(organization: Organization) -> LowBalanceNotice | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from django.db import transaction
 from django.utils import timezone
@@ -17,6 +18,9 @@ from django.utils import timezone
 from billing.choices import RentalMode
 from billing.models import GpuPrice
 from billing.money import round_micros, to_micros
+
+if TYPE_CHECKING:
+    from portal.models import User
 
 # Seeded defaults (CNY per GPU-hour), editable in the back office as new price-book rows. Chosen in the
 # range of public on-demand list prices of Chinese GPU clouds in 2025-2026; bare metal is whole nodes.
@@ -62,7 +66,7 @@ def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetim
 
 
 def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
-                  created_by: object = None) -> GpuPrice:
+                  created_by: User | None = None) -> GpuPrice:
     """Add a price-book row (a price change never rewrites past rows)."""
     from portal.audit import audit_log
 
@@ -71,7 +75,7 @@ def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_f
             gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
             effective_from=effective_from or timezone.now(), created_by=created_by,
         )
-        audit_log(action="billing.price_set", actor=created_by, obj=row,  # type: ignore[arg-type]
+        audit_log(action="billing.price_set", actor=created_by, obj=row,
                   extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)})
     return row
 

@@ -77,14 +77,14 @@ def pricing(request: HttpRequest) -> HttpResponse:
 
     rows = []
     for gpu_type in DEFAULT_PRICES:
-        row = {"gpu_type": gpu_type}
+        row: dict[str, object] = {"gpu_type": gpu_type}
         for mode in ("container", "bare_metal"):
             try:
                 row[mode] = from_micros(gpu_price_at(gpu_type=gpu_type, mode=mode))
             except PriceNotFound:
                 row[mode] = None
         rows.append(row)
-    types = [r["gpu_type"] for r in rows if r["container"] is not None]
+    types = [str(r["gpu_type"]) for r in rows if r["container"] is not None]
     data = request.GET if "gpus" in request.GET else None
     form = TcoForm(data, gpu_types=types, initial={"gpu_type": types[0] if types else ""})
     result = chart = None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -128,7 +129,7 @@ class Dataset(models.Model):
 
     @property
     def publisher_name(self) -> str:
-        return self.publisher.name if self.publisher_id else "gpu-portal"
+        return self.publisher.name if self.publisher is not None else "gpu-portal"
 
     @property
     def latest_version(self) -> DatasetVersion | None:
@@ -208,7 +209,7 @@ class Agreement(AppendOnlyModel):
     @property
     def expires_at(self) -> Any:
         days = self.license_version.term_days
-        return None if days is None else self.accepted_at + timezone.timedelta(days=days)
+        return None if days is None else self.accepted_at + timedelta(days=days)
 
 
 class AccessRevocation(AppendOnlyModel):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
@@ -78,7 +79,7 @@ def agreement_current(
         if revoked is not None:
             qs = qs.filter(accepted_at__gt=revoked.created_at)
     if license_version.term_days is not None:
-        qs = qs.filter(accepted_at__gte=timezone.now() - timezone.timedelta(days=license_version.term_days))
+        qs = qs.filter(accepted_at__gte=timezone.now() - timedelta(days=license_version.term_days))
     return qs.order_by("-accepted_at", "-id").first()
 
 

@@ -55,7 +55,8 @@ class StatementView(APIView):
     def get(self, request: Request, year: int, month: int) -> Response:
         org = request_organization(request)
         try:
-            st = statement_build(organization=org, year=year, month=month, tz_name=request.user.timezone)
+            tz_name = getattr(request.user, "timezone", "Asia/Shanghai")
+            st = statement_build(organization=org, year=year, month=month, tz_name=tz_name)
         except ValueError as exc:
             raise ApiError("invalid", str(exc), 400) from exc
         data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage]}

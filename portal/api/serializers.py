@@ -6,11 +6,12 @@ from rest_framework import serializers
 
 from billing.models import CreditGrant, LedgerEntry
 from billing.money import from_micros
-from portal.models import ApiToken, Membership, User
+from portal.models import ApiToken, Membership, Organization, User
 
 
 class MembershipSerializer(serializers.ModelSerializer[Membership]):
-    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    organization: serializers.SlugRelatedField[Organization] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True)
     organization_name = serializers.CharField(source="organization.name", read_only=True)
 
     class Meta:
@@ -83,7 +84,8 @@ class LedgerLineSerializer(serializers.ModelSerializer[LedgerEntry]):
 
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
-    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    organization: serializers.SlugRelatedField[Organization] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True)
     display = serializers.CharField(source="__str__", read_only=True)
 
     class Meta:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
@@ -52,6 +53,6 @@ def usage_per_day(app: App, days: int = 30) -> list[tuple[str, int, int]]:
     out = []
     for i in range(days):
         d = first + timedelta(days=i)
-        r = rows.get(d, {})
+        r: dict[str, Any] = dict(rows.get(d, {}))
         out.append((d.isoformat(), r.get("n", 0), r.get("revenue", 0) or 0))
     return out

@@ -81,7 +81,7 @@ def app_create(request: HttpRequest, org: str) -> HttpResponse:
                 publisher=organization, user=request.user, name=d["name"], category=d["category"],  # type: ignore[arg-type]
                 description=d["description"], input_schema=d["input_schema"], output_schema=d["output_schema"],
                 price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"])
-            _, secret = services.app_version_add(
+            _version, secret = services.app_version_add(
                 app=app, user=request.user,  # type: ignore[arg-type]
                 kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO, endpoint_url=d["endpoint_url"])
         except services.MarketplaceError as exc:

@@ -165,7 +165,10 @@ REST_FRAMEWORK = {
         "portal.api.permissions.TokenScopePermission",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"token": env_str("API_THROTTLE_RATE", "600/min")},
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env_str("API_THROTTLE_RATE", "600/min"),
+        "invoke": env_str("APP_INVOKE_RATE", "120/min"),  # app calls, per token
+    },
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.IdCursorPagination",
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -262,4 +265,3 @@ APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
 APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)
-REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["invoke"] = env_str("APP_INVOKE_RATE", "120/min")

@@ -41,7 +41,7 @@ class Command(BaseCommand):
                     call_command(name, *argv)
         if settings.CELERY_BROKER_URL.startswith("filesystem"):
             for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
-                os.makedirs(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key], exist_ok=True)
+                os.makedirs(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key]), exist_ok=True)
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         commands = {
