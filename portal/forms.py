@@ -8,7 +8,7 @@ from django import forms
 from django.contrib.auth import password_validation
 from django.utils.translation import gettext_lazy as _
 
-from portal.choices import TokenScope
+from portal.choices import Role, TokenScope
 from portal.models import Organization, User
 
 
@@ -50,3 +50,14 @@ class ApiTokenForm(forms.Form):
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["organization"].queryset = Organization.objects.filter(memberships__user=user)  # type: ignore[attr-defined]
+
+
+class MemberForm(forms.Form):
+    """Add an existing account to a team organization."""
+
+    email = forms.EmailField(label=_("E-mail address"))
+    role = forms.ChoiceField(label=_("Role"), choices=Role.choices, initial=Role.MEMBER)
+
+
+class OrganizationForm(forms.Form):
+    name = forms.CharField(label=_("Team name"), max_length=150)

@@ -212,3 +212,46 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
         return None
     ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
     return token
+
+
+class MembershipError(Exception):
+    """A membership change that is not allowed (not a manager, unknown address, last owner)."""
+
+
+def _require_manager(organization: Organization, user: User) -> None:
+    from portal.choices import MANAGER_ROLES
+
+    if not Membership.objects.filter(organization=organization, user=user, role__in=MANAGER_ROLES).exists():
+        raise MembershipError(_("Only owners and admins can manage members."))
+
+
+def membership_invite(*, organization: Organization, email: str, role: Role, acting_user: User) -> Membership:
+    """Add the existing account ``email`` to the organization (managers only).
+
+    Raises ``MembershipError`` when the actor is not an owner/admin, the organization is personal, or no
+    account uses that address (the person signs up first; invitations by e-mail are not built yet).
+    """
+    _require_manager(organization, acting_user)
+    if organization.personal:
+        raise MembershipError(_("A personal organization has only its owner. Create a team organization."))
+    user = User.objects.filter(email=email.strip().lower()).first()
+    if user is None:
+        raise MembershipError(_("No account uses %(email)s; ask them to sign up first.") % {"email": email})
+    if role == Role.OWNER and not Membership.objects.filter(organization=organization, user=acting_user,
+                                                            role=Role.OWNER).exists():
+        raise MembershipError(_("Only an owner can add another owner."))
+    return membership_add(organization=organization, user=user, role=role, acting_user=acting_user)
+
+
+def membership_remove(*, membership: Membership, acting_user: User) -> None:
+    """Remove a member (managers only, or a member leaving); the last owner cannot be removed."""
+    organization = membership.organization
+    if membership.user_id != acting_user.pk:
+        _require_manager(organization, acting_user)
+    with transaction.atomic():
+        owners = Membership.objects.select_for_update().filter(organization=organization, role=Role.OWNER)
+        if membership.role == Role.OWNER and owners.count() == 1:
+            raise MembershipError(_("The last owner cannot leave; make someone else an owner first."))
+        audit_log(action="portal.membership_remove", actor=acting_user, organization=organization,
+                  obj=membership, extra={"user": membership.user.email})
+        membership.delete()

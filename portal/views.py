@@ -24,7 +24,7 @@ from billing import stripe_gateway
 from billing.metering import burn_rates
 from billing.notices import open_notice
 from billing.selectors import ledger_lines, wallet_balance
-from portal.choices import TokenScope
+from portal.choices import Role, TokenScope
 from portal.forms import ApiTokenForm, SignupForm
 from portal.models import User
 from portal.selectors import api_tokens_for_user, organization_for_user
@@ -167,3 +167,62 @@ def placeholder(request: HttpRequest, org: str, section: str = "") -> HttpRespon
     """Sections that later issues fill in (instances, jobs, datasets, apps): an honest empty state."""
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     return render(request, "portal/coming_soon.html", {"org": organization, "section": section})
+
+
+@login_required
+def members(request: HttpRequest, org: str) -> HttpResponse:
+    """The organization's members; owners and admins add existing accounts and remove members."""
+    from portal.choices import MANAGER_ROLES
+    from portal.forms import MemberForm
+    from portal.services import MembershipError, membership_invite
+
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    form = MemberForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            membership_invite(organization=organization, email=form.cleaned_data["email"],
+                              role=Role(form.cleaned_data["role"]), acting_user=request.user)  # type: ignore[arg-type]
+        except MembershipError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("Member added."))
+            return redirect("members", org=organization.slug)
+    rows = organization.memberships.select_related("user").order_by("role", "user__email")
+    is_manager = rows.filter(user=request.user, role__in=MANAGER_ROLES).exists()
+    return render(request, "portal/members.html",
+                  {"org": organization, "rows": rows, "form": form, "is_manager": is_manager},
+                  status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+    from portal.services import MembershipError, membership_remove
+
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    membership = organization.memberships.filter(pk=pk).first()
+    if membership is None:
+        raise Http404("member not found")
+    try:
+        membership_remove(membership=membership, acting_user=request.user)  # type: ignore[arg-type]
+    except MembershipError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, _("Member removed."))
+    if membership.user_id == request.user.pk:
+        return redirect("home")
+    return redirect("members", org=organization.slug)
+
+
+@login_required
+def organization_new(request: HttpRequest) -> HttpResponse:
+    """Create a team organization (with its own wallet) owned by the current user."""
+    from portal.forms import OrganizationForm
+    from portal.services import organization_create
+
+    form = OrganizationForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        organization = organization_create(name=form.cleaned_data["name"], owner=request.user)  # type: ignore[arg-type]
+        messages.success(request, _("Team created. Add members and top up its wallet."))
+        return redirect("members", org=organization.slug)
+    return render(request, "portal/organization_new.html", {"form": form}, status=400 if form.errors else 200)
