@@ -7,6 +7,8 @@ outsiders).
 
 from __future__ import annotations
 
+from typing import cast
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
@@ -188,7 +190,7 @@ def members(request: HttpRequest, org: str) -> HttpResponse:
             messages.success(request, _("Member added."))
             return redirect("members", org=organization.slug)
     rows = organization.memberships.select_related("user").order_by("role", "user__email")
-    is_manager = rows.filter(user_id=request.user.pk, role__in=MANAGER_ROLES).exists()
+    is_manager = rows.filter(user=cast(User, request.user), role__in=MANAGER_ROLES).exists()
     return render(request, "portal/members.html",
                   {"org": organization, "rows": rows, "form": form, "is_manager": is_manager},
                   status=400 if form.errors else 200)
