@@ -13,12 +13,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from billing.money import from_micros
+from billing.money import from_micros, to_micros
 from portal.api.errors import ApiError
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
 from portal.marketplace import services
-from portal.marketplace.choices import CallStatus, ServingKind
+from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, calls_of_caller
 
@@ -56,7 +56,7 @@ class VersionCreateSerializer(serializers.Serializer[dict[str, Any]]):
 class VersionSerializer(serializers.ModelSerializer[AppVersion]):
     class Meta:
         model = AppVersion
-        fields = ["number", "kind", "endpoint_url", "status", "progress", "active", "lineage", "created_at"]
+        fields = ["number", "kind", "endpoint_url", "status", "progress", "active", "lineage", "error", "created_at"]
 
 
 class InvokeThrottle(TokenRateThrottle):
@@ -165,3 +165,43 @@ class PublisherRevenue(APIView):
             revenue=Sum("publisher_share_micros"), gross=Sum("price_micros"))
         return Response({"app": app.slug, "calls": app.calls.filter(status=CallStatus.SUCCEEDED).count(),
                          "gross_micros": agg["gross"] or 0, "revenue_micros": agg["revenue"] or 0})
+
+
+class PublishSerializer(serializers.Serializer[dict[str, Any]]):
+    job_id = serializers.IntegerField(min_value=1)
+    checkpoint_id = serializers.IntegerField(min_value=1)
+    app = serializers.SlugField(required=False, default="", allow_blank=True,
+                                help_text="add a version to this app of yours instead of creating one")
+    name = serializers.CharField(required=False, default="", allow_blank=True, max_length=100)
+    category = serializers.ChoiceField(choices=AppCategory.choices, default=AppCategory.GENERAL)
+    description = serializers.CharField(required=False, default="", allow_blank=True)
+    price_per_call = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, default="0")  # type: ignore[arg-type]
+    visibility = serializers.ChoiceField(choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
+
+
+class AppPublish(APIView):
+    """Publish a checkpoint of one of your training jobs as an app (or as a new version of ``app``).
+
+    Answers 202 with the app and its new version in state ``building``: the checkpoint is exported and served
+    by a background task; poll ``GET /apps/{slug}/versions`` for ``progress`` (and ``error`` naming the failed
+    stage). The version records the training datasets and their licenses; making the app public or paid is
+    refused later (409 ``license_forbids``) when a license forbids commercial use or derivative models.
+    A job or checkpoint of another organization is a 404."""
+
+    @extend_schema(parameters=[ORG_PARAM], request=PublishSerializer, responses={202: dict[str, Any]})
+    def post(self, request: Request) -> Response:
+        org = request_organization(request)
+        s = PublishSerializer(data=request.data)
+        s.is_valid(raise_exception=True)
+        d = s.validated_data
+        try:
+            app = services.app_publish_from_checkpoint(
+                organization=org, user=request.user, job_id=d["job_id"],  # type: ignore[arg-type]
+                checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
+                description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),
+                visibility=d["visibility"], app_slug=d["app"])
+        except services.MarketplaceError as exc:
+            raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
+        version = app.versions.order_by("-number").first()
+        return Response({"app": AppSerializer(app).data, "version": VersionSerializer(version).data},
+                        status=status.HTTP_202_ACCEPTED)

@@ -51,3 +51,14 @@ class AppForm(forms.Form):
 
 class TryForm(forms.Form):
     payload = JsonField(label=_("Request (JSON)"))
+
+
+class PublishForm(forms.Form):
+    """Publish a training checkpoint as an app: the model answers ``{"text", "max_new_tokens"}`` requests."""
+
+    name = forms.CharField(label=_("Name"), max_length=100)
+    category = forms.ChoiceField(label=_("Category"), choices=AppCategory.choices)
+    description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
+    price_per_call = forms.DecimalField(label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6,
+                                        max_digits=12, initial=Decimal(0))
+    visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)

@@ -16,6 +16,7 @@ import secrets
 import time
 from dataclasses import dataclass
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -331,3 +332,188 @@ def _release(call: AppCall, code: str, message: str, started: float) -> None:
         latency_ms=int((time.perf_counter() - started) * 1000))
 
 
+
+
+# --- publishing a training checkpoint as an app (issue 7, part 2) ---------------------------------------------
+
+TEXT_INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["text"], "additionalProperties": False,
+    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 8000},
+                   "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 256}}}
+TEXT_OUTPUT_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["output", "tokens"],
+    "properties": {"output": {"type": "string"}, "tokens": {"type": "integer", "minimum": 0}}}
+CHECKPOINT_REF = "instances.checkpoint:"
+
+
+class CheckpointNotFound(MarketplaceError):
+    """The job or checkpoint does not exist for this organization (or is not complete): a 404."""
+
+    code = "not_found"
+    status = 404
+
+
+class BuildFailed(MarketplaceError):
+    code = "build_failed"
+    status = 500
+
+
+def training_lineage(*, job_id: int) -> list[dict[str, Any]]:
+    """The dataset versions training job ``job_id`` mounted, with their license terms, oldest mount first.
+
+    One entry per dataset version: ``dataset`` (name), ``dataset_slug``, ``dataset_version`` (number),
+    ``dataset_version_id``, ``license`` (name), ``license_version`` (number), ``commercial_use``,
+    ``derivative_models``, ``attribution`` (the license version's attribution text, else the dataset's).
+    Source: ``datasets.selectors.mounts_for_consumer("instances.trainingjob:<id>")``.
+    """
+    from datasets.selectors import mounts_for_consumer
+
+    lineage: dict[int, dict[str, Any]] = {}
+    for mount in mounts_for_consumer(f"instances.trainingjob:{job_id}"):
+        version = mount.version
+        lv = version.license_version
+        lineage.setdefault(version.pk, {
+            "dataset": version.dataset.name, "dataset_slug": version.dataset.slug,
+            "dataset_version": version.number, "dataset_version_id": version.pk,
+            "license": lv.license.name, "license_version": lv.number,
+            "commercial_use": bool(lv.commercial_use), "derivative_models": bool(lv.derivative_models),
+            "attribution": lv.attribution_text or version.dataset.attribution})
+    return list(lineage.values())
+
+
+def _checkpoint_of(organization: Organization, job_id: int, checkpoint_id: int) -> Any:
+    """The organization's complete, not rolled-back checkpoint ``checkpoint_id`` of job ``job_id`` (404-style
+    ``CheckpointNotFound`` otherwise — another organization's checkpoint looks exactly like a missing one)."""
+    from instances.selectors import checkpoints_of, jobs_for_org
+
+    job = jobs_for_org(organization).filter(pk=job_id).first()
+    checkpoint = None if job is None else checkpoints_of(job).filter(pk=checkpoint_id).first()
+    if checkpoint is None:
+        raise CheckpointNotFound("no such checkpoint of this job in your organization")
+    if not checkpoint.complete or checkpoint.rolled_back:
+        raise MarketplaceError("only a complete checkpoint that was not rolled back can be published")
+    return checkpoint
+
+
+def app_publish_from_checkpoint(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int,
+                                name: str = "", category: str = "general", description: str = "",
+                                price_per_call_micros: int = 0, visibility: str = AppVisibility.PRIVATE,
+                                app_slug: str = "") -> App:
+    """Publish checkpoint ``checkpoint_id`` of the organization's job ``job_id`` as an app served by the model.
+
+    Creates a draft app (text in, generated text out: ``TEXT_INPUT_SCHEMA`` / ``TEXT_OUTPUT_SCHEMA``) — or,
+    with ``app_slug``, adds a version to that app of the organization — whose new version is ``building``,
+    records the training data's lineage on it (``training_lineage``; it feeds ``license_problems`` when the
+    app is made public or paid) and, after commit, enqueues ``portal.marketplace.tasks.app_version_build``
+    (export → deploy → activate). Returns the app.
+
+    Raises ``CheckpointNotFound`` (404: not the organization's job or checkpoint, or an unknown ``app_slug``),
+    ``MarketplaceError`` (incomplete checkpoint, bad name, price or schema); nothing is written then.
+    """
+    checkpoint = _checkpoint_of(organization, job_id, checkpoint_id)
+    lineage = training_lineage(job_id=checkpoint.job_id)
+    with transaction.atomic():
+        if app_slug:
+            app = App.objects.filter(publisher=organization, slug=app_slug).first()
+            if app is None:
+                raise CheckpointNotFound("no such app of your organization")
+        else:
+            if not name.strip():
+                raise MarketplaceError("an app needs a name")
+            app = app_create(
+                publisher=organization, user=user, name=name.strip(), category=category, description=description,  # type: ignore[arg-type]
+                input_schema=TEXT_INPUT_SCHEMA, output_schema=TEXT_OUTPUT_SCHEMA,
+                price_per_call_micros=price_per_call_micros, visibility=visibility,
+                example_request={"text": "第一条", "max_new_tokens": 32},
+                example_response={"output": "…", "tokens": 32})
+        version, _ = app_version_add(app=app, user=user, kind=ServingKind.CHECKPOINT,
+                                     checkpoint_ref=f"{CHECKPOINT_REF}{checkpoint.pk}", lineage=lineage,
+                                     status=VersionStatus.BUILDING)
+        AppVersion.objects.filter(pk=version.pk).update(deployment={"stage": "queued"})
+        audit_log(action="marketplace.publish_from_checkpoint", actor=user, organization=organization, obj=version,
+                  extra={"job": checkpoint.job_id, "checkpoint": checkpoint.pk, "step": checkpoint.step,
+                         "datasets": [d["dataset_version_id"] for d in lineage]})
+        version_id = version.pk
+
+        def enqueue() -> None:
+            from portal.marketplace import tasks
+
+            tasks.app_version_build.delay(version_id)
+
+        transaction.on_commit(enqueue)
+    app.refresh_from_db()
+    return app
+
+
+def _deployments() -> Any:
+    from instances.inference import LocalDeployments
+
+    root = getattr(settings, "APP_DEPLOYMENTS_DIR", None) or Path(settings.DATA_DIR) / "deployments"
+    return LocalDeployments(root, threads=int(getattr(settings, "APP_SERVER_THREADS", 1)))
+
+
+def _set_progress(version_id: int, stage: str, progress: int, **deployment: Any) -> None:
+    version = AppVersion.objects.get(pk=version_id)
+    AppVersion.objects.filter(pk=version_id, status=VersionStatus.BUILDING).update(
+        progress=progress, deployment={**version.deployment, **deployment, "stage": stage})
+
+
+def app_version_build(*, version_id: int) -> AppVersion:
+    """Build a ``building`` checkpoint version: export the checkpoint (progress 0–70 %, stage ``export``) to
+    ``DATA_DIR/apps/<app slug>/v<n>``, start its local model server (stage ``deploy``, 80 %) and, once it
+    answers ``/healthz``, make the version the active one (``ready``, 100 %).
+
+    Safe to run twice: a version that is not ``building`` is returned untouched; the export is reused when
+    complete; a live server of the version is reused. A failure marks the version ``failed`` with
+    ``error = "<stage>: <cause>"`` (and ``deployment["failed_stage"]``), stops a started server, writes an
+    audit row and raises ``BuildFailed``.
+    """
+    from instances.inference import export_checkpoint
+    from instances.models import Checkpoint
+
+    version = AppVersion.objects.select_related("app").get(pk=version_id)
+    if version.status != VersionStatus.BUILDING or version.kind != ServingKind.CHECKPOINT:
+        return version
+    stage = "export"
+    deployment: dict[str, Any] = {}
+    try:
+        checkpoint = Checkpoint.objects.get(pk=int(version.checkpoint_ref.removeprefix(CHECKPOINT_REF)))
+        out_dir = Path(settings.DATA_DIR) / "apps" / version.app.slug / f"v{version.number}"
+        _set_progress(version_id, stage, 5)
+        export_checkpoint(checkpoint.location, out_dir,
+                          progress=lambda p: _set_progress(version_id, "export", 5 + p * 65 // 100))
+        AppVersion.objects.filter(pk=version_id).update(artifact_path=str(out_dir))
+        stage = "deploy"
+        _set_progress(version_id, stage, 80)
+        deployment = _deployments().start(name=f"app-version-{version_id}", model_dir=out_dir,
+                                          deployment=version.deployment if version.deployment.get("pid") else None)
+        _set_progress(version_id, stage, 90, **deployment)
+        version = app_version_activate(version=AppVersion.objects.get(pk=version_id))
+    except Exception as exc:
+        if deployment:
+            _deployments().stop(deployment)
+        cause = f"{stage}: {type(exc).__name__}: {exc}"
+        current = AppVersion.objects.get(pk=version_id)
+        AppVersion.objects.filter(pk=version_id).update(
+            status=VersionStatus.FAILED, error=cause[:4000],
+            deployment={**current.deployment, "stage": stage, "failed_stage": stage, "pid": None})
+        audit_log(action="marketplace.version_build_failed", actor=None, organization=version.app.publisher,
+                  obj=version, extra={"stage": stage, "cause": cause[:500]})
+        raise BuildFailed(cause) from exc
+    AppVersion.objects.filter(pk=version_id).update(deployment={**version.deployment, "stage": "serving"})
+    audit_log(action="marketplace.version_ready", actor=None, organization=version.app.publisher, obj=version,
+              extra={"url": deployment.get("url", "")})
+    version.refresh_from_db()
+    return version
+
+
+def app_version_undeploy(*, version: AppVersion, user: User | None = None) -> AppVersion:
+    """Stop the model server of a checkpoint version (idempotent). The version stays as it is, so calls to it
+    fail (nothing charged) until it is built again; the pid is cleared."""
+    deployment = dict(version.deployment)
+    if deployment.get("pid"):
+        _deployments().stop(deployment)
+    AppVersion.objects.filter(pk=version.pk).update(deployment={**deployment, "pid": None, "stage": "stopped"})
+    audit_log(action="marketplace.version_undeploy", actor=user, organization=version.app.publisher, obj=version)
+    version.refresh_from_db()
+    return version

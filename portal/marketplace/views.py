@@ -6,7 +6,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db.models import Q
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
@@ -15,7 +15,7 @@ from billing.money import to_micros
 from portal.charts import bar_chart
 from portal.marketplace import services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
-from portal.marketplace.forms import AppForm, TryForm
+from portal.marketplace.forms import AppForm, PublishForm, TryForm
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, usage_per_day
 from portal.selectors import organization_for_user
 
@@ -46,6 +46,7 @@ def app_detail(request: HttpRequest, org: str, slug: str) -> HttpResponse:
     context = {"org": organization, "app": app, "form": TryForm(initial={"payload": app.example_request or {}}),
                "is_publisher": app.publisher_id == organization.pk, "version": app.versions.filter(active=True).first()}
     if context["is_publisher"]:
+        context["versions"] = app.versions.all()[:10]
         days = usage_per_day(app)
         context["calls_chart"] = bar_chart([(d, n) for d, n, _ in days], fmt="{:.0f}")
         context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
@@ -114,3 +115,34 @@ def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
         except services.MarketplaceError as exc:
             messages.error(request, str(exc))
     return redirect("app_detail", org=organization.slug, slug=app.slug)
+
+
+@login_required
+def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int) -> HttpResponse:
+    """"Publish as app" from a job's checkpoint list: shows the training datasets and their licenses, then
+    creates the app; the model is exported and served in the background (progress on the app page)."""
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    try:
+        checkpoint = services._checkpoint_of(organization, job_id, checkpoint_id)
+    except services.CheckpointNotFound as exc:
+        raise Http404(str(exc)) from exc
+    except services.MarketplaceError as exc:
+        messages.error(request, str(exc))
+        return redirect("job_detail", org=organization.slug, pk=job_id)
+    lineage = services.training_lineage(job_id=checkpoint.job_id)
+    form = PublishForm(request.POST or None, initial={"name": checkpoint.job.name})
+    if request.method == "POST" and form.is_valid():
+        d = form.cleaned_data
+        try:
+            app = services.app_publish_from_checkpoint(
+                organization=organization, user=request.user, job_id=job_id,  # type: ignore[arg-type]
+                checkpoint_id=checkpoint_id, name=d["name"], category=d["category"], description=d["description"],
+                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"])
+        except services.MarketplaceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("The model is being exported and deployed; this page shows the progress."))
+            return redirect("app_detail", org=organization.slug, slug=app.slug)
+    context = {"org": organization, "form": form, "checkpoint": checkpoint, "job": checkpoint.job,
+               "lineage": lineage, "problems": services.license_problems(lineage)}
+    return render(request, "marketplace/publish_form.html", context, status=400 if form.errors else 200)

@@ -1,0 +1,21 @@
+"""Celery tasks of the app marketplace. Thin and idempotent: each calls one service and is safe to run twice."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from portal.marketplace import services
+
+
+@shared_task
+def app_version_build(version_id: int) -> str:
+    """Export a published checkpoint, start its model server and activate the version (enqueued after commit).
+
+    A version that is no longer ``building`` is left alone, so a redelivered task does nothing twice. A
+    failure is recorded on the version (stage and cause) and not retried: publishing again starts afresh.
+    Returns the version's status.
+    """
+    try:
+        return str(services.app_version_build(version_id=version_id).status)
+    except services.BuildFailed:
+        return "failed"
