@@ -639,6 +639,8 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
     compare-and-set). Returns counts ``{"observed", "resumed", "placed"}``."""
     now = now or timezone.now()
     backend = backend or compute_backend()
+    if not Node.objects.exists():  # a fresh install: take the inventory now rather than at the next sync
+        nodes_sync(backend=backend, now=now)
     observed = 0
     for attempt in JobAttempt.objects.filter(instance__status__in=WATCHED).exclude(handle="").exclude(
             state__in=ATTEMPT_TERMINAL).select_related("instance"):

@@ -1,0 +1,75 @@
+"""An interactive instance runs the user's own command on the real local backend (no torchrun)."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture
+def local(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any) -> Path:
+    settings.INSTANCES_BACKEND = "local"
+    settings.INSTANCES_BACKEND_OPTIONS = {"workspace_root": str(tmp_path / "ws"), "slots": 2}
+    settings.INSTANCES_STOP_GRACE_S = 5
+    return tmp_path / "ws"
+
+
+def _reconcile_until(predicate: Any, timeout: float = 60) -> None:
+    from instances.services import instances_reconcile
+
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out"
+        instances_reconcile()
+        time.sleep(0.1)
+
+
+def test_an_interactive_command_runs_finishes_and_its_output_is_kept(
+    local: Path, alice: Any, alice_org: Any
+) -> None:
+    from instances_support import fund
+
+    from instances.backends.local import LOG_FILE
+    from instances.models import Instance, InstanceRunSegment, Node
+    from instances.services import LaunchSpec, instance_launch, instances_reconcile
+
+    fund(alice_org, 10)
+    instances_reconcile()  # a fresh install: the first reconcile takes the local node from the backend
+    assert list(Node.objects.values_list("name", "gpus", "gpu_type__code")) == [("local", 2, "cpu-local")]
+    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
+        name="hello", kind="interactive", gpu_type="cpu-local", gpu_count=1,
+        command=[sys.executable, "-c", "import time; time.sleep(0.5); print('hello from the instance')"]))
+    _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "stopped")
+    inst.refresh_from_db()
+    assert inst.status_reason == "finished"
+    assert list(inst.transitions.values_list("to_status", flat=True)) == [
+        "scheduling", "provisioning", "running", "stopped"]
+    assert InstanceRunSegment.objects.filter(instance=inst, ended_at__isnull=False).count() == 1
+    attempt = inst.attempts.get()
+    assert (attempt.state, attempt.exit_code) == ("succeeded", 0)
+    assert "hello from the instance" in (local / f"instance-{inst.pk}" / "attempt-1" / LOG_FILE).read_text()
+
+
+def test_stopping_a_running_command_kills_it_and_frees_the_slot(local: Path, alice: Any, alice_org: Any) -> None:
+    from instances_support import fund
+
+    from instances.models import Instance
+    from instances.selectors import node_views
+    from instances.services import LaunchSpec, instance_launch, instance_stop, instances_reconcile
+
+    fund(alice_org, 10)
+    instances_reconcile()
+    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
+        name="sleeper", kind="interactive", gpu_type="cpu-local", gpu_count=2,
+        command=[sys.executable, "-c", "import time; time.sleep(600)"]))
+    _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "running")
+    assert [v.gpus_free for v in node_views()] == [0]
+    instance_stop(instance=inst, reason="done", acting_user=alice)  # eager Celery: the stop task runs here
+    inst.refresh_from_db()
+    assert inst.status == "stopped"
+    assert inst.attempts.get().state == "stopped"
+    assert [v.gpus_free for v in node_views()] == [2]
