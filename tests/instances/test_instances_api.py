@@ -196,3 +196,42 @@ def test_console_launch_form_launches_a_job(client: Any, alice: Any, funded: Any
     assert (job.engine, job.hyperparameters["seq_len"], job.checkpoint_every_minutes) == ("ddp", 64, 30)
     bad = client.post(f"/o/{funded.slug}/jobs/new/", {"gpu_type": "cpu-local", "gpu_count": 0})
     assert bad.status_code == 400
+
+
+def test_list_pages_and_endpoints_use_a_fixed_number_of_queries(
+    client: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
+) -> None:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+    from rest_framework.test import APIClient
+
+    from instances.services import LaunchSpec, instance_launch
+
+    def launch(n: int) -> None:
+        for i in range(n):
+            instance_launch(organization=funded, user=alice, spec=LaunchSpec(
+                name=f"j{i}", gpu_type="A100-80G-SXM", gpu_count=1, dataset_version_ids=[licensed.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10}))
+
+    api = APIClient()
+    api.force_authenticate(alice)
+    client.force_login(alice)
+    urls = ["/api/v1/jobs", "/api/v1/instances"]
+    pages = [f"/o/{funded.slug}/jobs/", f"/o/{funded.slug}/instances/"]
+
+    def counts() -> list[int]:
+        out = []
+        for url in urls:
+            with CaptureQueriesContext(connection) as ctx:
+                assert api.get(url).status_code == 200
+            out.append(len(ctx.captured_queries))
+        for url in pages:
+            with CaptureQueriesContext(connection) as ctx:
+                assert client.get(url, HTTP_HX_REQUEST="true").status_code == 200
+            out.append(len(ctx.captured_queries))
+        return out
+
+    launch(2)
+    few = counts()
+    launch(6)
+    assert counts() == few
