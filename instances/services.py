@@ -823,7 +823,8 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
     """Handle one runtime POST (contract in ``instances/runtime/reporting.py``): authenticate by the
     attempt's token, store each event once per ``(job, attempt, seq)`` and apply the new ones (metrics,
     checkpoints, attempt state); answer ``{"checkpoint_requested", "stop_requested"}`` (a checkpoint request
-    is answered once). Raises :class:`CallbackRefused` (401 bad token, 400 bad body)."""
+    is answered once; an attempt that is no longer the newest is told to stop and moves no state).
+    Raises :class:`CallbackRefused` (401 bad token, 400 bad body)."""
     now = now or timezone.now()
     digest = hashlib.sha256(token.encode()).hexdigest() if token else ""
     attempt = JobAttempt.objects.select_related("instance", "job").filter(
@@ -836,6 +837,10 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
     job = attempt.job
     with transaction.atomic():
         TrainingJob.objects.select_for_update().filter(pk=job.pk).first()
+        # An older attempt still reporting (a partitioned node that kept training) is recorded but moves no
+        # state, and is told to stop.
+        current = attempt.number == JobAttempt.objects.filter(instance_id=attempt.instance_id).order_by(
+            "-number").values_list("number", flat=True).first()
         for ev in body["events"]:
             if not isinstance(ev, dict) or not isinstance(ev.get("seq"), int) or not isinstance(ev.get("type"), str):
                 raise CallbackRefused("each event needs an integer seq and a type", 400)
@@ -845,17 +850,25 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
                                             payload=ev, received_at=now)
             except IntegrityError:
                 continue  # already received: resending is safe
-            _apply_event(job, attempt, ev, now)
+            _apply_event(job, attempt, ev, now, current=current)
         job.refresh_from_db()
         checkpoint = TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=True).update(
             checkpoint_requested=False) == 1
-        stop = job.stop_requested or attempt.instance.status == S.STOPPING
+        stop = job.stop_requested or attempt.instance.status == S.STOPPING or not current
     return {"checkpoint_requested": checkpoint, "stop_requested": stop}
 
 
-def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime) -> None:
+def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime, *,
+                 current: bool) -> None:
     kind = ev["type"]
     step = ev.get("step")
+    if kind in ("started", "progress") and not current:
+        if kind == "progress" and isinstance(step, int):
+            JobMetric.objects.bulk_create([JobMetric(
+                job=job, attempt=attempt, step=step, loss=float(ev.get("loss", 0.0)), lr=float(ev.get("lr", 0.0)),
+                tokens_per_s=float(ev.get("tokens_per_s", 0.0)), tokens_seen=int(ev.get("tokens_seen", 0)),
+                reported_at=now)], ignore_conflicts=True)
+        return
     if kind == "started":
         JobAttempt.objects.filter(pk=attempt.pk).update(started_step=int(step or 0))
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)

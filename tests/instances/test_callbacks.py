@@ -125,3 +125,24 @@ def test_the_dedupe_is_a_database_constraint(job: Any) -> None:
     JobEvent.objects.create(job=job, attempt=1, seq=1, type="started")
     with pytest.raises(IntegrityError), transaction.atomic():
         JobEvent.objects.create(job=job, attempt=1, seq=1, type="started")
+
+
+def test_an_older_attempt_still_reporting_is_recorded_moves_nothing_and_is_told_to_stop(
+    client: Any, job: Any, fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any,
+) -> None:
+    from instances.backends.base import JobStatus
+    from instances.services import instances_reconcile
+
+    post(client, job.pk, token_of(job), BATCH)
+    fake_backend.states[job.attempts.get(number=1).handle] = JobStatus("failed", None, "node lost")
+    with django_capture_on_commit_callbacks(execute=True):
+        instances_reconcile(backend=fake_backend)  # type: ignore[arg-type]
+    job.instance.refresh_from_db()
+    assert (job.instance.status, job.attempts.count()) == ("provisioning", 2)
+    late = {"attempt": 1, "events": [{"seq": 5, "type": "progress", "time": "2026-03-01T08:00:04Z", "step": 3,
+                                      "loss": 6.0, "lr": 3e-4, "tokens_per_s": 990.0, "tokens_seen": 384}]}
+    assert post(client, job.pk, token_of(job, 1), late).json() == {"checkpoint_requested": False,
+                                                                   "stop_requested": True}
+    job.instance.refresh_from_db()
+    assert job.instance.status == "provisioning"
+    assert job.metrics.filter(step=3).count() == 1
