@@ -186,6 +186,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Two apps have a field named "visibility" with different choices: name both enums explicitly.
+    "ENUM_NAME_OVERRIDES": {
+        "DatasetVisibilityEnum": "datasets.choices.Visibility",
+        "AppVisibilityEnum": "portal.marketplace.choices.AppVisibility",
+    },
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
