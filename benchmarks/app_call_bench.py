@@ -1,0 +1,225 @@
+"""The portal's own overhead per app call, and the share of billing in it (issue 7: "billing adds under 5 ms
+at p50").
+
+    .venv/bin/python benchmarks/app_call_bench.py [--calls 1000]            # SQLite (a fresh temp file)
+    DATABASE_URL=postgres://postgres@127.0.0.1:5433/portal_bench .venv/bin/python benchmarks/app_call_bench.py
+
+Each call goes through the real API — ``POST /api/v1/apps/{slug}/invoke`` with a bearer token and a fresh
+``Idempotency-Key``, through Django's middleware, DRF (token auth, scope permission, throttling), the input
+schema, the reservation, the backend, the output schema and the ledger posting — driven by Django's test client
+in this process (no socket, no WSGI server) against an app served by the built-in echo backend, so what is
+measured is the portal and its database, not a model. Calls run one after another (one client).
+
+Billing is timed inside the same calls by wrapping two module functions (no code change): the reservation is
+the time from the end of input validation to the start of forwarding (active version lookup, wallet lock,
+open-reservation sum, balance, ``AppCall`` insert); the posting is the time from the end of output validation
+to the return of ``app_invoke`` (the balanced ledger transaction with the publisher's share, the call update).
+A second app with price 0 (still reserved, nothing posted) shows the difference.
+
+Also timed alone: ``wallet_balance`` (inside the reservation) and ``wallet_spend`` (the ledger posting, inside
+the posting phase) and the COMMITs of the call (the durable writes: two per paid call).
+Prints p50 / p99 / mean in ms, calls per second and SQL queries per call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+_tmp = tempfile.mkdtemp(prefix="app-call-bench-")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.base")
+os.environ.setdefault("PORTAL_DATA_DIR", _tmp)
+os.environ.setdefault("SQLITE_PATH", str(Path(_tmp) / "bench.sqlite3"))
+os.environ["DJANGO_DEBUG"] = "0"  # DEBUG keeps every query in memory
+os.environ.setdefault("API_THROTTLE_RATE", "10000000/min")  # throttling runs, but never refuses
+os.environ.setdefault("APP_INVOKE_RATE", "10000000/min")
+os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+
+settings.EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"  # the sign-up mails of the bench users
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test import Client  # noqa: E402
+from django.test.utils import CaptureQueriesContext  # noqa: E402
+
+from billing.services import wallet_top_up  # noqa: E402
+from portal.choices import TokenScope  # noqa: E402
+from portal.marketplace import services, serving  # noqa: E402
+from portal.marketplace.choices import AppState, ServingKind  # noqa: E402
+from portal.selectors import organization_for_user  # noqa: E402
+from portal.services import api_token_create, user_signup  # noqa: E402
+
+SCHEMA_IN = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 2000}}}
+PASSWORD = "bench pass 12345"  # noqa: S105 - throwaway users in a throwaway database
+SCHEMA_OUT = {"type": "object", "required": ["output"]}
+
+
+class Marks:
+    """Timestamps of the phases of the current call, set by the wrappers below."""
+
+    def __init__(self) -> None:
+        self.validations: list[float] = []
+        self.forward: tuple[float, float] = (0.0, 0.0)
+        self.end = 0.0
+        self.spend = 0.0
+        self.balance = 0.0
+        self.commits = 0.0  # time in COMMIT (durable write) during the call
+
+
+marks = Marks()
+_validation_error = services._validation_error
+_forward = serving.forward
+_invoke = services.app_invoke
+_spend = services.wallet_spend
+_balance = services.wallet_balance
+
+
+def timed_validation(schema: dict[str, Any], data: Any) -> Any:
+    out = _validation_error(schema, data)
+    marks.validations.append(time.perf_counter())
+    return out
+
+
+def timed_forward(**kw: Any) -> Any:
+    t0 = time.perf_counter()
+    out = _forward(**kw)
+    marks.forward = (t0, time.perf_counter())
+    return out
+
+
+def timed_invoke(**kw: Any) -> Any:
+    out = _invoke(**kw)
+    marks.end = time.perf_counter()
+    return out
+
+
+def timed_spend(**kw: Any) -> Any:
+    t0 = time.perf_counter()
+    out = _spend(**kw)
+    marks.spend = time.perf_counter() - t0
+    return out
+
+
+def timed_balance(**kw: Any) -> Any:
+    t0 = time.perf_counter()
+    out = _balance(**kw)
+    marks.balance = time.perf_counter() - t0
+    return out
+
+
+def install_commit_timer() -> None:
+    """Time the database's COMMITs of this thread's connection (the durable write of each transaction)."""
+    connection.ensure_connection()
+    original = connection._commit
+
+    def timed_commit() -> Any:
+        t0 = time.perf_counter()
+        out = original()
+        marks.commits += time.perf_counter() - t0
+        return out
+
+    connection._commit = timed_commit  # type: ignore[method-assign]
+
+
+services.wallet_spend = timed_spend  # type: ignore[assignment]
+services.wallet_balance = timed_balance  # type: ignore[assignment]
+services._validation_error = timed_validation  # type: ignore[assignment]
+serving.forward = timed_forward  # type: ignore[assignment]
+services.app_invoke = timed_invoke  # type: ignore[assignment]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def setup(price_micros: int, tag: str) -> tuple[str, str]:
+    """A published public echo app of a publisher, and a funded caller's token. Returns (slug, token)."""
+    publisher = user_signup(email=f"pub-{tag}@example.com", password=PASSWORD, name="publisher")
+    caller = user_signup(email=f"caller-{tag}@example.com", password=PASSWORD, name="caller")
+    pub_org, caller_org = organization_for_user(user=publisher), organization_for_user(user=caller)
+    app = services.app_create(publisher=pub_org, user=publisher, name=f"Echo {tag}", category="general",
+                              description="echo", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
+                              price_per_call_micros=price_micros, visibility="public")
+    services.app_version_add(app=app, user=publisher, kind=ServingKind.ECHO)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, user=publisher)
+    services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    wallet_top_up(organization=caller_org, amount_micros=1_000_000_000_000, idempotency_key=f"bench-{tag}")
+    token = api_token_create(user=caller, organization=caller_org, name="bench", scope=TokenScope.WRITE)
+    return app.slug, token.plaintext
+
+
+def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
+    client = Client()
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    body = '{"text": "第一条 为了规范合同行为，保护合同当事人的合法权益"}'
+    out: dict[str, list[float]] = {"total": [], "reserve": [], "post": [], "billing": [], "wallet_balance": [],
+                                   "wallet_spend": [], "commits": []}
+    for i in range(-50, calls):  # 50 warm-up calls
+        marks.validations = []
+        marks.spend = 0.0
+        marks.commits = 0.0
+        t0 = time.perf_counter()
+        r = client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
+                        HTTP_IDEMPOTENCY_KEY=f"{tag}-{i}", **headers)
+        t1 = time.perf_counter()
+        if r.status_code != 200:
+            raise SystemExit(f"call {i} failed: {r.status_code} {r.content[:300]!r}")
+        if i < 0:
+            continue
+        reserve = marks.forward[0] - marks.validations[0]
+        post = marks.end - marks.validations[1]
+        out["total"].append(t1 - t0)
+        out["reserve"].append(reserve)
+        out["post"].append(post)
+        out["billing"].append(reserve + post)
+        out["wallet_balance"].append(marks.balance)
+        out["wallet_spend"].append(marks.spend)
+        out["commits"].append(marks.commits)
+    with CaptureQueriesContext(connection) as q:
+        client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
+                    HTTP_IDEMPOTENCY_KEY=f"{tag}-queries", **headers)
+    out["queries"] = [float(len(q.captured_queries))]
+    return out
+
+
+def report(label: str, res: dict[str, list[float]]) -> None:
+    total = res["total"]
+    print(f"{label}: {len(total)} calls, {len(total) / sum(total):.0f} calls/s sequential, "
+          f"{int(res['queries'][0])} SQL queries per call")
+    for key in ("total", "reserve", "post", "billing", "wallet_balance", "wallet_spend", "commits"):
+        v = [x * 1000 for x in res[key]]
+        print(f"  {key:14s} p50 {pct(v, 0.5):7.2f} ms  p99 {pct(v, 0.99):7.2f} ms  mean {statistics.fmean(v):7.2f} ms")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--calls", type=int, default=1000)
+    args = parser.parse_args()
+    call_command("migrate", verbosity=0)
+    vendor = connection.vendor
+    print(f"database: {vendor} ({connection.settings_dict['NAME']}), Django test client, echo backend, "
+          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    install_commit_timer()
+    stamp = str(int(time.time()))
+    paid_slug, paid_token = setup(10_000, f"paid-{stamp}")
+    free_slug, free_token = setup(0, f"free-{stamp}")
+    report("paid app (0.01 CNY per call, 70 % to the publisher)", run(paid_slug, paid_token, args.calls, f"p{stamp}"))
+    report("free app (reserved, nothing posted)", run(free_slug, free_token, args.calls, f"f{stamp}"))
+
+
+if __name__ == "__main__":
+    main()
