@@ -436,9 +436,9 @@ def app_publish_from_checkpoint(*, organization: Organization, user: User | None
         version_id = version.pk
 
         def enqueue() -> None:
-            from portal.marketplace import tasks
+            from portal.marketplace.tasks import app_version_build as build
 
-            tasks.app_version_build.delay(version_id)
+            build.delay(version_id)
 
         transaction.on_commit(enqueue)
     app.refresh_from_db()
