@@ -84,6 +84,7 @@ def ledger_post(
     created_by: User | None = None,
     metadata: dict[str, Any] | None = None,
     fingerprint: str | None = None,
+    key_checked: bool = False,
 ) -> LedgerTransaction:
     """Post one balanced transaction atomically and return it — the only way money moves.
 
@@ -116,9 +117,10 @@ def ledger_post(
     )
 
     with transaction.atomic():
-        existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return _same_or_raise(existing, fingerprint)
+        if not key_checked:  # wallet_spend checked it already, under the wallet lock
+            existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
+            if existing is not None:
+                return _same_or_raise(existing, fingerprint)
         try:
             with transaction.atomic():
                 txn = LedgerTransaction.objects.create(
@@ -185,8 +187,12 @@ def wallet_create(*, organization: Organization) -> Wallet:
 
 
 def _locked_wallet(organization: Organization) -> Wallet:
-    wallet = wallet_create(organization=organization)
-    return Wallet.objects.select_for_update().select_related("paid_account").get(pk=wallet.pk)
+    """The organization's wallet, row-locked until the end of the transaction (created if missing)."""
+    locked = Wallet.objects.select_for_update().select_related("paid_account")
+    wallet = locked.filter(organization=organization).first()
+    if wallet is None:
+        wallet = locked.get(pk=wallet_create(organization=organization).pk)
+    return wallet
 
 
 def credit_grant_create(
@@ -379,6 +385,7 @@ def wallet_spend(
             metadata=metadata,
             postings=postings,
             fingerprint=fingerprint,
+            key_checked=True,
         )
 
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from billing.choices import TransactionKind
-from billing.models import Wallet
+from billing.models import LedgerAccount, Wallet
 from billing.selectors import wallet_balance
 from billing.services import InsufficientFunds, wallet_create, wallet_spend
 from portal.audit import audit_log
@@ -259,7 +259,9 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     now = timezone.now()
 
     with transaction.atomic():
-        Wallet.objects.select_for_update().get(pk=wallet_create(organization=caller).pk)
+        # the caller's wallet lock: reservations of one organization serialize
+        if Wallet.objects.select_for_update().filter(organization=caller).values_list("pk", flat=True).first() is None:
+            Wallet.objects.select_for_update().get(pk=wallet_create(organization=caller).pk)
         call = None
         if idempotency_key:
             call = AppCall.objects.select_for_update().filter(caller=caller, app=app,
@@ -311,7 +313,7 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     with transaction.atomic():
         split = []
         if share:
-            split.append((wallet_create(organization=app.publisher).paid_account, share))
+            split.append((LedgerAccount.objects.get(wallet__organization_id=app.publisher_id), share))
         try:
             txn = wallet_spend(organization=caller, amount_micros=price, idempotency_key=f"app-call:{call.pk}",
                                kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}", split=split,
