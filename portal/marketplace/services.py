@@ -89,6 +89,10 @@ class CallFailed(MarketplaceError):
     status = 502
 
 
+# Path segments that app URLs use for other pages (/apps/publish, /apps/calls, /apps/new/).
+RESERVED_SLUGS = frozenset({"publish", "calls", "new"})
+
+
 def _validate_schema(schema: dict[str, Any]) -> None:
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
@@ -106,6 +110,8 @@ def app_create(*, publisher: Organization, user: User, name: str, category: str,
     if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
         raise MarketplaceError("prices cannot be negative")
     base = slugify(name)[:60] or "app"
+    if base in RESERVED_SLUGS:
+        base = f"{base}-app"
     slug, n = base, 1
     while App.objects.filter(slug=slug).exists():
         n += 1

@@ -227,3 +227,9 @@ def test_the_console_try_it_form_bills_like_the_api(client, alice, alice_org, ca
     assert wallet_balance(organization=caller).total_micros == 9_500_000
     listing = client.get(reverse("apps", args=[caller.slug]), {"q": "contract"}).content.decode()
     assert "Contract review" in listing
+
+
+def test_app_slugs_never_hide_other_routes(alice, alice_org):
+    app = services.app_create(publisher=alice_org, user=alice, name="Publish", category="general", description="",
+                              input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0)
+    assert app.slug == "publish-app"
