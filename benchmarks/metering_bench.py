@@ -30,7 +30,7 @@ from django.db import connection, transaction  # noqa: E402
 
 from billing.choices import AccountKind, SystemAccount, TransactionKind  # noqa: E402
 from billing.metering import metering_tick  # noqa: E402
-from billing.models import LedgerAccount, UsageRecord, Wallet  # noqa: E402
+from billing.models import GpuPrice, LedgerAccount, UsageRecord, Wallet  # noqa: E402
 from billing.pricing import gpu_price_at, gpu_price_set, minute_charge_micros  # noqa: E402
 from billing.services import Posting, ledger_post, system_account, wallet_spend  # noqa: E402
 from instances.models import GpuType, Instance, InstanceRunSegment  # noqa: E402
@@ -94,7 +94,8 @@ def naive_tick(now: datetime) -> None:
 def main() -> None:
     call_command("migrate", verbosity=0)
     gpu_type, _ = GpuType.objects.get_or_create(code="A100-80G-SXM", defaults={"name": "A100", "memory_gib": 80})
-    if not gpu_type.instances.exists():
+    since = T0 - timedelta(days=1)
+    if not GpuPrice.objects.filter(gpu_type="A100-80G-SXM", mode="container", effective_from=since).exists():
         gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="8.00", effective_from=T0 - timedelta(days=1))
     sizes = [int(x) for x in os.environ.get("BENCH_SIZES", "1000,10000,100000").split(",")]
     print(f"database: {connection.vendor}; {PER_ORG} instances per organization; one minute charged per instance")

@@ -962,3 +962,26 @@ __all__ = [
     "nodes_sync",
     "price_quote",
 ]
+
+
+def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
+    """Stop every attempt still running on the *local* backend (SIGTERM: the runtime saves a checkpoint and
+    exits as preempted), e.g. when the embedded product (``manage.py runportal``) shuts down, so that no
+    training process outlives it. The next reconcile sees them as preempted and resumes them on restart.
+    Returns the handles stopped. Does nothing for the Kubernetes backend, whose pods outlive workers.
+    """
+    if _setting("INSTANCES_BACKEND", "local") != "local":
+        return []
+    backend = compute_backend()
+    handles = list(JobAttempt.objects.filter(backend="local", state__in=["pending", "running"])
+                   .exclude(handle="").values_list("handle", flat=True))
+    grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
+    stopped = []
+    for handle in handles:
+        try:
+            backend.stop(handle, grace)
+        except Exception:  # a vanished workspace must not keep the others running
+            log.exception("could not stop local attempt %s", handle)
+            continue
+        stopped.append(handle)
+    return stopped

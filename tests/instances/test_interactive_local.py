@@ -73,3 +73,37 @@ def test_stopping_a_running_command_kills_it_and_frees_the_slot(local: Path, ali
     assert inst.status == "stopped"
     assert inst.attempts.get().state == "stopped"
     assert [v.gpus_free for v in node_views()] == [2]
+
+
+def test_shutting_down_the_embedded_product_leaves_no_process_running(local: Path, alice: Any, alice_org: Any) -> None:
+    """What ``manage.py runportal`` does on Ctrl-C after web, worker and beat have exited."""
+    import json
+    import os
+
+    from instances_support import fund
+
+    from instances.models import Instance
+    from instances.services import (
+        LaunchSpec,
+        compute_backend,
+        instance_launch,
+        instances_reconcile,
+        local_jobs_suspend,
+    )
+
+    fund(alice_org, 10)
+    instances_reconcile()
+    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
+        name="sleeper", kind="interactive", gpu_type="cpu-local", gpu_count=1,
+        command=[sys.executable, "-c", "import time; time.sleep(600)"]))
+    _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "running")
+    attempt = inst.attempts.get()
+    state = json.loads((local / f"instance-{inst.pk}" / "attempt-1" / "backend.json").read_text())
+    assert local_jobs_suspend(grace_s=5) == [attempt.handle]
+    for pid in {int(state["pgid"]), *[int(p) for p in state.get("pids", [])]}:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"process {pid} survived")
+    assert compute_backend().status(attempt.handle).state in ("stopped", "preempted", "failed")

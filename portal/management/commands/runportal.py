@@ -1,8 +1,9 @@
 """``manage.py runportal``: the embedded-default product in one command, stopped with one Ctrl-C.
 
 Migrates the database, loads seed data (commands registered by other apps in ``SEED_COMMANDS`` that
-exist), then starts the web server, a Celery worker and Celery beat as child processes in their own
-process group, and stops them all when any one exits or on Ctrl-C / SIGTERM.
+exist), then starts the web server, a Celery worker and Celery beat as child processes, and stops them
+all when any one exits or on Ctrl-C / SIGTERM; then checkpoints and stops the local backend's training
+jobs, so that no process outlives the command. ``PORTAL_SITE_URL`` defaults to ``http://<addr>``.
 """
 
 from __future__ import annotations
@@ -42,6 +43,10 @@ class Command(BaseCommand):
         if settings.CELERY_BROKER_URL.startswith("filesystem"):
             for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
                 os.makedirs(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key]), exist_ok=True)
+        # Links in e-mails and the training runtime's callback URL must point at the address served here.
+        env = dict(os.environ)
+        if not env.get("PORTAL_SITE_URL"):
+            env["PORTAL_SITE_URL"] = f"http://{options['addr']}"
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         commands = {
@@ -67,12 +72,19 @@ class Command(BaseCommand):
                     proc.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
                     proc.kill()
+            # No training process may outlive the product: checkpoint and stop local jobs (they resume
+            # as preempted on the next start).
+            from instances.services import local_jobs_suspend
+
+            suspended = local_jobs_suspend()
+            if suspended:
+                self.stdout.write(f"checkpointed and stopped {len(suspended)} local training job(s)")
 
         signal.signal(signal.SIGTERM, lambda *_: stop())
         signal.signal(signal.SIGINT, lambda *_: stop())  # also when started with SIGINT ignored (nohup, &)
         try:
             for name, argv in commands.items():
-                procs[name] = subprocess.Popen(argv, cwd=settings.BASE_DIR)
+                procs[name] = subprocess.Popen(argv, cwd=settings.BASE_DIR, env=env)
             self.stdout.write(self.style.SUCCESS(
                 f"gpu-portal is running: http://{options['addr']}/  (web, worker, beat; Ctrl-C stops all)"))
             while not stopping:
