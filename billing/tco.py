@@ -45,7 +45,7 @@ class TcoInputs:
 class TcoResult:
     buy_total: Decimal
     rent_total: Decimal
-    saving_percent: Decimal  # of buying, positive when renting is cheaper
+    saving_percent: Decimal | None  # of buying, positive when renting is cheaper; None when buying costs 0
     buy_curve: list[tuple[int, Decimal]]  # cumulative cost at month m
     rent_curve: list[tuple[int, Decimal]]
 
@@ -60,5 +60,5 @@ def tco_compare(i: TcoInputs) -> TcoResult:
     buy = [(m, (upfront + monthly_buy * m).quantize(Decimal("0.01"))) for m in range(i.months + 1)]
     rent = [(m, (monthly_rent * m).quantize(Decimal("0.01"))) for m in range(i.months + 1)]
     buy_total, rent_total = buy[-1][1], rent[-1][1]
-    saving = ((buy_total - rent_total) / buy_total * 100).quantize(Decimal("0.1")) if buy_total else Decimal(0)
+    saving = ((buy_total - rent_total) / buy_total * 100).quantize(Decimal("0.1")) if buy_total else None
     return TcoResult(buy_total, rent_total, saving, buy, rent)

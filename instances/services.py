@@ -13,6 +13,7 @@ import hashlib
 import hmac
 import json
 import logging
+import math
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -300,6 +301,10 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
         raise LaunchError("invalid", _("Keep-last must be between 1 and 100."), "keep_last")
     if spec.checkpoint_every_minutes < 0 or spec.checkpoint_every_steps < 0:
         raise LaunchError("invalid", _("Checkpoint intervals must not be negative."), "checkpoint_every_minutes")
+    for name, value in spec.hyperparameters.items():
+        if isinstance(value, float) and not math.isfinite(value):  # JSON 1e400 parses as inf
+            raise LaunchError("invalid", _("Hyperparameter %(name)s must be a finite number.") % {"name": name},
+                              "hyperparameters")
     unknown = set(spec.hyperparameters) - HYPERPARAMETER_FIELDS
     if unknown:
         raise LaunchError("invalid", _("Unknown hyperparameter %(name)s.") % {"name": sorted(unknown)[0]},

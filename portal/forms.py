@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 from django.contrib.auth import password_validation
+from django.contrib.auth.forms import AuthenticationForm
 from django.utils.translation import gettext_lazy as _
 
 from portal.choices import Role, TokenScope
@@ -61,3 +62,11 @@ class MemberForm(forms.Form):
 
 class OrganizationForm(forms.Form):
     name = forms.CharField(label=_("Team name"), max_length=150)
+
+
+class LoginForm(AuthenticationForm):
+    """Django's login form with the e-mail address lower-cased first: addresses are stored lower-case,
+    and django-axes then counts failures per address whatever its case."""
+
+    def clean_username(self) -> str:
+        return str(self.cleaned_data.get("username", "")).strip().lower()

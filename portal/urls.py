@@ -1,11 +1,14 @@
 """Root URLconf: console, auth, admin, partner API, i18n switcher."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
+from django.views.generic import RedirectView
 
 from portal import views
+from portal.forms import LoginForm
 
 admin.site.site_header = _("gpu-portal back office")
 
@@ -14,7 +17,8 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path("verify/<str:token>/", views.verify_email, name="verify_email"),
     path("verify-resend/", views.resend_verification, name="resend_verification"),
-    path("login/", auth_views.LoginView.as_view(template_name="portal/login.html"), name="login"),
+    path("login/", auth_views.LoginView.as_view(template_name="portal/login.html", authentication_form=LoginForm),
+         name="login"),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("password-reset/", auth_views.PasswordResetView.as_view(
         template_name="portal/password_reset.html", email_template_name="portal/password_reset_email.txt"),
@@ -38,5 +42,6 @@ urlpatterns = [
     path("", include("billing.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),
+    path("favicon.ico", RedirectView.as_view(url=settings.STATIC_URL + "portal/favicon.svg", permanent=True)),
     path("api/v1/", include("portal.api.urls")),
 ]

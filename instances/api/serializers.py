@@ -77,7 +77,8 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
     gpu_count = serializers.IntegerField()
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    dataset_version_ids = serializers.ListField(child=serializers.IntegerField(), min_length=1)
+    dataset_version_ids = serializers.ListField(
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=64)
     model_preset = serializers.ChoiceField(choices=ModelPreset.choices, default=ModelPreset.TINY)
     engine = serializers.ChoiceField(choices=Engine.choices, default=Engine.FSDP)
     hyperparameters = serializers.DictField(required=False, default=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
 from django.http import Http404
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -23,6 +23,8 @@ class ApiError(exceptions.APIException):
 
 def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Wrap every DRF error in the envelope; codes come from DRF's ``default_code`` or ``ApiError``."""
+    if isinstance(exc, RequestDataTooBig):
+        exc = ApiError("body_too_large", "The request body is larger than this endpoint accepts.", 413)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, PermissionDenied):

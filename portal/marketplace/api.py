@@ -105,6 +105,8 @@ class AppInvoke(APIView):
             payload = json.loads(request.body or b"null")
         except ValueError as exc:
             raise ApiError("invalid_json", "the request body is not JSON", 400) from exc
+        except RecursionError as exc:
+            raise ApiError("invalid_json", "the request body is nested too deeply", 400) from exc
         try:
             result = services.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
                                          payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))

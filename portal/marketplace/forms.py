@@ -32,6 +32,16 @@ class JsonField(forms.CharField):
             raise forms.ValidationError(_("Enter a JSON object."))
         return data
 
+    def validate(self, value: Any) -> None:
+        """``{}`` is a valid object; only a missing value is "required"."""
+        if value is None and self.required:
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+
+    def clean(self, value: Any) -> Any:
+        if self.required and (value is None or not str(value).strip()):
+            raise forms.ValidationError(self.error_messages["required"], code="required")
+        return super().clean(value)
+
     def prepare_value(self, value: Any) -> Any:
         return json.dumps(value, ensure_ascii=False, indent=2) if isinstance(value, dict) else value
 

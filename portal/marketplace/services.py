@@ -138,6 +138,11 @@ def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str
     http_ok = settings.APP_ALLOW_HTTP_ENDPOINTS and endpoint_url.startswith("http://")
     if kind == ServingKind.EXTERNAL and not (endpoint_url.startswith("https://") or http_ok):
         raise MarketplaceError("an external endpoint must be an https:// URL")
+    if kind == ServingKind.EXTERNAL:
+        try:
+            serving.endpoint_check(endpoint_url)
+        except serving.BackendError as exc:
+            raise MarketplaceError(str(exc)) from exc
     secret = secrets.token_urlsafe(32) if kind == ServingKind.EXTERNAL else ""
     with transaction.atomic():
         App.objects.select_for_update().get(pk=app.pk)
@@ -225,7 +230,10 @@ def _request_hash(payload: dict[str, Any]) -> str:
 
 
 def _validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    try:
+        return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    except RecursionError:
+        return jsonschema.ValidationError("the document is nested too deeply")
 
 
 def reserved_micros(organization: Organization) -> int:
@@ -249,13 +257,15 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     504) after releasing the reservation. ``fail_after_reserve`` is a test hook that raises inside the
     call after the reservation, as a crash of the forwarding step would.
     """
-    if app.state != AppState.PUBLISHED:
+    publisher_testing = caller.pk == app.publisher_id and app.state in (AppState.DRAFT, AppState.IN_REVIEW)
+    if app.state != AppState.PUBLISHED and not publisher_testing:  # publishers may try their app before review
         raise MarketplaceError("this app is not published", details={"state": app.state})
     error = _validation_error(app.input_schema, payload)
     if error is not None:
         path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        raise InputInvalid(f"input does not match the app's schema at {path}: {error.message}",
-                           details={"path": path, "message": error.message})
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "…"  # never echo big input
+        raise InputInvalid(f"input does not match the app's schema at {path}: {message}",
+                           details={"path": path, "message": message, "validator": error.validator})
     version = app.versions.filter(active=True).first()
     if version is None:
         raise MarketplaceError("the app has no ready version")

@@ -11,11 +11,15 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import ipaddress
 import json
+import socket
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
+from django.conf import settings
 
 from portal.marketplace.choices import ServingKind
 from portal.marketplace.models import AppVersion
@@ -27,6 +31,26 @@ class BackendTimeout(Exception):
 
 class BackendError(Exception):
     """The backend answered with an error status or something that is not JSON."""
+
+
+def endpoint_check(url: str) -> None:
+    """Refuse endpoints whose host is, or resolves to, an address that is not globally routable
+    (loopback, private, link-local such as cloud metadata 169.254.169.254, reserved): the portal must not
+    be usable to reach its own network (SSRF). ``APP_ALLOW_HTTP_ENDPOINTS`` (development and tests only)
+    lifts the rule. Raises ``BackendError`` naming the host."""
+    if settings.APP_ALLOW_HTTP_ENDPOINTS:
+        return
+    host = urlsplit(url).hostname
+    if not host:
+        raise BackendError("the endpoint URL has no host")
+    try:
+        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise BackendError(f"the endpoint host {host} does not resolve") from exc
+    for info in infos:
+        address = ipaddress.ip_address(info[4][0])
+        if not address.is_global:
+            raise BackendError(f"the endpoint host {host} is not a public address ({address})")
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
@@ -44,11 +68,13 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
     if version.kind == ServingKind.ECHO:
         return {"output": payload}
     if version.kind == ServingKind.EXTERNAL:
+        endpoint_check(version.endpoint_url)  # again at call time: DNS may have changed
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {"Content-Type": "application/json", "X-Portal-Call-Id": str(call_id),
                    "X-Portal-Signature": sign(version.hmac_secret, body)}
         try:
-            response = requests.post(version.endpoint_url, data=body, headers=headers, timeout=timeout_s)
+            response = requests.post(version.endpoint_url, data=body, headers=headers, timeout=timeout_s,
+                                     allow_redirects=False)
         except requests.Timeout as exc:
             raise BackendTimeout(f"no answer within {timeout_s:g} s") from exc
         except requests.RequestException as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -78,13 +79,16 @@ def app_create(request: HttpRequest, org: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
-            app = services.app_create(
-                publisher=organization, user=request.user, name=d["name"], category=d["category"],  # type: ignore[arg-type]
-                description=d["description"], input_schema=d["input_schema"], output_schema=d["output_schema"],
-                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"])
-            _version, secret = services.app_version_add(
-                app=app, user=request.user,  # type: ignore[arg-type]
-                kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO, endpoint_url=d["endpoint_url"])
+            with transaction.atomic():  # an app whose version is refused is not kept
+                app = services.app_create(
+                    publisher=organization, user=request.user, name=d["name"],  # type: ignore[arg-type]
+                    category=d["category"], description=d["description"], input_schema=d["input_schema"],
+                    output_schema=d["output_schema"], price_per_call_micros=to_micros(d["price_per_call"]),
+                    visibility=d["visibility"])
+                _version, secret = services.app_version_add(
+                    app=app, user=request.user,  # type: ignore[arg-type]
+                    kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO,
+                    endpoint_url=d["endpoint_url"])
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:

@@ -27,3 +27,11 @@ def hours(minutes: int) -> int:
 def minutes_part(minutes: int) -> int:
     """Minutes left over after whole hours."""
     return int(minutes or 0) % 60
+
+
+@register.filter
+def pretty_json(value: object) -> str:
+    """Indented JSON (UTF-8 kept) for showing API payloads in the console."""
+    import json
+
+    return json.dumps(value, ensure_ascii=False, indent=2, sort_keys=True)

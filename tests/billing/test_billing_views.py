@@ -136,3 +136,13 @@ def test_staff_adjustment_needs_a_reason_and_posts_a_balanced_transaction(client
     assert AuditEvent.objects.filter(action="billing.adjustment", staff=True).count() == 1
     # the ledger itself is read-only in the admin
     assert client.get(reverse("admin:billing_ledgertransaction_add")).status_code == 403
+
+
+def test_absurd_calculator_inputs_get_a_form_error_not_a_server_error(client):
+    seed_price_book()
+    params = {"gpu_type": "A100-80G-SXM", "gpus": 8, "months": 36, "utilization": 60, "server_overhead": 35,
+              "pue": "1.5", "power_price": "0.80", "staff_monthly": 20000}
+    for field in ("card_price", "staff_monthly", "power_price"):
+        response = client.get(reverse("pricing"), {**params, field: "1e30"})
+        assert response.status_code == 400, field
+        assert "Ensure this value is less than or equal to" in response.content.decode()

@@ -235,3 +235,25 @@ def test_list_pages_and_endpoints_use_a_fixed_number_of_queries(
     few = counts()
     launch(6)
     assert counts() == few
+
+
+@pytest.mark.parametrize(("raw", "field"), [
+    ('{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [%d], "hyperparameters": {"lr": 1e400}}',
+     "hyperparameters"),
+    ('{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [99999999999999999999]}',
+     "dataset_version_ids"),
+])
+def test_out_of_range_numbers_are_refused_with_the_envelope(alice: Any, funded: Any, licensed: Any, nodes: Any,
+                                                            raw: str, field: str) -> None:
+    from rest_framework.test import APIClient
+
+    from instances.models import Instance
+
+    api = APIClient()
+    api.force_authenticate(alice)
+    body = raw % licensed.pk if "%d" in raw else raw
+    resp = api.post("/api/v1/jobs", body, content_type="application/json")
+    assert resp.status_code == 400, resp.content[:300]
+    error = resp.json()["error"]
+    assert field in str(error)
+    assert Instance.objects.count() == 0

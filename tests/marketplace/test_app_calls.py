@@ -233,3 +233,53 @@ def test_app_slugs_never_hide_other_routes(alice, alice_org):
     app = services.app_create(publisher=alice_org, user=alice, name="Publish", category="general", description="",
                               input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0)
     assert app.slug == "publish-app"
+
+
+def test_endpoints_on_private_or_link_local_addresses_are_refused(alice, alice_org, settings):
+    settings.APP_ALLOW_HTTP_ENDPOINTS = False
+    app = services.app_create(publisher=alice_org, user=alice, name="Probe", category="general", description="",
+                              input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0)
+    for url in ["https://169.254.169.254/latest", "https://127.0.0.1/x", "https://10.0.0.8/x", "https://[::1]/x"]:
+        with pytest.raises(services.MarketplaceError, match="is not a public address"):
+            services.app_version_add(app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url=url)
+    assert app.versions.count() == 0
+
+
+def test_a_refused_endpoint_in_the_console_creates_no_app(client, alice, alice_org, settings):
+    from django.urls import reverse
+
+    from portal.marketplace.models import App
+
+    settings.APP_ALLOW_HTTP_ENDPOINTS = False
+    client.force_login(alice)
+    response = client.post(reverse("app_create", args=[alice_org.slug]), {
+        "name": "bad", "category": "general", "price_per_call": "0", "visibility": "private",
+        "input_schema": json.dumps(SCHEMA_IN), "output_schema": json.dumps(SCHEMA_OUT),
+        "endpoint_url": "https://169.254.169.254/latest"})
+    assert response.status_code == 400 and "is not a public address" in response.content.decode()
+    assert App.objects.count() == 0
+
+
+def test_deep_or_huge_inputs_get_clear_errors_that_do_not_echo_the_input(alice, alice_org, caller, charlie):
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    client = _api(charlie, caller)
+    deep = "[" * 30000 + "]" * 30000
+    response = client.post(f"/api/v1/apps/{app.slug}/invoke", deep, content_type="application/json")
+    assert response.status_code == 400 and response.json()["error"]["code"] == "invalid_json"
+    response = client.post(f"/api/v1/apps/{app.slug}/invoke", {"text": "z" * 20000}, format="json")
+    assert response.status_code == 422 and len(response.content) < 1500
+    assert AppCall.objects.count() == 0
+
+
+def test_a_publisher_can_try_a_draft_app_and_empty_objects_are_valid_input(client, alice, alice_org):
+    from django.urls import reverse
+
+    wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="t")
+    app, _, _ = _app(alice, alice_org)
+    client.force_login(alice)
+    result = client.post(reverse("app_try", args=[alice_org.slug, app.slug]), {"payload": "{}"}).content.decode()
+    assert "This field is required." not in result
+    assert "$: &#x27;text&#x27; is a required property" in result
+    ok = client.post(reverse("app_try", args=[alice_org.slug, app.slug]), {"payload": '{"text": "hi"}'})
+    assert '"text": "hi"' in ok.content.decode().replace("&quot;", '"')

@@ -201,3 +201,11 @@ def test_every_catalogue_entry_is_translated():
     untranslated = re.findall(r'msgid ("(?:[^"\\]|\\.)+")\nmsgstr ""\n(?!")', po + "\n")
     assert untranslated == []
     assert "#, fuzzy" not in po
+
+
+def test_an_oversized_api_body_gets_413_in_the_envelope(alice, alice_org):
+    token = api_token_create(user=alice, organization=alice_org, name="w", scope=TokenScope.WRITE)
+    client = _client(token.plaintext)
+    response = client.post("/api/v1/jobs", '{"x": "' + "a" * (3 * 1024 * 1024) + '"}', content_type="application/json")
+    assert response.status_code == 413
+    assert response.json()["error"]["code"] == "body_too_large"

@@ -175,3 +175,20 @@ def test_a_post_without_csrf_is_refused_and_writes_nothing():
                                                     "password2": "correct horse battery 9"})
     assert response.status_code == 403
     assert not User.objects.filter(email="eve@example.com").exists()
+
+
+def test_login_and_lockout_ignore_the_case_of_the_address(client, alice):
+    url = reverse("login")
+    response = client.post(url, {"username": "ALICE@Example.com", "password": "correct horse battery 9"})
+    assert response.status_code == 302 and client.session["_auth_user_id"] == str(alice.pk)
+    client.logout()
+    for variant in ["Alice@example.com", "ALICE@EXAMPLE.COM", "alice@example.com", "aLiCe@example.com",
+                    "alice@EXAMPLE.com"]:
+        client.post(url, {"username": variant, "password": "wrong"})
+    assert client.post(url, {"username": "Alice@Example.com", "password": "wrong"}).status_code == 429
+
+
+def test_plus_addresses_sign_up(client):
+    response = _signup(client, email="dora+ml@example.com")
+    assert response.status_code == 302
+    assert User.objects.filter(email="dora+ml@example.com").exists()
