@@ -172,7 +172,7 @@ class PublisherRevenue(APIView):
 class PublishSerializer(serializers.Serializer[dict[str, Any]]):
     job_id = serializers.IntegerField(min_value=1)
     checkpoint_id = serializers.IntegerField(min_value=1)
-    app = serializers.SlugField(required=False, default="", allow_blank=True,
+    app = serializers.SlugField(required=False,
                                 help_text="add a version to this app of yours instead of creating one")
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=100)
     category = serializers.ChoiceField(choices=AppCategory.choices, default=AppCategory.GENERAL)
@@ -201,7 +201,7 @@ class AppPublish(APIView):
                 organization=org, user=request.user, job_id=d["job_id"],  # type: ignore[arg-type]
                 checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
                 description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),
-                visibility=d["visibility"], app_slug=d["app"])
+                visibility=d["visibility"], app_slug=d.get("app", ""))
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         version = app.versions.order_by("-number").first()
