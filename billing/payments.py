@@ -5,7 +5,7 @@ Session with that key. Money arrives only through ``stripe_event_handle`` for a 
 ``checkout.session.completed`` with ``payment_status == "paid"``; the ledger posting's idempotency key
 ``topup:<id>`` makes any number of deliveries, in any order, credit once. ``charge.refunded`` and
 ``charge.dispute.created`` debit the paid balance; if they arrive before the payment's completion they
-wait in ``PendingRefund`` and are applied right after the credit.
+wait in ``PaymentReversal`` and are applied right after the credit.
 """
 
 from __future__ import annotations
