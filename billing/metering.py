@@ -188,13 +188,17 @@ class Burn:
     instance_ids: tuple[int, ...]
 
 
-def burn_rates(*, now: datetime | None = None) -> dict[int, Burn]:
-    """Spend per minute of every organization with running instances (set-based)."""
+def burn_rates(*, now: datetime | None = None, organization: Organization | None = None) -> dict[int, Burn]:
+    """Spend per minute of every organization with running instances (set-based), or of one organization
+    (the dashboard asks for its own only)."""
     from instances.selectors import run_segments_overlapping
 
     now = now or timezone.now()
     current = floor_minute(now)
-    segments = [s for s in run_segments_overlapping(current, current + MINUTE) if s["ended_at"] is None]
+    rows = run_segments_overlapping(current, current + MINUTE).filter(ended_at__isnull=True)
+    if organization is not None:
+        rows = rows.filter(instance__organization_id=organization.pk)
+    segments = list(rows)
     prices = _PriceBook({(s["gpu_type"], s["mode"]) for s in segments})
     per_org: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for s in segments:

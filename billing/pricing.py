@@ -18,6 +18,7 @@ from django.utils import timezone
 from billing.choices import RentalMode
 from billing.models import GpuPrice
 from billing.money import round_micros, to_micros
+from portal.audit import audit_log
 
 if TYPE_CHECKING:
     from portal.models import User
@@ -68,7 +69,6 @@ def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetim
 def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
                   created_by: User | None = None) -> GpuPrice:
     """Add a price-book row (a price change never rewrites past rows)."""
-    from portal.audit import audit_log
 
     with transaction.atomic():
         row = GpuPrice.objects.create(

@@ -7,9 +7,11 @@ import csv
 import io
 import zoneinfo
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Max, Min, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
 
 from billing.choices import TransactionKind
 from billing.models import LedgerEntry, UsageRecord
@@ -110,10 +112,7 @@ def statement_csv(statement: Statement) -> str:
 
 def daily_cost(*, organization: Organization, days: int = 30, tz_name: str = "Asia/Shanghai") -> list[tuple[str, int]]:
     """Usage cost per day (micro-CNY) for the last ``days`` days, oldest first, for the wallet chart."""
-    from datetime import timedelta
 
-    from django.db.models.functions import TruncDate
-    from django.utils import timezone
 
     tz = zoneinfo.ZoneInfo(tz_name)
     today = timezone.now().astimezone(tz).date()

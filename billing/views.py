@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 
 import stripe
 from django.contrib import messages
@@ -15,7 +16,14 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
+from billing.forms import TcoForm
+from billing.money import from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
+from billing.pricing import DEFAULT_PRICES, PriceNotFound, gpu_price_at
+from billing.statements import statement_build, statement_csv
+from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
+from portal.charts import line_chart
+from portal.htmx import is_partial
 from portal.selectors import organization_for_user
 
 log = logging.getLogger(__name__)
@@ -67,13 +75,7 @@ def stripe_webhook(request: HttpRequest) -> HttpResponse:
 
 def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
-    from decimal import Decimal
 
-    from billing.forms import TcoForm
-    from billing.money import from_micros
-    from billing.pricing import DEFAULT_PRICES, PriceNotFound, gpu_price_at
-    from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
-    from portal.charts import line_chart
 
     rows = []
     for gpu_type in DEFAULT_PRICES:
@@ -103,15 +105,13 @@ def pricing(request: HttpRequest) -> HttpResponse:
         chart = line_chart({"buy": [(m, float(v)) for m, v in result.buy_curve],
                             "rent": [(m, float(v)) for m, v in result.rent_curve]})
     context = {"rows": rows, "form": form, "result": result, "chart": chart}
-    partial = bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
-    return render(request, "billing/tco_result.html" if partial else "billing/pricing.html", context,
+    return render(request, "billing/tco_result.html" if is_partial(request) else "billing/pricing.html", context,
                   status=400 if form.is_bound and form.errors else 200)
 
 
 @login_required
 def statement(request: HttpRequest, org: str, year: int, month: int) -> HttpResponse:
     """A month's statement as a page, or as CSV with ``?format=csv``."""
-    from billing.statements import statement_build, statement_csv
 
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     try:

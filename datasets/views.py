@@ -24,13 +24,11 @@ from datasets.errors import DatasetError, DatasetNotFound
 from datasets.forms import AgreementForm, CatalogFilterForm, MountForm, UploadForm
 from datasets.models import Dataset, DatasetVersion, LicenseVersion
 from datasets.uploads import SizeLimitUploadHandler
+from portal.htmx import is_partial
 from portal.selectors import organization_for_user
 
 PAGE_SIZE = 20
 
-
-def _partial(request: HttpRequest) -> bool:
-    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
 
 
 def _truthy(value: Any) -> bool:
@@ -70,7 +68,7 @@ def catalog(request: HttpRequest, org: str) -> HttpResponse:
     page = Paginator(qs, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [(d, max(d.versions.all(), key=lambda v: v.number, default=None)) for d in page.object_list]
     context = {"org": organization, "form": form, "page": page, "rows": rows, "query": request.GET.urlencode()}
-    template = "datasets/catalog_table.html" if _partial(request) else "datasets/catalog.html"
+    template = "datasets/catalog_table.html" if is_partial(request) else "datasets/catalog.html"
     return render(request, template, context)
 
 
@@ -100,7 +98,7 @@ def dataset_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
             revoked=selectors.revocation_for(organization, dataset) if needs else None,
             mount_form=MountForm(initial={"version": version.pk}),
         )
-    template = "datasets/dataset_status.html" if _partial(request) else "datasets/dataset_detail.html"
+    template = "datasets/dataset_status.html" if is_partial(request) else "datasets/dataset_detail.html"
     return render(request, template, context)
 
 
@@ -145,7 +143,7 @@ def agreement_modal(request: HttpRequest, org: str, pk: int) -> HttpResponse:
             error = _("The form was not valid; reload the page and try again.")
     form = AgreementForm(initial={"license_version": required.pk, "text_sha256": required.text_sha256})
     context = {"org": organization, "dataset": dataset, "license_version": required, "form": form, "error": error}
-    template = "datasets/agreement_modal.html" if _partial(request) else "datasets/agreement_page.html"
+    template = "datasets/agreement_modal.html" if is_partial(request) else "datasets/agreement_page.html"
     return render(request, template, context, status=400 if error else 200)
 
 
@@ -240,5 +238,5 @@ def upload_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
             messages.error(request, str(exc))
         return redirect("upload_detail", org=organization.slug, pk=upload.pk)
     context = {"org": organization, "upload": upload}
-    template = "datasets/upload_progress.html" if _partial(request) else "datasets/upload_detail.html"
+    template = "datasets/upload_progress.html" if is_partial(request) else "datasets/upload_detail.html"
     return render(request, template, context)

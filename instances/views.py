@@ -24,12 +24,9 @@ from instances import selectors, services
 from instances.charts import svg_line_chart
 from instances.forms import InstanceLaunchForm, JobLaunchForm
 from instances.models import GpuType, Instance, TrainingJob
+from portal.htmx import is_partial
 from portal.models import Organization
 from portal.selectors import get_scoped_or_404, organization_for_user
-
-
-def _partial(request: HttpRequest) -> bool:
-    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
 
 
 def _org(request: HttpRequest, slug: str) -> Organization:
@@ -83,7 +80,7 @@ def launch_quote(request: HttpRequest, org: str) -> HttpResponse:
 def instance_list(request: HttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     ctx = {"org": organization, "instances": selectors.instances_for_org(organization)[:100]}
-    return render(request, "instances/instance_table.html" if _partial(request) else "instances/instance_list.html",
+    return render(request, "instances/instance_table.html" if is_partial(request) else "instances/instance_list.html",
                   ctx)
 
 
@@ -115,8 +112,8 @@ def instance_new(request: HttpRequest, org: str) -> HttpResponse:
 def instance_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
     ctx = {"org": organization, "instance": instance, "transitions": instance.transitions.order_by("-id")[:50]}
-    return render(request, "instances/instance_status.html" if _partial(request) else "instances/instance_detail.html",
-                  ctx)
+    template = "instances/instance_status.html" if is_partial(request) else "instances/instance_detail.html"
+    return render(request, template, ctx)
 
 
 @login_required
@@ -139,7 +136,7 @@ def instance_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 def job_list(request: HttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     ctx = {"org": organization, "jobs": selectors.jobs_for_org(organization)[:100]}
-    return render(request, "instances/job_table.html" if _partial(request) else "instances/job_list.html", ctx)
+    return render(request, "instances/job_table.html" if is_partial(request) else "instances/job_list.html", ctx)
 
 
 @login_required
@@ -170,7 +167,7 @@ def job_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
         "logs": selectors.job_logs_tail(job, lines=60),
         "last": curve[-1] if curve else None,
     }
-    return render(request, "instances/job_status.html" if _partial(request) else "instances/job_detail.html", ctx)
+    return render(request, "instances/job_status.html" if is_partial(request) else "instances/job_detail.html", ctx)
 
 
 @login_required

@@ -20,7 +20,7 @@ from billing.choices import GrantKind
 from billing.money import to_micros
 from billing.services import credit_grant_create, wallet_create
 from portal.audit import audit_log
-from portal.choices import Role, TokenScope
+from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.models import ApiToken, Membership, Organization, TrialClaim, User
 
 VERIFY_SALT = "portal.email-verification"
@@ -219,7 +219,6 @@ class MembershipError(Exception):
 
 
 def _require_manager(organization: Organization, user: User) -> None:
-    from portal.choices import MANAGER_ROLES
 
     if not Membership.objects.filter(organization=organization, user=user, role__in=MANAGER_ROLES).exists():
         raise MembershipError(_("Only owners and admins can manage members."))

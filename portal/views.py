@@ -26,22 +26,25 @@ from billing import stripe_gateway
 from billing.metering import burn_rates
 from billing.notices import open_notice
 from billing.selectors import ledger_lines, wallet_balance
-from portal.choices import Role, TokenScope
-from portal.forms import ApiTokenForm, SignupForm
+from billing.statements import daily_cost
+from portal.charts import bar_chart
+from portal.choices import MANAGER_ROLES, Role, TokenScope
+from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
+from portal.htmx import is_partial
 from portal.models import User
 from portal.selectors import api_tokens_for_user, organization_for_user
 from portal.services import (
+    MembershipError,
     VerificationError,
     api_token_create,
     api_token_revoke,
     email_verify,
+    membership_invite,
+    membership_remove,
+    organization_create,
     send_verification_email,
     user_signup,
 )
-
-
-def _partial(request: HttpRequest) -> bool:
-    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
 
 
 def signup(request: HttpRequest) -> HttpResponse:
@@ -99,7 +102,7 @@ def home(request: HttpRequest) -> HttpResponse:
 def dashboard(request: HttpRequest, org: str) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     balance = wallet_balance(organization=organization)
-    burn = burn_rates().get(organization.pk)
+    burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
     runway_minutes = balance.total_micros // burn.per_minute_micros if burn and burn.per_minute_micros else None
     context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
@@ -120,16 +123,14 @@ def wallet(request: HttpRequest, org: str) -> HttpResponse:
         "topup_min": settings.TOP_UP_MIN,
         "topup_max": settings.TOP_UP_MAX,
     }
-    if not _partial(request):
-        from billing.statements import daily_cost
-        from portal.charts import bar_chart
+    if not is_partial(request):
 
         costs = daily_cost(organization=organization, tz_name=request.user.timezone)  # type: ignore[union-attr]
         context["usage_chart"] = bar_chart([(d, micros / 1_000_000) for d, micros in costs])
         now = timezone.localtime()
         months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
         context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
-    template = "portal/wallet_table.html" if _partial(request) else "portal/wallet.html"
+    template = "portal/wallet_table.html" if is_partial(request) else "portal/wallet.html"
     return render(request, template, context)
 
 
@@ -158,7 +159,7 @@ def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
     if token is None:  # another user's token is indistinguishable from a missing one
         raise Http404("token not found")
     api_token_revoke(token=token, acting_user=user)
-    if _partial(request):
+    if is_partial(request):
         return render(request, "portal/token_row.html", {"token": token})
     messages.success(request, _("Token revoked."))
     return HttpResponseRedirect(reverse("api_tokens"))
@@ -174,9 +175,6 @@ def placeholder(request: HttpRequest, org: str, section: str = "") -> HttpRespon
 @login_required
 def members(request: HttpRequest, org: str) -> HttpResponse:
     """The organization's members; owners and admins add existing accounts and remove members."""
-    from portal.choices import MANAGER_ROLES
-    from portal.forms import MemberForm
-    from portal.services import MembershipError, membership_invite
 
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     form = MemberForm(request.POST or None)
@@ -199,7 +197,6 @@ def members(request: HttpRequest, org: str) -> HttpResponse:
 @login_required
 @require_POST
 def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
-    from portal.services import MembershipError, membership_remove
 
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     membership = organization.memberships.filter(pk=pk).first()
@@ -219,8 +216,6 @@ def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 @login_required
 def organization_new(request: HttpRequest) -> HttpResponse:
     """Create a team organization (with its own wallet) owned by the current user."""
-    from portal.forms import OrganizationForm
-    from portal.services import organization_create
 
     form = OrganizationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():

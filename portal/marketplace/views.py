@@ -14,15 +14,12 @@ from django.views.decorators.http import require_POST
 
 from billing.money import to_micros
 from portal.charts import bar_chart
+from portal.htmx import is_partial
 from portal.marketplace import services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, PublishForm, TryForm
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, usage_per_day
 from portal.selectors import organization_for_user
-
-
-def _partial(request: HttpRequest) -> bool:
-    return bool(request.htmx and not request.htmx.boosted)  # type: ignore[attr-defined]
 
 
 @login_required
@@ -37,7 +34,8 @@ def app_list(request: HttpRequest, org: str) -> HttpResponse:
         qs = qs.filter(category=category)
     page = Paginator(qs.order_by("name", "id"), 20).get_page(request.GET.get("page"))
     context = {"org": organization, "page": page, "q": q, "category": category, "categories": AppCategory.choices}
-    return render(request, "marketplace/app_table.html" if _partial(request) else "marketplace/app_list.html", context)
+    template = "marketplace/app_table.html" if is_partial(request) else "marketplace/app_list.html"
+    return render(request, template, context)
 
 
 @login_required
