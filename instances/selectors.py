@@ -92,6 +92,11 @@ def newest_complete_checkpoint(job: TrainingJob) -> Checkpoint | None:
     return job.checkpoints.filter(complete=True, rolled_back=False).order_by("-step").first()
 
 
+def checkpoint_by_id(checkpoint_id: int) -> Checkpoint:
+    """One checkpoint by id, for internal tasks that already checked ownership (raises DoesNotExist)."""
+    return Checkpoint.objects.select_related("job").get(pk=checkpoint_id)
+
+
 def checkpoints_of(job: TrainingJob) -> QuerySet[Checkpoint]:
     """The job's checkpoints, newest step first."""
     return job.checkpoints.order_by("-step")

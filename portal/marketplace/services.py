@@ -487,7 +487,7 @@ def app_version_build(*, version_id: int) -> AppVersion:
     audit row and raises ``BuildFailed``.
     """
     from instances.inference import export_checkpoint
-    from instances.models import Checkpoint
+    from instances.selectors import checkpoint_by_id
 
     version = AppVersion.objects.select_related("app").get(pk=version_id)
     if version.status != VersionStatus.BUILDING or version.kind != ServingKind.CHECKPOINT:
@@ -495,7 +495,7 @@ def app_version_build(*, version_id: int) -> AppVersion:
     stage = "export"
     deployment: dict[str, Any] = {}
     try:
-        checkpoint = Checkpoint.objects.get(pk=int(version.checkpoint_ref.removeprefix(CHECKPOINT_REF)))
+        checkpoint = checkpoint_by_id(int(version.checkpoint_ref.removeprefix(CHECKPOINT_REF)))
         out_dir = Path(settings.DATA_DIR) / "apps" / version.app.slug / f"v{version.number}"
         _set_progress(version_id, stage, 5)
         export_checkpoint(checkpoint.location, out_dir,

@@ -89,7 +89,7 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
             raise BackendError("endpoint answered JSON that is not an object")
         return data
     if version.kind == ServingKind.CHECKPOINT:
-        from instances import inference  # type: ignore[attr-defined,unused-ignore]  # the serving interface
+        from instances import inference  # the instances app's serving interface (imports torch: keep lazy)
 
         try:
             return inference.generate(deployment=version.deployment, payload=payload, timeout_s=timeout_s)

@@ -74,6 +74,11 @@ def test_the_admin_shows_agreements_read_only(admin_client: Any, alice: Any, ali
     response = admin_client.get(f"/admin/datasets/agreement/{agreement.pk}/change/")
     assert response.status_code == 200 and b'name="_save"' not in response.content
     assert admin_client.post(f"/admin/datasets/agreement/{agreement.pk}/delete/", {"post": "yes"}).status_code == 403
+    admin_client.post(f"/admin/datasets/agreement/{agreement.pk}/change/", {"ip": "10.0.0.1"})
+    before = (agreement.ip, agreement.text_sha256, agreement.accepted_at)
+    agreement.refresh_from_db()
+    assert (agreement.ip, agreement.text_sha256, agreement.accepted_at) == before
+    assert type(agreement).objects.filter(pk=agreement.pk).exists()
 
 
 def test_staff_revoke_access_by_adding_an_audited_row(admin_client: Any, admin_user: Any, alice: Any,

@@ -186,6 +186,9 @@ def test_login_and_lockout_ignore_the_case_of_the_address(client, alice):
                     "alice@EXAMPLE.com"]:
         client.post(url, {"username": variant, "password": "wrong"})
     assert client.post(url, {"username": "Alice@Example.com", "password": "wrong"}).status_code == 429
+    locked = client.post(url, {"username": "ALICE@example.com", "password": "correct horse battery 9"})
+    assert locked.status_code == 429
+    assert "_auth_user_id" not in client.session
 
 
 def test_plus_addresses_sign_up(client):
