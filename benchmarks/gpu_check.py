@@ -1,0 +1,528 @@
+"""One end-to-end check of the training runtime and the inference export on a GPU (prints figures).
+
+    benchmarks/gpu_check.sh [--cpu] [--out DIR] [--steps N] [--corpus FILE] [--deterministic] [--skip-export]
+
+Not part of the test suite; run on purpose on a machine with an NVIDIA GPU (``--cpu`` runs the same
+sequence with a tiny model on CPU, to check the script itself). Pure PyTorch + tokenizers: no Django.
+
+Sequence (every training run is ``torchrun --nproc-per-node 1 --standalone -m instances.runtime``, engine
+FSDP2, NCCL + gloo on GPU, ``mixed_precision`` bf16, which applies on GPU only):
+
+1. data: a byte-level BPE tokenizer trained on a slice of the legal corpus, and token shards of that slice;
+2. run A, uninterrupted: ``--steps`` optimizer steps, an interval DCP checkpoint every ``--every`` steps
+   (async), the final one sync; tokens/s from the progress events (one per step), checkpoint save time
+   from the gap between the progress event of a step and the checkpoint event of that step;
+3. run B, interrupted: the same config; SIGTERM to the whole torchrun process group once the first
+   interval checkpoint is committed (the runtime saves at its current step and exits 85), then the same
+   command again, which resumes from that checkpoint and runs to ``--steps``; the losses of every step
+   after the resume point are compared with run A's (on GPU bitwise equality is not promised), and so are
+   the losses of run B before its interrupt (the same config run twice: the run-to-run noise floor);
+   ``--deterministic`` starts the runtime through an entry script that first calls
+   ``torch.use_deterministic_algorithms(True, warn_only=True)`` (the runtime itself has no such setting);
+4. ``python -m instances.inference export`` of run A's final checkpoint, then greedy generation from the
+   export: through ``instances.inference.Generator`` (the server's code path) and, on GPU, the same
+   ``model.generate`` call with the exported model moved to CUDA (the Generator itself loads on CPU).
+
+Figures go to stdout and ``{out}/gpu_check.json``; the torchrun logs are copied to ``{out}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+CORPUS_NAME = "legal_zh_lawrefbook.jsonl"
+PROMPT = "中华人民共和国刑法\n第一条 为了惩罚犯罪，保护人民，根据宪法，"
+
+
+def default_corpus() -> Path:
+    """The legal corpus: ``$PORTAL_CORPORA_DIR/legal``, ``../shared/corpora/legal`` or ``.gpucheck/`` in the repo."""
+    candidates = [
+        Path(os.environ["PORTAL_CORPORA_DIR"]) / "legal" / CORPUS_NAME
+        if os.environ.get("PORTAL_CORPORA_DIR")
+        else None,
+        REPO.parent / "shared" / "corpora" / "legal" / CORPUS_NAME,
+        REPO / ".gpucheck" / CORPUS_NAME,
+    ]
+    for c in candidates:
+        if c is not None and c.is_file():
+            return c
+    raise SystemExit(f"legal corpus not found; tried {[str(c) for c in candidates if c]} (use --corpus)")
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def make_data(root: Path, corpus: Path, *, text_bytes: int, vocab: int) -> Path:
+    """Tokenizer + shards of the first ``text_bytes`` UTF-8 bytes of ``corpus``; returns the shard folder."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from instances.runtime.shards import ShardWriter
+
+    texts, size = [], 0
+    with open(corpus, encoding="utf-8") as fh:
+        for line in fh:
+            texts.append(json.loads(line)["text"])
+            size += len(texts[-1].encode())
+            if size >= text_bytes:
+                break
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=vocab, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
+    out = root / "shards"
+    out.mkdir()
+    tok.save(str(out / "tokenizer.json"))
+    with ShardWriter(
+        out, vocab_size=tok.get_vocab_size(), eos_id=tok.token_to_id("<eos>"), tokenizer_file="tokenizer.json"
+    ) as w:
+        for enc in tok.encode_batch(texts):
+            w.add_document(enc.ids)
+    return out
+
+
+def read_events(workdir: Path) -> list[dict[str, Any]]:
+    path = workdir / "events.jsonl"
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        with contextlib.suppress(json.JSONDecodeError):  # a line being written
+            out.append(json.loads(line))
+    return out
+
+
+def ts(event: dict[str, Any]) -> float:
+    return datetime.fromisoformat(event["time"].replace("Z", "+00:00")).timestamp()
+
+
+class Run:
+    """One torchrun launch of the runtime in its own process session (so SIGTERM reaches the whole group)."""
+
+    def __init__(
+        self, cfg: dict[str, Any], workdir: Path, out: Path, name: str, env: dict[str, str], entry: Path | None
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.workdir = workdir
+        cfg_path = workdir / "job.json"
+        cfg_path.write_text(json.dumps({**cfg, "workdir": str(workdir)}))
+        self.log_path = out / f"torchrun-{name}.log"
+        self._fh = open(self.log_path, "w")  # noqa: SIM115 - closed in wait()
+        cmd = [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--nproc-per-node",
+            "1",
+            "--standalone",
+            *([str(entry)] if entry else ["-m", "instances.runtime"]),
+            "--config",
+            str(cfg_path),
+        ]
+        self.t0 = time.time()
+        self.proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=self._fh, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+    def wait(self, timeout: float) -> int:
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+            rc = -9
+        self._fh.close()
+        self.wall_s = time.time() - self.t0
+        return rc
+
+    def tail(self, chars: int = 3000) -> str:
+        return self.log_path.read_text(errors="replace")[-chars:]
+
+
+def progress_by_step(events: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """step -> the last progress event of that step."""
+    return {e["step"]: e for e in events if e["type"] == "progress"}
+
+
+def train_figures(events: list[dict[str, Any]], tokens_per_step: int) -> dict[str, Any]:
+    """Throughput and checkpoint timings of one uninterrupted run's events."""
+    prog = progress_by_step(events)
+    ckpts = [e for e in events if e["type"] == "checkpoint"]
+    ckpt_steps = {e["step"] for e in ckpts}
+    steps = sorted(prog)
+    # per-step durations from consecutive progress events; skip the first 3 (warm-up, allocator, autotuning)
+    # and the steps right after a save (their duration holds the time training was blocked by the save)
+    durations = {s: ts(prog[s]) - ts(prog[s - 1]) for s in steps if s - 1 in prog}
+    clean = [d for s, d in durations.items() if s > 3 and (s - 1) not in ckpt_steps]
+    median = statistics.median(clean) if clean else float("nan")
+    first, last = steps[min(3, len(steps) - 1)], steps[-1]
+    span = ts(prog[last]) - ts(prog[first])
+    saves = []
+    for e in ckpts:
+        if e["step"] not in prog:
+            continue
+        blocked = durations.get(e["step"] + 1)
+        saves.append(
+            {
+                "step": e["step"],
+                "bytes": e["bytes"],
+                "committed_after_s": round(ts(e) - ts(prog[e["step"]]), 3),
+                "next_step_s": round(blocked, 3) if blocked is not None else None,
+                "training_blocked_s": round(blocked - median, 3) if blocked is not None else None,
+            }
+        )
+    return {
+        "steps": len(steps),
+        "median_step_s": round(median, 4),
+        "tokens_per_s_median_step": round(tokens_per_step / median, 1),
+        "tokens_per_s_overall": round(tokens_per_step * (last - first) / span, 1) if span > 0 else None,
+        "saves": saves,
+    }
+
+
+def gpu_identity() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"torch": torch.__version__, "cuda_available": torch.cuda.is_available()}
+    if torch.cuda.is_available():
+        info["torch_cuda"] = torch.version.cuda
+        info["device_name"] = torch.cuda.get_device_name(0)
+    try:
+        smi = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            timeout=20,
+        )
+        info["nvidia_smi"] = smi.stdout.strip() or smi.stderr.strip()
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        info["nvidia_smi"] = f"unavailable: {exc}"
+    return info
+
+
+def time_generation(generate: Any, runs: int) -> dict[str, Any]:
+    """Call ``generate() -> (text, new tokens)`` once to warm up, then ``runs`` times; best tokens/s."""
+    generate()
+    best: tuple[float, int, str] | None = None
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        text, n = generate()
+        dt = time.perf_counter() - t0
+        if best is None or n / dt > best[1] / best[0]:
+            best = (dt, n, text)
+    assert best is not None
+    dt, n, text = best
+    return {"new_tokens": n, "seconds": round(dt, 3), "tokens_per_s": round(n / dt, 1), "text": text[:200]}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cpu", action="store_true", help="hide the GPU; tiny model and sizes (checks the script)")
+    parser.add_argument("--out", default=os.environ.get("OUT") or "", help="where logs and gpu_check.json go")
+    parser.add_argument("--corpus", default="", help=f"the legal corpus file ({CORPUS_NAME})")
+    parser.add_argument("--workdir", default="", help="scratch folder (default: a temp dir)")
+    parser.add_argument("--preset", default="", help="model preset (default gpt2-small on GPU, tiny with --cpu)")
+    parser.add_argument("--steps", type=int, default=0, help="optimizer steps of the full run")
+    parser.add_argument("--every", type=int, default=0, help="interval checkpoint every N steps")
+    parser.add_argument("--seq-len", type=int, default=0)
+    parser.add_argument("--micro-batch", type=int, default=0)
+    parser.add_argument("--new-tokens", type=int, default=128, help="tokens per generation")
+    parser.add_argument(
+        "--deterministic",
+        action="store_true",
+        help="start the runtime through an entry script that calls torch.use_deterministic_algorithms(True, "
+        "warn_only=True) first, with CUBLAS_WORKSPACE_CONFIG=:4096:8 (the runtime has no such setting)",
+    )
+    parser.add_argument("--skip-export", action="store_true", help="stop after the training runs")
+    parser.add_argument("--run-timeout", type=float, default=240.0, help="seconds before a torchrun run is killed")
+    args = parser.parse_args()
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONUNBUFFERED": "1",
+    }
+    for key in ("MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        env.pop(key, None)
+    if args.cpu:
+        os.environ["CUDA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"] = ""
+        env.setdefault("OMP_NUM_THREADS", str(os.cpu_count() or 1))
+    import torch
+
+    gpu = torch.cuda.is_available()
+    preset = args.preset or ("gpt2-small" if gpu else "tiny")
+    steps = args.steps or (60 if gpu else 14)
+    every = args.every or (20 if gpu else 4)
+    seq_len = args.seq_len or (1024 if gpu else 64)
+    micro_batch = args.micro_batch or (32 if gpu else 4)
+    text_bytes, vocab = (8_000_000, 8192) if gpu else (600_000, 1024)
+
+    out = Path(args.out or tempfile.mkdtemp(prefix="gpu-check-out-"))
+    out.mkdir(parents=True, exist_ok=True)
+    root = Path(args.workdir or tempfile.mkdtemp(prefix="gpu-check-"))
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("ckpt-a", "ckpt-b", "work-a", "work-b", "export"):  # a reused scratch folder starts clean
+        shutil.rmtree(root / name, ignore_errors=True)
+    entry: Path | None = None
+    if args.deterministic:
+        env["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        entry = root / "deterministic_entry.py"
+        entry.write_text(
+            "import sys\nimport torch\ntorch.use_deterministic_algorithms(True, warn_only=True)\n"
+            "from instances.runtime.__main__ import main\nsys.exit(main())\n"
+        )
+    corpus = Path(args.corpus) if args.corpus else default_corpus()
+    figures: dict[str, Any] = {"mode": "gpu" if gpu else "cpu", "deterministic": args.deterministic, **gpu_identity()}
+    failures: list[str] = []
+    log(f"== gpu_check: {json.dumps(figures, ensure_ascii=False)}")
+    log(f"scratch {root}, output {out}, corpus {corpus}")
+
+    t0 = time.perf_counter()
+    shards = root / "shards"
+    if not (shards / "index.json").is_file():  # reused from an earlier run in the same --workdir
+        shutil.rmtree(shards, ignore_errors=True)
+        shards = make_data(root, corpus, text_bytes=text_bytes, vocab=vocab)
+    index = json.loads((shards / "index.json").read_text())
+    log(f"data: {index['tokens']} tokens, vocab {index['vocab_size']}, in {time.perf_counter() - t0:.1f} s")
+    figures["data"] = {"tokens": index["tokens"], "vocab": index["vocab_size"], "text_bytes": text_bytes}
+
+    cfg = {
+        "model": preset,
+        "data": [str(shards)],
+        "tokenizer": str(shards / "tokenizer.json"),
+        "seq_len": seq_len,
+        "micro_batch": micro_batch,
+        "max_steps": steps,
+        "engine": "fsdp",
+        "mixed_precision": "bf16",
+        "lr": 6e-4,
+        "warmup_steps": 10,
+        "checkpoint_every_minutes": 0,
+        "checkpoint_every_steps": every,
+        "keep_last": 2,
+        "async_save": True,
+        "log_every_steps": 1,
+        "term_grace_s": 120,
+    }
+    tokens_per_step = seq_len * micro_batch
+    figures["config"] = {
+        k: cfg[k] for k in ("model", "seq_len", "micro_batch", "max_steps", "engine", "mixed_precision")
+    }
+    figures["config"]["checkpoint_every_steps"] = every
+
+    # ---- run A: uninterrupted ------------------------------------------------------------------------
+    ckpt_a = root / "ckpt-a"
+    run = Run({**cfg, "checkpoint_dir": str(ckpt_a)}, root / "work-a", out, "a-uninterrupted", env, entry)
+    rc = run.wait(args.run_timeout)
+    events_a = read_events(root / "work-a")
+    log(f"run A (uninterrupted): rc {rc}, {run.wall_s:.1f} s wall")
+    if rc != 0:
+        log(run.tail())
+        failures.append(f"run A exited {rc}")
+        return finish(figures, failures, out, root, keep=bool(args.workdir))
+    train = train_figures(events_a, tokens_per_step)
+    train["wall_s"] = round(run.wall_s, 1)
+    train["launch_to_first_step_s"] = round(ts(progress_by_step(events_a)[1]) - run.t0, 1)
+    figures["train"] = train
+    loss_a = {s: e["loss"] for s, e in progress_by_step(events_a).items()}
+    log(
+        f"training ({preset}, {seq_len}x{micro_batch} tokens/step): "
+        f"{train['tokens_per_s_median_step']:.0f} tokens/s (median step {train['median_step_s'] * 1e3:.1f} ms), "
+        f"{train['tokens_per_s_overall'] or 0:.0f} tokens/s over steps 3..{steps} including saves; "
+        f"loss step 1 {loss_a[1]:.4f} -> step {steps} {loss_a[steps]:.4f}; "
+        f"launch -> first step {train['launch_to_first_step_s']} s"
+    )
+    for s in train["saves"]:
+        kind = "sync (final)" if s["step"] == steps else "async (interval)"
+        log(
+            f"checkpoint step {s['step']} {kind}: {s['bytes'] / 1e6:.0f} MB, committed {s['committed_after_s']:.2f} s "
+            f"after the step"
+            + (f", training blocked ~{s['training_blocked_s']:.2f} s" if s["training_blocked_s"] is not None else "")
+        )
+
+    # ---- run B: interrupted by SIGTERM after the first interval checkpoint, then resumed -------------
+    ckpt_b = root / "ckpt-b"
+    cfg_b = {**cfg, "checkpoint_dir": str(ckpt_b)}
+    run = Run(cfg_b, root / "work-b", out, "b-interrupted", env, entry)
+    deadline = time.monotonic() + args.run_timeout
+    while not any(e["type"] == "checkpoint" for e in read_events(root / "work-b")):
+        if run.proc.poll() is not None or time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    if run.proc.poll() is None:
+        os.killpg(run.proc.pid, signal.SIGTERM)  # the preemption notice, to torchrun and the worker
+    rc = run.wait(args.run_timeout)
+    events_b = read_events(root / "work-b")
+    exit_b = next((e for e in reversed(events_b) if e["type"] == "exit"), {})
+    stopped_at = int(exit_b.get("step", -1))
+    log(
+        f"run B (SIGTERM after the first checkpoint): torchrun rc {rc}, exit {exit_b.get('reason')} "
+        f"({exit_b.get('exit_code')}) at step {stopped_at}"
+    )
+    if exit_b.get("exit_code") != 85:
+        failures.append(f"run B did not exit preempted: {exit_b}")
+        log(run.tail())
+    term_ckpt = next((e for e in events_b if e["type"] == "checkpoint" and e["step"] == stopped_at), None)
+    prog_b = progress_by_step(events_b)
+    if term_ckpt is not None and stopped_at in prog_b:
+        figures["sigterm_save_s"] = round(ts(term_ckpt) - ts(prog_b[stopped_at]), 3)
+        log(f"SIGTERM save at step {stopped_at}: committed {figures['sigterm_save_s']:.2f} s after the step")
+    # noise floor: the same config run twice (A and B before its interrupt) with no resume in between
+    loss_pre = {s: e["loss"] for s, e in prog_b.items() if s <= stopped_at}
+    pre = [s for s in sorted(loss_pre) if s in loss_a]
+    first_diff = next((s for s in pre if loss_pre[s] != loss_a[s]), None)
+    figures["before_interrupt"] = {
+        "steps_compared": len(pre),
+        "bitwise_equal_steps": sum(1 for s in pre if loss_pre[s] == loss_a[s]),
+        "first_differing_step": first_diff,
+        "max_abs_diff": max((abs(loss_pre[s] - loss_a[s]) for s in pre), default=None),
+    }
+    log(
+        f"same config twice, steps 1..{stopped_at} before the interrupt (run-to-run noise, no resume): "
+        f"bitwise equal on {figures['before_interrupt']['bitwise_equal_steps']} of {len(pre)} steps, first "
+        f"difference at step {first_diff}, max |diff| {figures['before_interrupt']['max_abs_diff']!r}"
+    )
+    figures["losses_uninterrupted"] = [loss_a[s] for s in sorted(loss_a)]
+    figures["losses_b_before_interrupt"] = [loss_pre[s] for s in sorted(loss_pre)]
+    run = Run(cfg_b, root / "work-b", out, "b-resumed", env, entry)
+    rc = run.wait(args.run_timeout)
+    events_b = read_events(root / "work-b")
+    starts = [e["step"] for e in events_b if e["type"] == "started"]
+    log(f"run B resumed: rc {rc}, {run.wall_s:.1f} s wall, started at steps {starts}")
+    if rc != 0:
+        failures.append(f"resumed run exited {rc}")
+        log(run.tail())
+    else:
+        loss_b = {s: e["loss"] for s, e in progress_by_step(events_b).items()}
+        after = [s for s in range(stopped_at + 1, steps + 1) if s in loss_b and s in loss_a]
+        diffs = [abs(loss_b[s] - loss_a[s]) for s in after]
+        figures["losses_b_after_resume"] = {s: loss_b[s] for s in after}
+        figures["resume"] = {
+            "stopped_at": stopped_at,
+            "started": starts,
+            "final_step": steps,
+            "loss_uninterrupted": loss_a[steps],
+            "loss_resumed": loss_b.get(steps),
+            "abs_diff_final": abs(loss_b[steps] - loss_a[steps]) if steps in loss_b else None,
+            "max_abs_diff_after_resume": max(diffs) if diffs else None,
+            "steps_compared": len(after),
+            "bitwise_equal_steps": sum(1 for s in after if loss_b[s] == loss_a[s]),
+            "first_step_after_resume": {
+                "step": stopped_at + 1,
+                "uninterrupted": loss_a.get(stopped_at + 1),
+                "resumed": loss_b.get(stopped_at + 1),
+            },
+        }
+        r = figures["resume"]
+        log(
+            f"loss at step {steps}: uninterrupted {r['loss_uninterrupted']!r}, resumed {r['loss_resumed']!r}, "
+            f"|diff| {r['abs_diff_final']!r}; max |diff| over the {r['steps_compared']} steps after the resume "
+            f"{r['max_abs_diff_after_resume']!r}; bitwise equal on {r['bitwise_equal_steps']} of them"
+        )
+
+    # ---- export + generation ------------------------------------------------------------------------
+    if args.skip_export:
+        return finish(figures, failures, out, root, keep=bool(args.workdir))
+    final_dir = ckpt_a / f"step-{steps:08d}"
+    export_dir = root / "export"
+    t0 = time.perf_counter()
+    proc = subprocess.run(
+        [sys.executable, "-m", "instances.inference", "export", str(final_dir), str(export_dir)],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=args.run_timeout,
+    )
+    export_s = time.perf_counter() - t0
+    (out / "export.log").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        failures.append(f"export exited {proc.returncode}")
+        log(f"export failed:\n{proc.stderr[-3000:]}")
+    else:
+        info = json.loads(proc.stdout.strip().splitlines()[-1])
+        figures["export"] = {"seconds": round(export_s, 1), "bytes": info["bytes"], "parameters": info["parameters"]}
+        log(f"export: {info['parameters'] / 1e6:.1f}M parameters, {info['bytes'] / 1e6:.0f} MB, {export_s:.1f} s")
+
+        from instances.inference import Generator
+
+        gen = Generator(export_dir)
+        device = next(gen.model.parameters()).device
+        torch.set_num_threads(min(8, os.cpu_count() or 1))
+        cpu = time_generation(lambda: gen.generate(PROMPT, args.new_tokens), runs=2)
+        figures["generate_generator"] = {"device": str(device), **cpu}
+        log(
+            f"generation via Generator (device {device}, float32): {cpu['tokens_per_s']:.1f} tokens/s "
+            f"({cpu['new_tokens']} new tokens in {cpu['seconds']:.2f} s)"
+        )
+        log(f"  sample: {cpu['text']!r}")
+        if gpu and device.type != "cuda":
+            for dtype in (torch.float32, torch.bfloat16):
+                model = gen.model.to("cuda", dtype=dtype)
+                ids = gen.tokenizer.encode(PROMPT).ids
+
+                def on_gpu(model: Any = model, ids: list[int] = ids) -> tuple[str, int]:
+                    with torch.no_grad():
+                        inputs = torch.tensor([ids], dtype=torch.long, device="cuda")
+                        res = model.generate(
+                            inputs,
+                            attention_mask=torch.ones_like(inputs),
+                            do_sample=False,
+                            max_new_tokens=args.new_tokens,
+                            min_new_tokens=1,
+                            repetition_penalty=gen.repetition_penalty,
+                        )
+                        torch.cuda.synchronize()
+                    new = res[0, len(ids) :].tolist()
+                    eos = gen.info.get("eos_id")
+                    if eos is not None and eos in new:
+                        new = new[: new.index(eos)]
+                    return gen.tokenizer.decode(new), len(new)
+
+                g = time_generation(on_gpu, runs=2)
+                name = str(dtype).removeprefix("torch.")
+                figures[f"generate_cuda_{name}"] = g
+                log(
+                    f"generation, same call on CUDA ({name}): {g['tokens_per_s']:.1f} tokens/s "
+                    f"({g['new_tokens']} new tokens in {g['seconds']:.2f} s); same text as the Generator: "
+                    f"{g['text'] == cpu['text']}"
+                )
+
+    return finish(figures, failures, out, root, keep=bool(args.workdir))
+
+
+def finish(figures: dict[str, Any], failures: list[str], out: Path, root: Path, *, keep: bool) -> int:
+    """Write ``gpu_check.json``, print the verdict, drop a temporary scratch folder; return the exit code."""
+    figures["failures"] = failures
+    (out / "gpu_check.json").write_text(json.dumps(figures, indent=1, ensure_ascii=False))
+    log(f"== gpu_check {'FAILED: ' + '; '.join(failures) if failures else 'done'}; figures in {out / 'gpu_check.json'}")
+    if not keep:
+        shutil.rmtree(root, ignore_errors=True)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
