@@ -45,6 +45,9 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 import django  # noqa: E402
 
 django.setup()
+if os.environ.get("BENCH_SSB"):
+    from django.db import connections
+    connections.settings["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 
 from django.conf import settings  # noqa: E402
 
@@ -57,7 +60,7 @@ from django.test.utils import CaptureQueriesContext  # noqa: E402
 
 from billing.services import wallet_top_up  # noqa: E402
 from portal.choices import TokenScope  # noqa: E402
-from portal.marketplace import services, serving  # noqa: E402
+from portal.marketplace import calls, services  # noqa: E402
 from portal.marketplace.choices import AppState, ServingKind  # noqa: E402
 from portal.selectors import organization_for_user  # noqa: E402
 from portal.services import api_token_create, user_signup  # noqa: E402
@@ -68,56 +71,31 @@ SCHEMA_OUT = {"type": "object", "required": ["output"]}
 
 
 class Marks:
-    """Timestamps of the phases of the current call, set by the wrappers below."""
+    """Durations of the billing phases of the current call, set by the wrappers below."""
 
     def __init__(self) -> None:
-        self.validations: list[float] = []
-        self.forward: tuple[float, float] = (0.0, 0.0)
-        self.end = 0.0
+        self.reserve = 0.0
+        self.post = 0.0
         self.spend = 0.0
-        self.balance = 0.0
+        self.lock = 0.0
         self.commits = 0.0  # time in COMMIT (durable write) during the call
 
 
 marks = Marks()
-_validation_error = services._validation_error
-_forward = serving.forward
-_invoke = services.app_invoke
-_spend = services.wallet_spend
-_balance = services.wallet_balance
 
 
-def timed_validation(schema: dict[str, Any], data: Any) -> Any:
-    out = _validation_error(schema, data)
-    marks.validations.append(time.perf_counter())
-    return out
+def timed(module: Any, name: str, mark: str) -> None:
+    """Replace ``module.name`` with a wrapper that adds its duration to ``marks.<mark>``."""
+    original = getattr(module, name)
 
+    def wrapper(**kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(**kw)
+        finally:
+            setattr(marks, mark, getattr(marks, mark) + time.perf_counter() - t0)
 
-def timed_forward(**kw: Any) -> Any:
-    t0 = time.perf_counter()
-    out = _forward(**kw)
-    marks.forward = (t0, time.perf_counter())
-    return out
-
-
-def timed_invoke(**kw: Any) -> Any:
-    out = _invoke(**kw)
-    marks.end = time.perf_counter()
-    return out
-
-
-def timed_spend(**kw: Any) -> Any:
-    t0 = time.perf_counter()
-    out = _spend(**kw)
-    marks.spend = time.perf_counter() - t0
-    return out
-
-
-def timed_balance(**kw: Any) -> Any:
-    t0 = time.perf_counter()
-    out = _balance(**kw)
-    marks.balance = time.perf_counter() - t0
-    return out
+    setattr(module, name, wrapper)
 
 
 def install_commit_timer() -> None:
@@ -134,11 +112,10 @@ def install_commit_timer() -> None:
     connection._commit = timed_commit  # type: ignore[method-assign]
 
 
-services.wallet_spend = timed_spend  # type: ignore[assignment]
-services.wallet_balance = timed_balance  # type: ignore[assignment]
-services._validation_error = timed_validation  # type: ignore[assignment]
-serving.forward = timed_forward  # type: ignore[assignment]
-services.app_invoke = timed_invoke  # type: ignore[assignment]
+timed(calls, "call_reserve", "reserve")
+timed(calls, "call_settle", "post")
+timed(calls, "wallet_lock", "lock")
+timed(calls, "wallet_spend", "spend")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -166,12 +143,10 @@ def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
     client = Client()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     body = '{"text": "第一条 为了规范合同行为，保护合同当事人的合法权益"}'
-    out: dict[str, list[float]] = {"total": [], "reserve": [], "post": [], "billing": [], "wallet_balance": [],
+    out: dict[str, list[float]] = {"total": [], "reserve": [], "post": [], "billing": [], "wallet_lock": [],
                                    "wallet_spend": [], "commits": []}
     for i in range(-50, calls):  # 50 warm-up calls
-        marks.validations = []
-        marks.spend = 0.0
-        marks.commits = 0.0
+        marks.reserve = marks.post = marks.spend = marks.lock = marks.commits = 0.0
         t0 = time.perf_counter()
         r = client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
                         HTTP_IDEMPOTENCY_KEY=f"{tag}-{i}", **headers)
@@ -180,19 +155,20 @@ def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
             raise SystemExit(f"call {i} failed: {r.status_code} {r.content[:300]!r}")
         if i < 0:
             continue
-        reserve = marks.forward[0] - marks.validations[0]
-        post = marks.end - marks.validations[1]
         out["total"].append(t1 - t0)
-        out["reserve"].append(reserve)
-        out["post"].append(post)
-        out["billing"].append(reserve + post)
-        out["wallet_balance"].append(marks.balance)
+        out["reserve"].append(marks.reserve)
+        out["post"].append(marks.post)
+        out["billing"].append(marks.reserve + marks.post)
+        out["wallet_lock"].append(marks.lock)
         out["wallet_spend"].append(marks.spend)
         out["commits"].append(marks.commits)
     with CaptureQueriesContext(connection) as q:
         client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
                     HTTP_IDEMPOTENCY_KEY=f"{tag}-queries", **headers)
     out["queries"] = [float(len(q.captured_queries))]
+    if os.environ.get("BENCH_SHOW_SQL"):
+        for query in q.captured_queries:
+            print("   ", query["time"], query["sql"][:220])
     return out
 
 
@@ -200,7 +176,7 @@ def report(label: str, res: dict[str, list[float]]) -> None:
     total = res["total"]
     print(f"{label}: {len(total)} calls, {len(total) / sum(total):.0f} calls/s sequential, "
           f"{int(res['queries'][0])} SQL queries per call")
-    for key in ("total", "reserve", "post", "billing", "wallet_balance", "wallet_spend", "commits"):
+    for key in ("total", "reserve", "post", "billing", "wallet_lock", "wallet_spend", "commits"):
         v = [x * 1000 for x in res[key]]
         print(f"  {key:14s} p50 {pct(v, 0.5):7.2f} ms  p99 {pct(v, 0.99):7.2f} ms  mean {statistics.fmean(v):7.2f} ms")
 

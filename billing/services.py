@@ -1,4 +1,7 @@
-"""Operations that move money. Every one goes through ``ledger_post``, the one posting function.
+"""Operations that move money. Every one writes through the same two steps — ``_transaction_insert`` (the
+row that holds the idempotency key) and ``_entries_apply`` (entries and cached balances) — which
+``ledger_post`` (balanced postings given by the caller) and ``wallet_spend`` (grants first, then paid)
+share.
 
 Money is integer micro-CNY (see ``billing.money``). Callers pass an idempotency key derived from
 their own identifiers (``trial:<address hash>``, ``grant-expiry:<grant id>``, ``topup:<id>`` …), so a
@@ -14,14 +17,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db import connection, transaction
 from django.utils import timezone
 
 from billing.choices import AccountKind, GrantKind, SystemAccount, TransactionKind
 from billing.models import CreditGrant, LedgerAccount, LedgerEntry, LedgerTransaction, Wallet
 from billing.money import format_cny
 from portal.audit import audit_log
+from portal.db import db_value, loaded, quoted_table
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
@@ -84,7 +87,6 @@ def ledger_post(
     created_by: User | None = None,
     metadata: dict[str, Any] | None = None,
     fingerprint: str | None = None,
-    key_checked: bool = False,
 ) -> LedgerTransaction:
     """Post one balanced transaction atomically and return it — the only way money moves.
 
@@ -92,72 +94,149 @@ def ledger_post(
     ``UnbalancedTransaction``. The idempotency key is enforced by a unique constraint: a key already
     used with the same content (``fingerprint``, by default a hash of kind, organization and postings)
     returns the original transaction and writes nothing; with different content it raises
-    ``IdempotencyKeyReused``. Accounts with a cached balance are locked in primary-key order
-    (``SELECT … FOR UPDATE``) and updated in the same database transaction; an account that may not go
-    negative raises ``InsufficientFunds`` instead. On any error nothing is written.
+    ``IdempotencyKeyReused``. Accounts with a cached balance are updated in primary-key order in the same
+    database transaction (each ``UPDATE`` takes the row's lock); an account that may not go negative raises
+    ``InsufficientFunds`` instead. On any error nothing is written.
     """
-    if not postings:
-        raise UnbalancedTransaction("a transaction needs at least one entry")
-    for p in postings:
-        if not isinstance(p.amount_micros, int) or isinstance(p.amount_micros, bool) or p.amount_micros == 0:
-            raise UnbalancedTransaction(f"entry amount must be a non-zero integer of micros, got {p.amount_micros!r}")
-        if p.account.pk is None:
-            raise UnbalancedTransaction("entry account is not saved")
-    total = sum(p.amount_micros for p in postings)
-    if total != 0:
-        raise UnbalancedTransaction(f"entries sum to {total} micros, not 0")
-    if not idempotency_key or len(idempotency_key) > 200:
-        raise LedgerError("an idempotency key of 1 to 200 characters is required")
+    legs = [
+        _Leg(p.account.pk, p.amount_micros, p.account.track_balance, p.account.allow_negative, p.account.code)
+        for p in postings
+    ]
+    _check_balanced(legs, idempotency_key)
     fingerprint = fingerprint or _fingerprint(
         {
             "kind": str(kind),
             "org": organization.pk if organization else None,
-            "postings": sorted((p.account.pk, p.amount_micros) for p in postings),
+            "postings": sorted((leg.account_id, leg.amount_micros) for leg in legs),
         }
     )
-
     with transaction.atomic():
-        if not key_checked:  # wallet_spend checked it already, under the wallet lock
-            existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
-            if existing is not None:
-                return _same_or_raise(existing, fingerprint)
-        try:
-            with transaction.atomic():
-                txn = LedgerTransaction.objects.create(
-                    idempotency_key=idempotency_key,
-                    kind=kind,
-                    organization=organization,
-                    memo=memo[:300],
-                    fingerprint=fingerprint,
-                    metadata=metadata or {},
-                    created_by=created_by,
-                )
-        except IntegrityError:
-            # A concurrent posting with the same key committed first.
-            return _same_or_raise(LedgerTransaction.objects.get(idempotency_key=idempotency_key), fingerprint)
-
-        deltas: dict[int, int] = {}
-        for p in postings:
-            deltas[p.account.pk] = deltas.get(p.account.pk, 0) + p.amount_micros
-        tracked = list(
-            LedgerAccount.objects.select_for_update()
-            .filter(pk__in=deltas.keys(), track_balance=True)
-            .order_by("pk")
+        txn, created = _transaction_insert(
+            idempotency_key=idempotency_key,
+            kind=kind,
+            organization_id=organization.pk if organization else None,
+            memo=memo,
+            created_by_id=created_by.pk if created_by else None,
+            metadata=metadata,
+            fingerprint=fingerprint,
         )
-        for account in tracked:
-            new_balance = account.balance_micros + deltas[account.pk]
-            if new_balance < 0 and not account.allow_negative:
-                raise InsufficientFunds(
-                    f"account {account.code} holds {format_cny(account.balance_micros, 6)} CNY, "
-                    f"cannot take {format_cny(-deltas[account.pk], 6)} CNY",
-                    available_micros=account.balance_micros,
-                    requested_micros=-deltas[account.pk],
-                )
-            LedgerAccount.objects.filter(pk=account.pk).update(balance_micros=F("balance_micros") + deltas[account.pk])
-        LedgerEntry.objects.bulk_create(
-            [LedgerEntry(transaction=txn, account=p.account, amount_micros=p.amount_micros) for p in postings]
-        )
+        if created:
+            _entries_apply(txn.pk, legs)
     return txn
+
+
+@dataclass(frozen=True)
+class _Leg:
+    """A posting by account id, with the account's two immutable flags (set at creation, never changed)."""
+
+    account_id: int | None
+    amount_micros: int
+    track_balance: bool
+    allow_negative: bool
+    code: str
+
+
+def _check_balanced(legs: Sequence[_Leg], idempotency_key: str) -> None:
+    if not legs:
+        raise UnbalancedTransaction("a transaction needs at least one entry")
+    for leg in legs:
+        amount = leg.amount_micros
+        if not isinstance(amount, int) or isinstance(amount, bool) or amount == 0:
+            raise UnbalancedTransaction(f"entry amount must be a non-zero integer of micros, got {amount!r}")
+        if leg.account_id is None:
+            raise UnbalancedTransaction("entry account is not saved")
+    total = sum(leg.amount_micros for leg in legs)
+    if total != 0:
+        raise UnbalancedTransaction(f"entries sum to {total} micros, not 0")
+    if not idempotency_key or len(idempotency_key) > 200:
+        raise LedgerError("an idempotency key of 1 to 200 characters is required")
+
+
+def _transaction_insert(
+    *,
+    idempotency_key: str,
+    kind: TransactionKind,
+    organization_id: int | None,
+    memo: str,
+    created_by_id: int | None,
+    metadata: dict[str, Any] | None,
+    fingerprint: str,
+) -> tuple[LedgerTransaction, bool]:
+    """Insert the transaction row, or find the one holding the key. Returns (transaction, created).
+
+    One statement: ``INSERT … ON CONFLICT (idempotency_key) DO NOTHING RETURNING id``; no row back means
+    the key exists (perhaps written by a concurrent posting that committed first), and the original is
+    returned if its fingerprint matches, else ``IdempotencyKeyReused``. SQLite (3.35+) and PostgreSQL take
+    the same statement.
+    """
+    now = timezone.now()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {quoted_table(LedgerTransaction)} (idempotency_key, kind, organization_id, memo,"
+            " fingerprint, metadata, created_at, created_by_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
+            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+            [
+                idempotency_key,
+                str(kind),
+                organization_id,
+                memo[:300],
+                fingerprint,
+                db_value(LedgerTransaction, "metadata", metadata or {}),
+                db_value(LedgerTransaction, "created_at", now),
+                created_by_id,
+            ],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        return _same_or_raise(LedgerTransaction.objects.get(idempotency_key=idempotency_key), fingerprint), False
+    txn = LedgerTransaction(
+        id=row[0],
+        idempotency_key=idempotency_key,
+        kind=kind,
+        organization_id=organization_id,
+        memo=memo[:300],
+        fingerprint=fingerprint,
+        metadata=metadata or {},
+        created_at=now,
+        created_by_id=created_by_id,
+    )
+    loaded(txn)
+    return txn, True
+
+
+def _entries_apply(txn_id: int, legs: Sequence[_Leg]) -> None:
+    """Write the entries of transaction ``txn_id`` and move the cached balances, inside the caller's block.
+
+    One conditional ``UPDATE`` per tracked account in primary-key order (each takes the row's lock; ``…
+    WHERE allow_negative OR balance_micros + delta >= 0``: no row updated raises ``InsufficientFunds`` and
+    the caller's ``atomic`` block rolls back), then one multi-row ``INSERT`` of the entries.
+    """
+    deltas: dict[int, int] = {}
+    for leg in legs:
+        if leg.track_balance and leg.account_id is not None:
+            deltas[leg.account_id] = deltas.get(leg.account_id, 0) + leg.amount_micros
+    codes = {leg.account_id: leg.code for leg in legs}
+    with connection.cursor() as cursor:
+        for account_id in sorted(deltas):
+            delta = deltas[account_id]
+            cursor.execute(
+                f"UPDATE {quoted_table(LedgerAccount)} SET balance_micros = balance_micros + %s"
+                " WHERE id = %s AND (allow_negative OR balance_micros + %s >= 0)",
+                [delta, account_id, delta],
+            )
+            if cursor.rowcount != 1:
+                balance = LedgerAccount.objects.get(pk=account_id).balance_micros
+                raise InsufficientFunds(
+                    f"account {codes[account_id]} holds {format_cny(balance, 6)} CNY, "
+                    f"cannot take {format_cny(-delta, 6)} CNY",
+                    available_micros=balance,
+                    requested_micros=-delta,
+                )
+        cursor.execute(
+            f"INSERT INTO {quoted_table(LedgerEntry)} (transaction_id, account_id, amount_micros) VALUES "
+            + ", ".join(["(%s, %s, %s)"] * len(legs)),
+            [value for leg in legs for value in (txn_id, leg.account_id, leg.amount_micros)],
+        )
 
 
 def _same_or_raise(existing: LedgerTransaction, fingerprint: str) -> LedgerTransaction:
@@ -312,6 +391,77 @@ def wallet_top_up(
     )
 
 
+@dataclass(frozen=True)
+class LockedWallet:
+    """An organization's wallet, row-locked until the end of the current database transaction, and its money
+    at one instant, in micro-CNY.
+
+    ``grants`` are the (account id, balance) of its unexpired credit grants with money left, in spending
+    order (earliest expiry first); ``spendable_micros`` is their sum plus the paid balance.
+    """
+
+    wallet_id: int
+    paid_account_id: int
+    paid_micros: int
+    grants: tuple[tuple[int, int], ...]
+
+    @property
+    def spendable_micros(self) -> int:
+        return self.paid_micros + sum(balance for _, balance in self.grants)
+
+
+def wallet_lock(*, organization: Organization, now: datetime | None = None) -> LockedWallet:
+    """Lock the organization's wallet and read what it can spend at ``now`` (see ``LockedWallet``).
+
+    Must run inside ``transaction.atomic``: the lock is ``SELECT … FOR UPDATE`` of the wallet row on
+    PostgreSQL, and SQLite's write transaction (``BEGIN IMMEDIATE``, see the settings) on SQLite, so every
+    spend and reservation of one organization serializes on it. One statement (the wallet, its paid
+    account and its grants, one row per grant); the wallet is created when the organization has none yet.
+    """
+    now = now or timezone.now()
+    lock = " FOR UPDATE OF w" if connection.features.has_select_for_update_of else ""
+    accounts = quoted_table(LedgerAccount)
+    sql = (
+        f"SELECT w.id, w.paid_account_id, a.balance_micros, ga.id, ga.balance_micros FROM {quoted_table(Wallet)} w"
+        f" JOIN {accounts} a ON a.id = w.paid_account_id"
+        f" LEFT JOIN {quoted_table(CreditGrant)} g ON g.wallet_id = w.id AND g.expired_at IS NULL"
+        " AND g.expires_at > %s"
+        f" LEFT JOIN {accounts} ga ON ga.id = g.account_id AND ga.balance_micros > 0"
+        f" WHERE w.organization_id = %s ORDER BY g.expires_at, g.id{lock}"
+    )
+    params = [db_value(CreditGrant, "expires_at", now), organization.pk]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+        if not rows:
+            wallet_create(organization=organization)
+            cursor.execute(sql, params)
+            rows = cursor.fetchall()
+    wallet_id, paid_account_id, paid_micros = rows[0][:3]
+    grants = tuple((row[3], row[4]) for row in rows if row[3] is not None)
+    return LockedWallet(wallet_id=wallet_id, paid_account_id=paid_account_id, paid_micros=paid_micros, grants=grants)
+
+
+def _credit_account_ids(destination: SystemAccount, organization_ids: Sequence[int]) -> tuple[int, dict[int, int]]:
+    """The id of system account ``destination`` and, per organization id, its paid-balance account id — one
+    statement; the account and wallets are created where missing."""
+    in_list = ", ".join(["%s"] * len(organization_ids)) or "NULL"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, NULL FROM {quoted_table(LedgerAccount)} WHERE code = %s UNION ALL SELECT paid_account_id,"
+            f" organization_id FROM {quoted_table(Wallet)} WHERE organization_id IN ({in_list})",
+            [destination.value, *organization_ids],
+        )
+        rows = cursor.fetchall()
+    system = next((int(account_id) for account_id, org_id in rows if org_id is None), None)
+    paid = {int(org_id): int(account_id) for account_id, org_id in rows if org_id is not None}
+    from portal.models import Organization
+
+    for org_id in set(organization_ids) - paid.keys():
+        paid[org_id] = wallet_create(organization=Organization.objects.get(pk=org_id)).paid_account_id
+    return system if system is not None else int(system_account(destination).pk), paid
+
+
 def wallet_spend(
     *,
     organization: Organization,
@@ -323,70 +473,74 @@ def wallet_spend(
     created_by: User | None = None,
     metadata: dict[str, Any] | None = None,
     now: datetime | None = None,
-    split: Sequence[tuple[LedgerAccount, int]] = (),
+    credit_wallets: Sequence[tuple[int, int]] = (),
 ) -> LedgerTransaction:
     """Take ``amount_micros`` from the wallet: unexpired grants first (earliest expiry first), then paid.
 
-    The money goes to ``destination``, less the parts listed in ``split`` (account, micros), which are
-    credited in the same balanced transaction — e.g. a publisher's revenue share of an app call.
+    The money goes to ``destination``, less the parts listed in ``credit_wallets`` — (organization id,
+    micros) pairs credited to those organizations' paid balances in the same balanced transaction, e.g. a
+    publisher's revenue share of an app call.
 
-    Runs under the wallet's row lock, so concurrent spends of one organization serialize; raises
-    ``InsufficientFunds`` (nothing written) when grants plus paid balance cannot cover the amount —
+    Runs under the wallet's lock (``wallet_lock``), so concurrent spends of one organization serialize;
+    raises ``InsufficientFunds`` (nothing written) when grants plus paid balance cannot cover the amount —
     the balance never goes below zero. Idempotent: the same key and amount returns the first
-    transaction even if the split between grants changed since.
+    transaction even if the split between grants changed since; the same key for another amount or
+    destination raises ``IdempotencyKeyReused``.
     """
     if amount_micros <= 0:
         raise LedgerError("a spend must be positive")
     now = now or timezone.now()
-    split_total = sum(micros for _, micros in split)
-    if any(micros <= 0 for _, micros in split) or split_total > amount_micros:
-        raise LedgerError("split parts must be positive and at most the amount")
+    credit_total = sum(micros for _, micros in credit_wallets)
+    if any(micros <= 0 for _, micros in credit_wallets) or credit_total > amount_micros:
+        raise LedgerError("the parts credited to wallets must be positive and at most the amount")
     fingerprint = _fingerprint(
-        {"kind": str(kind), "org": organization.pk, "amount": amount_micros, "to": destination.value,
-         "split": sorted((a.pk, m) for a, m in split)}
+        {
+            "kind": str(kind),
+            "org": organization.pk,
+            "amount": amount_micros,
+            "to": destination.value,
+            "wallets": sorted(credit_wallets),
+        }
     )
     with transaction.atomic():
-        existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
-        if existing is not None:
-            return _same_or_raise(existing, fingerprint)
-        wallet = _locked_wallet(organization)
-        grants = list(
-            CreditGrant.objects.select_related("account")
-            .filter(wallet=wallet, expired_at__isnull=True, expires_at__gt=now, account__balance_micros__gt=0)
-            .order_by("expires_at", "pk")
+        wallet = wallet_lock(organization=organization, now=now)
+        txn, created = _transaction_insert(
+            idempotency_key=idempotency_key,
+            kind=kind,
+            organization_id=organization.pk,
+            memo=memo,
+            created_by_id=created_by.pk if created_by else None,
+            metadata=metadata,
+            fingerprint=fingerprint,
         )
-        postings: list[Posting] = []
+        if not created:  # a retry: the first posting stands, whatever the balance is now
+            return txn
+        legs: list[_Leg] = []
         left = amount_micros
-        for grant in grants:
-            take = min(left, grant.account.balance_micros)
-            postings.append(Posting(grant.account, -take))
+        for account_id, balance in wallet.grants:
+            take = min(left, balance)
+            legs.append(_Leg(account_id, -take, True, False, f"grant account {account_id}"))
             left -= take
             if left == 0:
                 break
         if left > 0:
-            paid = wallet.paid_account.balance_micros
-            if paid < left:
-                available = amount_micros - left + paid
+            if wallet.paid_micros < left:
+                available = amount_micros - left + wallet.paid_micros
                 raise InsufficientFunds(
                     f"balance {format_cny(available)} CNY cannot cover {format_cny(amount_micros)} CNY",
                     available_micros=available,
                     requested_micros=amount_micros,
                 )
-            postings.append(Posting(wallet.paid_account, -left))
-        if amount_micros - split_total:
-            postings.append(Posting(system_account(destination), amount_micros - split_total))
-        postings.extend(Posting(account, micros) for account, micros in split)
-        return ledger_post(
-            idempotency_key=idempotency_key,
-            kind=kind,
-            organization=organization,
-            memo=memo,
-            created_by=created_by,
-            metadata=metadata,
-            postings=postings,
-            fingerprint=fingerprint,
-            key_checked=True,
+            legs.append(_Leg(wallet.paid_account_id, -left, True, False, f"org:{organization.pk}:paid"))
+        system_id, paid_accounts = _credit_account_ids(destination, [org_id for org_id, _ in credit_wallets])
+        if amount_micros - credit_total:
+            legs.append(_Leg(system_id, amount_micros - credit_total, False, True, destination.value))
+        legs.extend(
+            _Leg(paid_accounts[org_id], micros, True, False, f"org:{org_id}:paid") for org_id, micros in credit_wallets
         )
+        _check_balanced(legs, idempotency_key)
+        _entries_apply(txn.pk, legs)
+        return txn
 
 
 def ledger_adjust(

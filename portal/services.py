@@ -200,8 +200,15 @@ def api_token_revoke(*, token: ApiToken, acting_user: User) -> ApiToken:
     return token
 
 
+TOKEN_LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
 def api_token_authenticate(raw: str) -> ApiToken | None:
-    """The active token matching ``raw`` (``gpp_<prefix>_<secret>``), or None. Constant-time compare."""
+    """The active token matching ``raw`` (``gpp_<prefix>_<secret>``), or None. Constant-time compare.
+
+    ``last_used_at`` is written at most once per ``TOKEN_LAST_USED_RESOLUTION`` (1 minute), so a busy token
+    does not cost a database write per request (GitHub likewise shows token use to the hour or so).
+    """
     parts = raw.split("_", 2)
     if len(parts) != 3 or parts[0] != TOKEN_PREFIX or not parts[1] or not parts[2]:
         return None
@@ -210,7 +217,10 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
         return None
     if not secrets.compare_digest(token.secret_sha256, hash_secret(parts[2])):
         return None
-    ApiToken.objects.filter(pk=token.pk).update(last_used_at=timezone.now())
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at >= TOKEN_LAST_USED_RESOLUTION:
+        ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
     return token
 
 

@@ -15,7 +15,7 @@ from django.views.decorators.http import require_POST
 from billing.money import to_micros
 from portal.charts import bar_chart
 from portal.htmx import is_partial
-from portal.marketplace import services
+from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, PublishForm, TryForm
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, usage_per_day
@@ -62,7 +62,7 @@ def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
     context: dict[str, object] = {"org": organization, "app": app, "form": form}
     if form.is_valid():
         try:
-            result = services.app_invoke(app=app, caller=organization, user=request.user,  # type: ignore[arg-type]
+            result = calls.app_invoke(app=app, caller=organization, user=request.user,  # type: ignore[arg-type]
                                          payload=form.cleaned_data["payload"])
             context["result"] = result
         except services.MarketplaceError as exc:

@@ -11,17 +11,19 @@ import hashlib
 import hmac
 import json
 import time
+from datetime import timedelta
 
 import pytest
 from django.db.models import Sum
+from django.utils import timezone
 from rest_framework.test import APIClient
 from werkzeug import Response
 
 from billing.models import LedgerEntry, LedgerTransaction
 from billing.selectors import wallet_balance
-from billing.services import wallet_top_up
+from billing.services import wallet_spend, wallet_top_up
 from portal.choices import TokenScope
-from portal.marketplace import services
+from portal.marketplace import calls, services
 from portal.marketplace.choices import AppState, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import AppCall
 from portal.services import api_token_create
@@ -87,19 +89,19 @@ def test_retries_with_the_same_key_run_and_cost_once_even_after_an_injected_fail
     app, _, _ = _app(alice, alice_org)
     _publish(app, alice)
     with pytest.raises(services.CallFailed, match="nothing was charged"):
-        services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k",
-                            fail_after_reserve=RuntimeError("worker crashed after reserving"))
+        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k",
+                         fail_after_reserve=RuntimeError("worker crashed after reserving"))
     assert AppCall.objects.get().status == CallStatus.FAILED
     assert wallet_balance(organization=caller).total_micros == 10_000_000
-    first = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
-    again = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
+    first = calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
+    again = calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
     assert (first.replayed, again.replayed) == (False, True)
     assert first.call.pk == again.call.pk and again.call.attempts == 2
     assert AppCall.objects.count() == 1
     assert LedgerTransaction.objects.filter(kind="app_call").count() == 1
     assert wallet_balance(organization=caller).total_micros == 9_500_000
     with pytest.raises(services.IdempotencyConflict):
-        services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "b"}, idempotency_key="k")
+        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "b"}, idempotency_key="k")
 
 
 def test_a_call_refused_by_the_schema_gets_422_with_the_path_and_costs_nothing(alice, alice_org, caller, charlie):
@@ -134,7 +136,7 @@ def test_an_external_endpoint_gets_signed_requests(alice, alice_org, caller, cha
     httpserver.expect_request("/review", method="POST").respond_with_handler(handler)
     app, _, secret = _app(alice, alice_org, kind=ServingKind.EXTERNAL, url=httpserver.url_for("/review"))
     _publish(app, alice)
-    result = services.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "clause 3"})
+    result = calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "clause 3"})
     assert result.output == {"output": "risky: clause 3"}
     ts, mac = (part.split("=", 1)[1] for part in seen["sig"].split(","))
     assert abs(int(ts) - time.time()) < 60
@@ -283,3 +285,61 @@ def test_a_publisher_can_try_a_draft_app_and_empty_objects_are_valid_input(clien
     assert "$: &#x27;text&#x27; is a required property" in result
     ok = client.post(reverse("app_try", args=[alice_org.slug, app.slug]), {"payload": '{"text": "hi"}'})
     assert '"text": "hi"' in ok.content.decode().replace("&quot;", '"')
+
+
+def test_an_open_reservation_holds_its_price_against_a_second_call(alice, alice_org, charlie, monkeypatch):
+    caller = charlie.organizations.get()
+    wallet_top_up(organization=caller, amount_micros=800_000, idempotency_key="small-topup")
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    forward = calls.serving.forward
+    refused = []
+
+    def forward_while_a_second_call_comes_in(**kw):
+        with pytest.raises(services.CallRefused) as exc:  # 0.80 − 0.50 reserved leaves 0.30 < 0.50
+            calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "second"}, idempotency_key="k2")
+        refused.append(exc.value.status)
+        return forward(**kw)
+
+    monkeypatch.setattr(calls.serving, "forward", forward_while_a_second_call_comes_in)
+    first = calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "first"}, idempotency_key="k1")
+    assert refused == [402]
+    assert first.call.status == CallStatus.SUCCEEDED and first.call.price_micros == 500_000
+    assert list(AppCall.objects.values_list("idempotency_key", "status")) == [("k1", CallStatus.SUCCEEDED)]
+    assert wallet_balance(organization=caller).total_micros == 300_000
+    assert wallet_balance(organization=alice_org).paid_micros == 350_000
+
+
+def test_a_wallet_emptied_during_the_call_releases_it_and_charges_nothing(alice, alice_org, caller, charlie,
+                                                                          monkeypatch):
+    """GPU metering may spend the wallet while a call runs: the posting then fails, the call is released."""
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    forward = calls.serving.forward
+
+    def forward_while_metering_spends(**kw):
+        wallet_spend(organization=caller, amount_micros=9_800_000, idempotency_key="gpu-usage")
+        return forward(**kw)
+
+    monkeypatch.setattr(calls.serving, "forward", forward_while_metering_spends)
+    with pytest.raises(services.CallRefused, match="no longer covers"):
+        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
+    call = AppCall.objects.get()
+    assert (call.status, call.error_code, call.ledger_transaction_id) == (CallStatus.FAILED, "insufficient_funds", None)
+    assert not LedgerTransaction.objects.filter(kind="app_call").exists()
+    assert wallet_balance(organization=caller).total_micros == 200_000
+    assert wallet_balance(organization=alice_org).paid_micros == 0
+
+
+def test_the_monthly_cap_counts_succeeded_and_open_calls_of_this_month(alice, alice_org, caller, charlie, settings):
+    settings.APP_MONTHLY_CAP_MICROS = 1_200_000
+    app, _, _ = _app(alice, alice_org)
+    _publish(app, alice)
+    for key in ("a", "b"):
+        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": key}, idempotency_key=key)
+    AppCall.objects.create(app=app, caller=caller, request_sha256="0" * 64, status=CallStatus.SUCCEEDED,
+                           price_micros=5_000_000, created_at=calls.month_start(timezone.now()) - timedelta(seconds=1))
+    with pytest.raises(services.MonthlyCapReached):  # 1.00 this month + 0.50 > 1.20; last month's 5.00 not counted
+        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "c"}, idempotency_key="c")
+    assert AppCall.objects.filter(idempotency_key="c").count() == 0
+    assert wallet_balance(organization=caller).total_micros == 9_000_000

@@ -52,6 +52,20 @@ def test_a_token_authenticates_and_reads_the_wallet(alice, funded):
     assert me["token_scope"] == "read"
 
 
+def test_last_used_is_written_at_most_once_a_minute(alice, alice_org):
+    created = api_token_create(user=alice, organization=alice_org, name="ci", scope=TokenScope.READ)
+    client = _client(created.plaintext)
+    assert ApiToken.objects.get().last_used_at is None
+    assert client.get("/api/v1/me").status_code == 200
+    first = ApiToken.objects.get().last_used_at
+    assert first is not None
+    assert client.get("/api/v1/me").status_code == 200
+    assert ApiToken.objects.get().last_used_at == first  # within the minute: no write
+    ApiToken.objects.update(last_used_at=first - timedelta(seconds=61))
+    assert client.get("/api/v1/me").status_code == 200
+    assert ApiToken.objects.get().last_used_at > first
+
+
 def test_the_ledger_is_cursor_paginated(alice, funded):
     created = api_token_create(user=alice, organization=funded, name="ci", scope=TokenScope.READ)
     client = _client(created.plaintext)

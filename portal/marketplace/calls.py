@@ -1,0 +1,237 @@
+"""Calling an app and billing the call per request (issue 7, part 3).
+
+A call is *reserved* before the backend is called — an ``AppCall`` row in state ``reserved``, written
+under the caller's wallet lock only if the wallet's spendable money minus all its open reservations covers
+the price — and *posted* only when the call succeeds: one balanced ledger transaction (the caller's grants
+first, then paid → platform revenue, plus the publisher's share credited to the publisher's paid balance).
+A failed or timed-out call releases its reservation and costs nothing. The same ``Idempotency-Key`` makes a
+retried call run and cost once: a succeeded call is replayed, a failed one runs again on the same row.
+
+Billing runs on every call, so its two transactions are a handful of hand-written statements each
+(``benchmarks/app_call_bench.py`` measures them): reserving is the wallet lock and its balance
+(``billing.services.wallet_lock``, two statements), the key lookup, the open-reservation sum and one
+``INSERT``; posting is ``billing.services.wallet_spend`` and one ``UPDATE`` of the call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import jsonschema
+from django.conf import settings
+from django.db import connection, transaction
+from django.utils import timezone
+
+from billing.choices import TransactionKind
+from billing.services import InsufficientFunds, wallet_lock, wallet_spend
+from portal.db import db_value, loaded, quoted_table
+from portal.marketplace import serving
+from portal.marketplace.choices import AppState, CallStatus
+from portal.marketplace.models import App, AppCall, AppVersion
+from portal.marketplace.services import (
+    CallFailed,
+    CallInProgress,
+    CallRefused,
+    IdempotencyConflict,
+    InputInvalid,
+    MarketplaceError,
+    MonthlyCapReached,
+)
+from portal.models import Organization, User
+
+
+@dataclass(frozen=True)
+class CallResult:
+    """What ``app_invoke`` returns: the call row, the backend's output, and whether it was a replay of an
+    earlier successful call with the same ``Idempotency-Key``."""
+
+    call: AppCall
+    output: dict[str, Any]
+    replayed: bool
+
+
+def request_hash(payload: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of a request body: a reused key must carry the same request."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
+    """The most relevant JSON Schema (draft 2020-12) error of ``data``, or None when it is valid."""
+    try:
+        return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
+    except RecursionError:
+        return jsonschema.ValidationError("the document is nested too deeply")
+
+
+def month_start(now: datetime) -> datetime:
+    """The first instant of ``now``'s calendar month in the portal's time zone (monthly caps reset then)."""
+    local = now.astimezone(timezone.get_default_timezone())
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def app_invoke(*, app: App, caller: Organization, user: User | None, payload: Any,
+               idempotency_key: str | None = None, fail_after_reserve: Exception | None = None) -> CallResult:
+    """Call ``app`` with ``payload`` for ``caller`` and bill it (see the module docstring).
+
+    Raises ``InputInvalid`` (422, with the JSON path), ``CallRefused`` / ``MonthlyCapReached`` (402),
+    ``CallInProgress`` / ``IdempotencyConflict`` (409) before anything is reserved; ``CallFailed`` (502 /
+    504) after releasing the reservation. ``fail_after_reserve`` is a test hook that raises inside the
+    call after the reservation, as a crash of the forwarding step would.
+    """
+    publisher_testing = caller.pk == app.publisher_id and app.state in (AppState.DRAFT, AppState.IN_REVIEW)
+    if app.state != AppState.PUBLISHED and not publisher_testing:  # publishers may try their app before review
+        raise MarketplaceError("this app is not published", details={"state": app.state})
+    error = validation_error(app.input_schema, payload)
+    if error is not None:
+        path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
+        message = error.message if len(error.message) <= 300 else error.message[:300] + "…"  # never echo big input
+        raise InputInvalid(f"input does not match the app's schema at {path}: {message}",
+                           details={"path": path, "message": message, "validator": error.validator})
+    version = app.versions.filter(active=True).first()
+    if version is None:
+        raise MarketplaceError("the app has no ready version")
+    price = app.price_per_call_micros
+    share = price * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
+
+    reserved = call_reserve(app=app, version=version, caller=caller, user=user, idempotency_key=idempotency_key,
+                            request_sha256=request_hash(payload), price_micros=price, share_micros=share)
+    if isinstance(reserved, CallResult):
+        return reserved
+    call = reserved
+    started = time.perf_counter()
+    try:
+        if fail_after_reserve is not None:
+            raise fail_after_reserve
+        output = serving.forward(version=version, payload=payload, call_id=call.pk,
+                                 timeout_s=settings.APP_CALL_TIMEOUT_S)
+        bad = validation_error(app.output_schema, output)
+        if bad is not None:
+            raise serving.BackendError(f"the backend's output does not match the app's schema: {bad.message}")
+    except serving.BackendTimeout as exc:
+        call_release(call=call, code="backend_timeout", message=str(exc), started=started)
+        err = CallFailed(f"the app did not answer in time: {exc}; nothing was charged")
+        err.code, err.status = "backend_timeout", 504
+        raise err from exc
+    except Exception as exc:  # any failure after the reservation releases it
+        call_release(call=call, code="backend_error", message=str(exc), started=started)
+        err = CallFailed(f"the app failed: {exc}; nothing was charged")
+        err.code = "backend_error"
+        raise err from exc
+    call_settle(call=call, app=app, output=output, started=started)
+    return CallResult(call=call, output=output, replayed=False)
+
+
+def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: User | None,
+                 idempotency_key: str | None, request_sha256: str, price_micros: int,
+                 share_micros: int) -> AppCall | CallResult:
+    """Reserve ``price_micros`` for one call in one transaction and return the ``reserved`` call row.
+
+    Under the caller's wallet lock: a known ``idempotency_key`` returns the earlier success as a
+    ``CallResult`` (replay), raises ``IdempotencyConflict`` for another request or ``CallInProgress`` while
+    it runs, and reuses a failed call's row (``attempts`` + 1); then the monthly cap
+    (``APP_MONTHLY_CAP_MICROS``: succeeded and open calls since the month's start, ``MonthlyCapReached``)
+    and the balance (spendable minus open reservations, ``CallRefused``) are checked. Nothing is written
+    when it raises.
+    """
+    now = timezone.now()
+    cap = settings.APP_MONTHLY_CAP_MICROS
+    calls = quoted_table(AppCall)
+    with transaction.atomic(), connection.cursor() as cursor:
+        wallet = wallet_lock(organization=caller, now=now)
+        previous = None
+        if idempotency_key:
+            cursor.execute(f"SELECT id, status, request_sha256, attempts FROM {calls}"
+                           " WHERE caller_id = %s AND app_id = %s AND idempotency_key = %s",
+                           [caller.pk, app.pk, idempotency_key])
+            previous = cursor.fetchone()
+            if previous is not None:
+                if previous[2] != request_sha256:
+                    raise IdempotencyConflict("this Idempotency-Key was used for a different request")
+                if previous[1] == CallStatus.SUCCEEDED:
+                    done = AppCall.objects.get(pk=previous[0])
+                    return CallResult(call=done, output=done.response or {}, replayed=True)
+                if previous[1] == CallStatus.RESERVED:
+                    raise CallInProgress("a call with this Idempotency-Key is still running")
+        if cap:
+            since = db_value(AppCall, "created_at", month_start(now))
+            cursor.execute(
+                "SELECT COALESCE(SUM(CASE WHEN status = %s THEN price_micros ELSE 0 END), 0),"
+                " COALESCE(SUM(CASE WHEN created_at >= %s THEN price_micros ELSE 0 END), 0)"
+                f" FROM {calls} WHERE caller_id = %s AND (status = %s OR (status = %s AND created_at >= %s))",
+                [CallStatus.RESERVED.value, since, caller.pk, CallStatus.RESERVED.value,
+                 CallStatus.SUCCEEDED.value, since])
+            open_micros, month_micros = cursor.fetchone()
+            if month_micros + price_micros > cap:
+                raise MonthlyCapReached("this organization's monthly spending cap on app calls is reached")
+        else:
+            cursor.execute(f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
+                           [caller.pk, CallStatus.RESERVED.value])
+            open_micros = cursor.fetchone()[0]
+        if price_micros > wallet.spendable_micros - int(open_micros):
+            raise CallRefused(f"the wallet cannot cover this call ({price_micros / 1e6:.6f} CNY); top up first")
+        attempts = 1
+        if previous is None:
+            cursor.execute(
+                f"INSERT INTO {calls} (app_id, version_id, caller_id, user_id, idempotency_key, request_sha256,"
+                " status, price_micros, publisher_share_micros, attempts, error_code, error, created_at)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, '', '', %s) RETURNING id",
+                [app.pk, version.pk, caller.pk, user.pk if user else None, idempotency_key or None,
+                 request_sha256, CallStatus.RESERVED.value, price_micros, share_micros,
+                 db_value(AppCall, "created_at", now)])
+            call_id = cursor.fetchone()[0]
+        else:  # a retry of a failed call with the same key
+            call_id, attempts = previous[0], previous[3] + 1
+            cursor.execute(
+                f"UPDATE {calls} SET status = %s, attempts = %s, version_id = %s, price_micros = %s,"
+                " publisher_share_micros = %s, error = '', error_code = '', finished_at = NULL WHERE id = %s",
+                [CallStatus.RESERVED.value, attempts, version.pk, price_micros, share_micros, call_id])
+    call = AppCall(id=call_id, app=app, version=version, caller=caller, user=user,
+                   idempotency_key=idempotency_key or None, request_sha256=request_sha256,
+                   status=CallStatus.RESERVED, price_micros=price_micros, publisher_share_micros=share_micros,
+                   attempts=attempts, created_at=now)
+    loaded(call)
+    return call
+
+
+def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: float) -> AppCall:
+    """Post a succeeded call's price and mark it ``succeeded`` in one transaction; updates ``call``.
+
+    The posting's idempotency key is ``app-call:<call id>``. If the wallet no longer covers the price (a
+    grant expired, or GPU metering spent it meanwhile) the call is released and ``CallRefused`` raised:
+    nothing is charged.
+    """
+    latency_ms = int((time.perf_counter() - started) * 1000)
+    finished = timezone.now()
+    try:
+        with transaction.atomic():
+            txn = wallet_spend(
+                organization=call.caller, amount_micros=call.price_micros, idempotency_key=f"app-call:{call.pk}",
+                kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}",
+                credit_wallets=[(app.publisher_id, call.publisher_share_micros)] if call.publisher_share_micros
+                else (), metadata={"app": app.slug, "call": call.pk}) if call.price_micros else None
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"UPDATE {quoted_table(AppCall)} SET status = %s, response = %s, latency_ms = %s,"
+                    " finished_at = %s, ledger_transaction_id = %s WHERE id = %s",
+                    [CallStatus.SUCCEEDED.value, db_value(AppCall, "response", output), latency_ms,
+                     db_value(AppCall, "finished_at", finished), txn.pk if txn else None, call.pk])
+    except InsufficientFunds as exc:
+        call_release(call=call, code="insufficient_funds", message=str(exc), started=started)
+        raise CallRefused("the wallet no longer covers this call; nothing was charged") from exc
+    call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
+    call.ledger_transaction_id = txn.pk if txn else None
+    return call
+
+
+def call_release(*, call: AppCall, code: str, message: str, started: float) -> None:
+    """Release a reserved call: mark it ``failed`` with ``code`` and ``message``; nothing was charged."""
+    latency_ms = int((time.perf_counter() - started) * 1000)
+    AppCall.objects.filter(pk=call.pk, status=CallStatus.RESERVED).update(
+        status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
+        latency_ms=latency_ms)
+    call.status, call.error_code, call.error, call.latency_ms = CallStatus.FAILED, code, message[:2000], latency_ms
