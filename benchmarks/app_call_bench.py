@@ -10,14 +10,15 @@ schema, the reservation, the backend, the output schema and the ledger posting â
 in this process (no socket, no WSGI server) against an app served by the built-in echo backend, so what is
 measured is the portal and its database, not a model. Calls run one after another (one client).
 
-Billing is timed inside the same calls by wrapping two module functions (no code change): the reservation is
-the time from the end of input validation to the start of forwarding (active version lookup, wallet lock,
-open-reservation sum, balance, ``AppCall`` insert); the posting is the time from the end of output validation
-to the return of ``app_invoke`` (the balanced ledger transaction with the publisher's share, the call update).
-A second app with price 0 (still reserved, nothing posted) shows the difference.
+Billing is timed inside the same calls by wrapping the functions of ``portal.marketplace.calls`` that do it
+(no code change): ``reserve`` is ``call_reserve`` (the wallet lock and balance, the key lookup, the
+open-reservation sum, the ``AppCall`` insert, its COMMIT), ``post`` is ``call_settle`` (the balanced ledger
+transaction with the publisher's share, the call update, its COMMIT); ``billing`` is their sum. A second app with
+price 0 (still reserved, nothing posted) shows the difference.
 
-Also timed alone: ``wallet_balance`` (inside the reservation) and ``wallet_spend`` (the ledger posting, inside
-the posting phase) and the COMMITs of the call (the durable writes: two per paid call).
+Also timed alone: ``wallet_lock`` (both uses: in the reservation and in the posting), ``wallet_spend`` (the ledger
+posting inside ``post``) and the COMMITs of the call (the durable writes: two per call). ``BENCH_SHOW_SQL=1``
+prints the statements of one call.
 Prints p50 / p99 / mean in ms, calls per second and SQL queries per call.
 """
 
@@ -45,9 +46,6 @@ os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 import django  # noqa: E402
 
 django.setup()
-if os.environ.get("BENCH_SSB"):
-    from django.db import connections
-    connections.settings["default"].setdefault("OPTIONS", {})["server_side_binding"] = True
 
 from django.conf import settings  # noqa: E402
 
