@@ -17,7 +17,7 @@ from billing.money import from_micros, to_micros
 from portal.api.errors import ApiError
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
-from portal.marketplace import calls, services
+from portal.marketplace import services
 from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, calls_of_caller
@@ -108,8 +108,8 @@ class AppInvoke(APIView):
         except RecursionError as exc:
             raise ApiError("invalid_json", "the request body is nested too deeply", 400) from exc
         try:
-            result = calls.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
-                                      payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
+            result = services.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
+                                         payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         call = result.call
@@ -188,22 +188,30 @@ class AppPublish(APIView):
     by a background task; poll ``GET /apps/{slug}/versions`` for ``progress`` (and ``error`` naming the failed
     stage). The version records the training datasets and their licenses; making the app public or paid is
     refused later (409 ``license_forbids``) when a license forbids commercial use or derivative models.
-    A job or checkpoint of another organization is a 404."""
+    A job or checkpoint of another organization is a 404.
 
-    @extend_schema(parameters=[ORG_PARAM], request=PublishSerializer, responses={202: dict[str, Any]})
+    ``Idempotency-Key``: a retry with the same key and body answers 200 with the same app and version (as they
+    are now) and ``"replayed": true``, publishing and building nothing again; the same key with another body
+    is a 409 ``idempotency_key_reused``. Keys are per organization."""
+
+    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter(
+                       "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
+                       description="A retried publish with the same key and body returns the first result.")],
+                   request=PublishSerializer, responses={202: dict[str, Any], 200: dict[str, Any]})
     def post(self, request: Request) -> Response:
         org = request_organization(request)
         s = PublishSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         d = s.validated_data
         try:
-            app = services.app_publish_from_checkpoint(
-                organization=org, user=request.user, job_id=d["job_id"],  # type: ignore[arg-type]
+            result = services.app_publish_from_checkpoint_once(
+                organization=org, user=request.user,  # type: ignore[arg-type]
+                idempotency_key=request.headers.get("Idempotency-Key") or "", job_id=d["job_id"],
                 checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
                 description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),
                 visibility=d["visibility"], app_slug=d.get("app", ""))
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
-        version = app.versions.order_by("-number").first()
-        return Response({"app": AppSerializer(app).data, "version": VersionSerializer(version).data},
-                        status=status.HTTP_202_ACCEPTED)
+        return Response({"app": AppSerializer(result.app).data, "version": VersionSerializer(result.version).data,
+                         "replayed": result.replayed},
+                        status=status.HTTP_200_OK if result.replayed else status.HTTP_202_ACCEPTED)

@@ -51,3 +51,17 @@ class CallStatus(models.TextChoices):
     RESERVED = "reserved", _("Reserved")
     SUCCEEDED = "succeeded", _("Succeeded")
     FAILED = "failed", _("Failed")
+
+
+class DeploymentStage(models.TextChoices):
+    """``AppVersion.deployment["stage"]`` of a checkpoint version's model server (see
+    ``portal.marketplace.deployments``); not a model field: the deployment record is a JSON dict."""
+
+    QUEUED = "queued", _("Queued")
+    EXPORT = "export", _("Exporting the checkpoint")
+    DEPLOY = "deploy", _("Starting the model server")
+    SERVING = "serving", _("Serving")
+    RESTARTING = "restarting", _("Restarting")
+    DOWN = "down", _("Down, restart failed")
+    UNHEALTHY = "unhealthy", _("Unhealthy, no longer restarted")
+    STOPPED = "stopped", _("Stopped")

@@ -7,7 +7,15 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from portal.marketplace.choices import AppCategory, AppState, AppVisibility, CallStatus, ServingKind, VersionStatus
+from portal.marketplace.choices import (
+    AppCategory,
+    AppState,
+    AppVisibility,
+    CallStatus,
+    DeploymentStage,
+    ServingKind,
+    VersionStatus,
+)
 
 
 class App(models.Model):
@@ -76,6 +84,11 @@ class AppVersion(models.Model):
     def __str__(self) -> str:
         return f"{self.app} v{self.number}"
 
+    def deployment_stage_display(self) -> str:
+        """The model server's stage in words ("" when the version has no server record)."""
+        stage = str(self.deployment.get("stage") or "")
+        return str(DeploymentStage(stage).label) if stage in DeploymentStage.values else stage
+
 
 class AppCall(models.Model):
     """One call of an app: reserved before the backend is called, charged only when it succeeds.
@@ -108,3 +121,25 @@ class AppCall(models.Model):
 
     def __str__(self) -> str:
         return f"call {self.pk} of {self.app}"
+
+
+class AppPublishRequest(models.Model):
+    """One ``POST /api/v1/apps/publish`` made with an ``Idempotency-Key``, recorded in the transaction that
+    created its version. ``(organization, idempotency_key)`` is unique, so a retried request answers with the
+    version it created instead of publishing (and building) again; ``request_sha256`` (of the request's
+    arguments) tells a retry from another request that reuses the key."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE,
+                                     related_name="app_publish_requests")
+    idempotency_key = models.CharField(max_length=200)
+    request_sha256 = models.CharField(max_length=64)
+    version = models.ForeignKey(AppVersion, on_delete=models.CASCADE, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["organization", "idempotency_key"], name="uniq_publish_request_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"publish {self.idempotency_key} → {self.version_id}"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from portal.marketplace import services
+from portal.marketplace import deployments, services
 
 
 @shared_task
@@ -19,3 +19,11 @@ def app_version_build(version_id: int) -> str:
         return str(services.app_version_build(version_id=version_id).status)
     except services.BuildFailed:
         return "failed"
+
+
+@shared_task
+def app_deployments_check() -> dict[str, int]:
+    """Every 60 s (beat): check the model servers of active checkpoint versions, restart dead ones and stop
+    servers of superseded versions (``deployments.app_deployments_check``). Safe to run twice, also at once:
+    a server being restarted by another run is skipped. Returns the counts per outcome."""
+    return deployments.app_deployments_check()

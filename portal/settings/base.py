@@ -89,13 +89,7 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env_str("SQLITE_PATH", str(DATA_DIR / "portal.sqlite3")),
             # Wait for the writer lock instead of failing at once: the worker, beat and web share the file.
-            # Write-ahead log: readers do not block the writer, and a commit is one fsync of the log
-            # (synchronous=FULL keeps every commit durable) — https://www.sqlite.org/wal.html
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL",
-            },
+            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -276,3 +270,21 @@ APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
 APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)
+# Model servers of apps published from a checkpoint: "local" processes or a Kubernetes Deployment + Service,
+# chosen like INSTANCES_BACKEND. On Kubernetes the exports under DATA_DIR/apps must lie on the claim
+# APP_K8S_MODEL_CLAIM (mounted there on the workers; APP_K8S_MODEL_SUBPATH is that folder inside the claim).
+APP_DEPLOYMENTS_BACKEND = env_str("APP_DEPLOYMENTS_BACKEND", INSTANCES_BACKEND)  # "local" | "kubernetes"
+APP_DEPLOYMENTS_OPTIONS: dict[str, object] = (
+    {}
+    if APP_DEPLOYMENTS_BACKEND == "local"
+    else {
+        "namespace": env_str("APP_K8S_NAMESPACE", "gpu-portal-apps"),
+        "image": env_str("APP_K8S_IMAGE", ""),
+        "model_claim": env_str("APP_K8S_MODEL_CLAIM", ""),
+        "model_subpath": env_str("APP_K8S_MODEL_SUBPATH", ""),
+        "gpus": env_int("APP_K8S_GPUS", 0, minimum=0),
+    }
+)
+APP_SERVER_MAX_RESTARTS = env_int("APP_SERVER_MAX_RESTARTS", 3, minimum=1)  # failed in a row → "unhealthy"
+CELERY_BEAT_SCHEDULE["marketplace-deployments-health"] = {
+    "task": "portal.marketplace.tasks.app_deployments_check", "schedule": 60.0}
