@@ -17,7 +17,7 @@ from billing.money import from_micros, to_micros
 from portal.api.errors import ApiError
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
-from portal.marketplace import services
+from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, calls_of_caller
@@ -108,8 +108,8 @@ class AppInvoke(APIView):
         except RecursionError as exc:
             raise ApiError("invalid_json", "the request body is nested too deeply", 400) from exc
         try:
-            result = services.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
-                                         payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
+            result = calls.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
+                                      payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         call = result.call

@@ -1,11 +1,6 @@
-"""App marketplace operations: create and publish apps, add versions, and invoke an app per call.
+"""App marketplace operations: create and publish apps, add versions, publish a training checkpoint as an app.
 
-Billing of a call (issue 7): the price is *reserved* before the backend is called — an ``AppCall`` row in
-state ``reserved``, created under the caller's wallet lock only if the wallet minus all open
-reservations covers it — and *posted* only when the call succeeds, as one balanced ledger transaction
-(caller's grants first, then paid → platform revenue + the publisher's share to the publisher's paid
-balance). A failed or timed-out call releases its reservation and costs nothing. The same
-``Idempotency-Key`` makes a retried call run and cost once.
+Calling an app and billing the call live in ``portal.marketplace.calls``; the errors of both are here.
 """
 
 from __future__ import annotations
@@ -13,27 +8,19 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import time
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
-from django.utils import timezone
 from django.utils.text import slugify
 
-from billing.choices import TransactionKind
-from billing.models import LedgerAccount, Wallet
-from billing.selectors import wallet_balance
-from billing.services import InsufficientFunds, wallet_create, wallet_spend
 from portal.audit import audit_log
 from portal.marketplace import serving
-from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, CallStatus, ServingKind, VersionStatus
-from portal.marketplace.models import App, AppCall, AppPublishRequest, AppVersion
+from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
+from portal.marketplace.models import App, AppPublishRequest, AppVersion
 from portal.models import Organization, User
 
 
@@ -213,143 +200,6 @@ def app_transition(*, app: App, to: str, user: User | None, reason: str = "", st
                   extra={"from": app.state, "to": to, "reason": reason}, staff=staff)
     app.refresh_from_db()
     return app
-
-
-# --- calls --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class CallResult:
-    call: AppCall
-    output: dict[str, Any]
-    replayed: bool  # True when an earlier successful call with the same key was returned
-
-
-def _request_hash(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def _validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    try:
-        return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
-    except RecursionError:
-        return jsonschema.ValidationError("the document is nested too deeply")
-
-
-def reserved_micros(organization: Organization) -> int:
-    """Sum of open reservations of the organization's app calls."""
-    return int(AppCall.objects.filter(caller=organization, status=CallStatus.RESERVED)
-               .aggregate(s=Sum("price_micros"))["s"] or 0)
-
-
-def month_spent_micros(organization: Organization, now: datetime) -> int:
-    start = now.astimezone(timezone.get_default_timezone()).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return int(AppCall.objects.filter(caller=organization, status__in=[CallStatus.SUCCEEDED, CallStatus.RESERVED],
-                                      created_at__gte=start).aggregate(s=Sum("price_micros"))["s"] or 0)
-
-
-def app_invoke(*, app: App, caller: Organization, user: User | None, payload: Any,
-               idempotency_key: str | None = None, fail_after_reserve: Exception | None = None) -> CallResult:
-    """Call ``app`` with ``payload`` for ``caller`` and bill it (see the module docstring).
-
-    Raises ``InputInvalid`` (with the JSON path), ``CallRefused`` / ``MonthlyCapReached`` (402),
-    ``CallInProgress`` / ``IdempotencyConflict`` (409) before anything is reserved; ``CallFailed`` (502 /
-    504) after releasing the reservation. ``fail_after_reserve`` is a test hook that raises inside the
-    call after the reservation, as a crash of the forwarding step would.
-    """
-    publisher_testing = caller.pk == app.publisher_id and app.state in (AppState.DRAFT, AppState.IN_REVIEW)
-    if app.state != AppState.PUBLISHED and not publisher_testing:  # publishers may try their app before review
-        raise MarketplaceError("this app is not published", details={"state": app.state})
-    error = _validation_error(app.input_schema, payload)
-    if error is not None:
-        path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
-        message = error.message if len(error.message) <= 300 else error.message[:300] + "…"  # never echo big input
-        raise InputInvalid(f"input does not match the app's schema at {path}: {message}",
-                           details={"path": path, "message": message, "validator": error.validator})
-    version = app.versions.filter(active=True).first()
-    if version is None:
-        raise MarketplaceError("the app has no ready version")
-    price = app.price_per_call_micros
-    share = price * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
-    request_hash = _request_hash(payload)
-    now = timezone.now()
-
-    with transaction.atomic():
-        # the caller's wallet lock: reservations of one organization serialize
-        if Wallet.objects.select_for_update().filter(organization=caller).values_list("pk", flat=True).first() is None:
-            Wallet.objects.select_for_update().get(pk=wallet_create(organization=caller).pk)
-        call = None
-        if idempotency_key:
-            call = AppCall.objects.select_for_update().filter(caller=caller, app=app,
-                                                              idempotency_key=idempotency_key).first()
-            if call is not None:
-                if call.request_sha256 != request_hash:
-                    raise IdempotencyConflict("this Idempotency-Key was used for a different request")
-                if call.status == CallStatus.SUCCEEDED:
-                    return CallResult(call=call, output=call.response or {}, replayed=True)
-                if call.status == CallStatus.RESERVED:
-                    raise CallInProgress("a call with this Idempotency-Key is still running")
-        cap = settings.APP_MONTHLY_CAP_MICROS
-        if cap and month_spent_micros(caller, now) + price > cap:
-            raise MonthlyCapReached("this organization's monthly spending cap on app calls is reached")
-        available = wallet_balance(organization=caller, now=now).total_micros - reserved_micros(caller)
-        if price > available:
-            raise CallRefused(f"the wallet cannot cover this call ({price / 1e6:.6f} CNY); top up first")
-        if call is None:
-            call = AppCall.objects.create(app=app, version=version, caller=caller, user=user,
-                                          idempotency_key=idempotency_key or None, request_sha256=request_hash,
-                                          price_micros=price, publisher_share_micros=share)
-        else:  # a retry of a failed call with the same key
-            AppCall.objects.filter(pk=call.pk).update(status=CallStatus.RESERVED, attempts=call.attempts + 1,
-                                                      version=version, price_micros=price,
-                                                      publisher_share_micros=share, error="", error_code="")
-            call.refresh_from_db()
-
-    started = time.perf_counter()
-    try:
-        if fail_after_reserve is not None:
-            raise fail_after_reserve
-        output = serving.forward(version=version, payload=payload, call_id=call.pk,
-                                 timeout_s=settings.APP_CALL_TIMEOUT_S)
-        bad = _validation_error(app.output_schema, output)
-        if bad is not None:
-            raise serving.BackendError(f"the backend's output does not match the app's schema: {bad.message}")
-    except serving.BackendTimeout as exc:
-        _release(call, "backend_timeout", str(exc), started)
-        err = CallFailed(f"the app did not answer in time: {exc}; nothing was charged")
-        err.code, err.status = "backend_timeout", 504
-        raise err from exc
-    except Exception as exc:  # any failure after the reservation releases it
-        _release(call, "backend_error", str(exc), started)
-        err = CallFailed(f"the app failed: {exc}; nothing was charged")
-        err.code = "backend_error"
-        raise err from exc
-
-    latency_ms = int((time.perf_counter() - started) * 1000)
-    with transaction.atomic():
-        split = []
-        if share:
-            split.append((LedgerAccount.objects.get(wallet__organization_id=app.publisher_id), share))
-        try:
-            txn = wallet_spend(organization=caller, amount_micros=price, idempotency_key=f"app-call:{call.pk}",
-                               kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}", split=split,
-                               metadata={"app": app.slug, "call": call.pk}) if price else None
-        except InsufficientFunds as exc:
-            _release(call, "insufficient_funds", str(exc), started)
-            raise CallRefused("the wallet no longer covers this call; nothing was charged") from exc
-        AppCall.objects.filter(pk=call.pk).update(
-            status=CallStatus.SUCCEEDED, response=output, latency_ms=latency_ms, finished_at=timezone.now(),
-            ledger_transaction_id=txn.pk if txn else None)
-    call.refresh_from_db()
-    return CallResult(call=call, output=output, replayed=False)
-
-
-def _release(call: AppCall, code: str, message: str, started: float) -> None:
-    AppCall.objects.filter(pk=call.pk, status=CallStatus.RESERVED).update(
-        status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
-        latency_ms=int((time.perf_counter() - started) * 1000))
-
-
 
 
 # --- publishing a training checkpoint as an app (issue 7, part 2) ---------------------------------------------

@@ -89,7 +89,13 @@ else:
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": env_str("SQLITE_PATH", str(DATA_DIR / "portal.sqlite3")),
             # Wait for the writer lock instead of failing at once: the worker, beat and web share the file.
-            "OPTIONS": {"timeout": 20, "transaction_mode": "IMMEDIATE"},
+            # Write-ahead log: readers do not block the writer, and a commit is one fsync of the log
+            # (synchronous=FULL keeps every commit durable) — https://www.sqlite.org/wal.html
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL",
+            },
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
