@@ -401,11 +401,16 @@ class KubernetesBackend(ComputeBackend):
         return job_status_from(sanitize(job), [sanitize(p) for p in pods])
 
     def request_checkpoint(self, handle: str) -> int:
-        """Annotate the Job with the request time (informational: the runtime polls the portal). Returns 1."""
+        """Annotate the Job with the request time (informational: the runtime polls the portal). Returns 1.
+
+        Sent as a JSON merge patch (RFC 7386): without an explicit content type the client (37.x) picks the
+        first JSON type it lists, ``application/json-patch+json``, which the API server refuses for an object.
+        """
         ns, name = self.parse_handle(handle)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._batch().patch_namespaced_job(
-            name, ns, {"metadata": {"annotations": {CHECKPOINT_ANNOTATION: now}}}
+            name, ns, {"metadata": {"annotations": {CHECKPOINT_ANNOTATION: now}}},
+            _content_type="application/merge-patch+json",
         )
         return 1
 

@@ -227,6 +227,7 @@ def test_submit_status_checkpoint_and_stop_make_the_expected_calls(httpserver: H
     assert json.loads(requests[5].get_data())["metadata"]["annotations"].keys() == {
         "gpu-portal/checkpoint-requested-at"
     }
+    assert requests[5].headers["Content-Type"] == "application/merge-patch+json"  # an object, not a JSON Patch
     assert json.loads(requests[6].get_data()) == {
         "apiVersion": "v1",
         "kind": "DeleteOptions",
