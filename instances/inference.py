@@ -204,9 +204,15 @@ class Generator:
     Decoding is greedy (deterministic) over logits with a repetition penalty (``REPETITION_PENALTY``). The
     prompt is cut to its last ``max_position_embeddings - max_new_tokens`` tokens. Calls are serialized
     (one model, one generation at a time). Raises ``ValueError`` for an empty text or a bad token count.
+
+    ``device``: ``cpu``, ``cuda`` or ``cuda:<n>``; by default ``INFERENCE_DEVICE`` from the environment, else
+    the first GPU when PyTorch sees one (a pod that requests ``nvidia.com/gpu`` uses it), else the CPU. Weights
+    stay float32 on every device, so a GPU answers with the same greedy text as the CPU (seen on an H200:
+    ``benchmarks/gpu_check.py``).
     """
 
-    def __init__(self, model_dir: str | os.PathLike[str], repetition_penalty: float = REPETITION_PENALTY) -> None:
+    def __init__(self, model_dir: str | os.PathLike[str], repetition_penalty: float = REPETITION_PENALTY,
+                 device: str | None = None) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import AutoModelForCausalLM
@@ -214,7 +220,10 @@ class Generator:
         self.dir = Path(model_dir)
         self.info = json.loads((self.dir / EXPORT_INFO).read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(self.dir / TOKENIZER_FILE))
+        self.device = torch.device(device or os.environ.get("INFERENCE_DEVICE")
+                                   or ("cuda" if torch.cuda.is_available() else "cpu"))
         self.model = AutoModelForCausalLM.from_pretrained(self.dir, local_files_only=True, dtype=torch.float32)
+        self.model.to(self.device)
         self.model.eval()
         self.torch = torch
         self.lock = threading.Lock()
@@ -233,7 +242,7 @@ class Generator:
         room = int(self.info["max_position_embeddings"]) - max_new_tokens
         ids = ids[-room:] or [int(self.info.get("eos_id") or 0)]
         with self.lock, self.torch.no_grad():
-            inputs = self.torch.tensor([ids], dtype=self.torch.long)
+            inputs = self.torch.tensor([ids], dtype=self.torch.long, device=self.device)
             out = self.model.generate(
                 inputs,
                 attention_mask=self.torch.ones_like(inputs),
@@ -268,7 +277,8 @@ def make_server(model_dir: str, host: str, port: int) -> ThreadingHTTPServer:
             if self.path != "/healthz":
                 self._send(404, {"error": "not found"})
                 return
-            self._send(200, {"ok": True, "step": gen.info.get("step"), "model": gen.info.get("model")})
+            self._send(200, {"ok": True, "step": gen.info.get("step"), "model": gen.info.get("model"),
+                             "device": str(gen.device)})
 
         def do_POST(self) -> None:
             if self.path != "/generate":

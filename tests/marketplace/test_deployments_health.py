@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_publish_checkpoint import LEGAL, _dataset_version, _job_with_checkpoint  # the publish tests' rows
@@ -433,6 +434,8 @@ def test_a_killed_local_model_server_is_restarted_by_the_task_and_the_version_an
         assert d["pid"] != first_pid and backend.alive(d) and inference.healthy(d)
         assert (d["stage"], d["restarts"], d["last_error"]) == ("serving", 1, "the model server is not running")
         assert d["model_dir"] == str(tiny_export.resolve())
+        health = requests.get(f"{d['url'].rstrip('/')}/healthz", timeout=10).json()
+        assert (health["ok"], health["device"]) == (True, "cpu")  # no GPU here; a GPU pod reports cuda
         answer = inference.generate(deployment=d, payload=payload, timeout_s=60)
         assert isinstance(answer["output"], str) and 1 <= answer["tokens"] <= 4
         assert tasks.app_deployments_check()["healthy"] == 1
