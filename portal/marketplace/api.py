@@ -26,14 +26,20 @@ from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible
 class AppSerializer(serializers.ModelSerializer[App]):
     publisher = serializers.CharField(source="publisher.slug")
     price_per_call = serializers.SerializerMethodField()
+    price_per_1k_tokens = serializers.SerializerMethodField()
 
     class Meta:
         model = App
-        fields = ["slug", "name", "category", "description", "publisher", "price_per_call", "visibility",
-                  "state", "input_schema", "output_schema", "example_request", "example_response", "attributions"]
+        fields = ["slug", "name", "category", "description", "publisher", "price_per_call", "price_per_1k_tokens",
+                  "visibility", "state", "input_schema", "output_schema", "example_request", "example_response",
+                  "attributions"]
 
     def get_price_per_call(self, obj: App) -> str:
         return str(from_micros(obj.price_per_call_micros))
+
+    def get_price_per_1k_tokens(self, obj: App) -> str:
+        """CNY per 1,000 tokens the app's output reports (``tokens``), on top of the price per call."""
+        return str(from_micros(obj.price_per_1k_tokens_micros))
 
 
 class CallSerializer(serializers.ModelSerializer[AppCall]):
@@ -42,7 +48,8 @@ class CallSerializer(serializers.ModelSerializer[AppCall]):
 
     class Meta:
         model = AppCall
-        fields = ["id", "app", "status", "cost", "price_micros", "latency_ms", "error_code", "created_at"]
+        fields = ["id", "app", "status", "cost", "price_micros", "billed_tokens", "latency_ms", "error_code",
+                  "created_at"]
 
     def get_cost(self, obj: AppCall) -> str:
         return str(from_micros(obj.price_micros if obj.status == CallStatus.SUCCEEDED else 0))
@@ -114,7 +121,8 @@ class AppInvoke(APIView):
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         call = result.call
         return Response({"call_id": call.pk, "output": result.output, "cost": str(from_micros(call.price_micros)),
-                         "latency_ms": call.latency_ms, "replayed": result.replayed}, status=status.HTTP_200_OK)
+                         "billed_tokens": call.billed_tokens, "latency_ms": call.latency_ms,
+                         "replayed": result.replayed}, status=status.HTTP_200_OK)
 
 
 class CallList(generics.ListAPIView):  # type: ignore[type-arg]
@@ -178,6 +186,9 @@ class PublishSerializer(serializers.Serializer[dict[str, Any]]):
     category = serializers.ChoiceField(choices=AppCategory.choices, default=AppCategory.GENERAL)
     description = serializers.CharField(required=False, default="", allow_blank=True)
     price_per_call = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, default="0")  # type: ignore[arg-type]
+    price_per_1k_tokens = serializers.DecimalField(
+        max_digits=12, decimal_places=6, min_value=0, default="0",  # type: ignore[arg-type]
+        help_text="CNY per 1,000 generated tokens, on top of the price per call")
     visibility = serializers.ChoiceField(choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
 
 
@@ -209,6 +220,7 @@ class AppPublish(APIView):
                 idempotency_key=request.headers.get("Idempotency-Key") or "", job_id=d["job_id"],
                 checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
                 description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),
+                price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
                 visibility=d["visibility"], app_slug=d.get("app", ""))
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc

@@ -7,6 +7,12 @@ first, then paid → platform revenue, plus the publisher's share credited to th
 A failed or timed-out call releases its reservation and costs nothing. The same ``Idempotency-Key`` makes a
 retried call run and cost once: a succeeded call is replayed, a failed one runs again on the same row.
 
+An app priced per 1,000 tokens as well (``price_per_1k_tokens_micros``) charges for the tokens its output
+reports in ``tokens`` (a model published from a checkpoint: the generated tokens), rounded up to the
+micro-CNY. The call holds the price of its token allowance — the request's ``max_new_tokens`` when it gives
+one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many tokens; an output without an
+integer ``tokens`` is invalid output (nothing charged).
+
 Billing runs on every call, so its two transactions are a handful of hand-written statements each
 (``benchmarks/app_call_bench.py`` measures them): reserving is the wallet lock and its balance
 (``billing.services.wallet_lock``, two statements), the key lookup, the open-reservation sum and one
@@ -68,6 +74,29 @@ def validation_error(schema: dict[str, Any], data: Any) -> jsonschema.Validation
         return jsonschema.ValidationError("the document is nested too deeply")
 
 
+def token_allowance(app: App, payload: Any) -> int:
+    """Tokens a call of ``app`` may be charged for: 0 for an app without a per-token price, else the request's
+    ``max_new_tokens`` (a positive integer) capped at ``APP_MAX_BILLED_TOKENS``, or that setting."""
+    if not app.price_per_1k_tokens_micros:
+        return 0
+    cap = int(settings.APP_MAX_BILLED_TOKENS)
+    asked = payload.get("max_new_tokens") if isinstance(payload, dict) else None
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
+        return min(asked, cap)
+    return cap
+
+
+def call_price_micros(app: App, tokens: int) -> int:
+    """Price of one call of ``app`` that is charged for ``tokens`` tokens, in micro-CNY: the price per call
+    plus ``price_per_1k_tokens_micros × tokens / 1000`` rounded up."""
+    return app.price_per_call_micros + -(-app.price_per_1k_tokens_micros * tokens // 1000)
+
+
+def publisher_share_micros(app: App, caller: Organization, price_micros: int) -> int:
+    """The publisher's share of ``price_micros`` (``publisher_share_bps``, rounded down; 0 on its own calls)."""
+    return price_micros * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
+
+
 def month_start(now: datetime) -> datetime:
     """The first instant of ``now``'s calendar month in the portal's time zone (monthly caps reset then)."""
     local = now.astimezone(timezone.get_default_timezone())
@@ -95,11 +124,12 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     version = app.versions.filter(active=True).first()
     if version is None:
         raise MarketplaceError("the app has no ready version")
-    price = app.price_per_call_micros
-    share = price * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
+    allowance = token_allowance(app, payload)
+    hold = call_price_micros(app, allowance)
 
     reserved = call_reserve(app=app, version=version, caller=caller, user=user, idempotency_key=idempotency_key,
-                            request_sha256=request_hash(payload), price_micros=price, share_micros=share)
+                            request_sha256=request_hash(payload), price_micros=hold,
+                            share_micros=publisher_share_micros(app, caller, hold))
     if isinstance(reserved, CallResult):
         return reserved
     call = reserved
@@ -112,6 +142,9 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
         bad = validation_error(app.output_schema, output)
         if bad is not None:
             raise serving.BackendError(f"the backend's output does not match the app's schema: {bad.message}")
+        tokens = output.get("tokens") if isinstance(output, dict) else None
+        if allowance and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
+            raise serving.BackendError("the app is priced per token but its output has no integer `tokens` count")
     except serving.BackendTimeout as exc:
         call_release(call=call, code="backend_timeout", message=str(exc), started=started)
         err = CallFailed(f"the app did not answer in time: {exc}; nothing was charged")
@@ -122,7 +155,8 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
         err = CallFailed(f"the app failed: {exc}; nothing was charged")
         err.code = "backend_error"
         raise err from exc
-    call_settle(call=call, app=app, output=output, started=started)
+    billed = min(tokens, allowance) if allowance and isinstance(tokens, int) else None
+    call_settle(call=call, app=app, output=output, started=started, billed_tokens=billed)
     return CallResult(call=call, output=output, replayed=False)
 
 
@@ -198,8 +232,13 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
     return call
 
 
-def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: float) -> AppCall:
+def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: float,
+                billed_tokens: int | None = None) -> AppCall:
     """Post a succeeded call's price and mark it ``succeeded`` in one transaction; updates ``call``.
+
+    The price is the held ``call.price_micros`` for an app priced per call only; with ``billed_tokens`` (at
+    most the allowance the hold was computed for) it is ``call_price_micros(app, billed_tokens)``, and the
+    publisher's share follows it.
 
     The posting's idempotency key is ``app-call:<call id>``. If the wallet no longer covers the price (a
     grant expired, or GPU metering spent it meanwhile) the call is released and ``CallRefused`` raised:
@@ -207,23 +246,30 @@ def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: flo
     """
     latency_ms = int((time.perf_counter() - started) * 1000)
     finished = timezone.now()
+    price, share = call.price_micros, call.publisher_share_micros
+    if billed_tokens is not None:
+        price = call_price_micros(app, billed_tokens)
+        share = publisher_share_micros(app, call.caller, price)
     try:
         with transaction.atomic():
             txn = wallet_spend(
-                organization=call.caller, amount_micros=call.price_micros, idempotency_key=f"app-call:{call.pk}",
+                organization=call.caller, amount_micros=price, idempotency_key=f"app-call:{call.pk}",
                 kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}",
-                credit_wallets=[(app.publisher_id, call.publisher_share_micros)] if call.publisher_share_micros
-                else (), metadata={"app": app.slug, "call": call.pk}) if call.price_micros else None
+                credit_wallets=[(app.publisher_id, share)] if share else (),
+                metadata={"app": app.slug, "call": call.pk, "tokens": billed_tokens}) if price else None
             with connection.cursor() as cursor:
                 cursor.execute(
                     f"UPDATE {quoted_table(AppCall)} SET status = %s, response = %s, latency_ms = %s,"
-                    " finished_at = %s, ledger_transaction_id = %s WHERE id = %s",
+                    " finished_at = %s, ledger_transaction_id = %s, price_micros = %s,"
+                    " publisher_share_micros = %s, billed_tokens = %s WHERE id = %s",
                     [CallStatus.SUCCEEDED.value, db_value(AppCall, "response", output), latency_ms,
-                     db_value(AppCall, "finished_at", finished), txn.pk if txn else None, call.pk])
+                     db_value(AppCall, "finished_at", finished), txn.pk if txn else None, price, share,
+                     billed_tokens, call.pk])
     except InsufficientFunds as exc:
         call_release(call=call, code="insufficient_funds", message=str(exc), started=started)
         raise CallRefused("the wallet no longer covers this call; nothing was charged") from exc
     call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
+    call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
     call.ledger_transaction_id = txn.pk if txn else None
     return call
 

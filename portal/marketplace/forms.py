@@ -71,4 +71,12 @@ class PublishForm(forms.Form):
     description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
     price_per_call = forms.DecimalField(label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6,
                                         max_digits=12, initial=Decimal(0))
+    price_per_1k_tokens = forms.DecimalField(
+        label=_("Price per 1,000 generated tokens (CNY)"), min_value=Decimal(0), decimal_places=6, max_digits=12,
+        initial=Decimal(0), required=False,
+        help_text=_("Charged on top of the price per call, for the tokens the model generates."))
     visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)
+
+    def clean_price_per_1k_tokens(self) -> Decimal:
+        """Empty means no price per token."""
+        return self.cleaned_data.get("price_per_1k_tokens") or Decimal(0)

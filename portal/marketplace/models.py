@@ -103,8 +103,10 @@ class AppCall(models.Model):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)
     request_sha256 = models.CharField(max_length=64)
     status = models.CharField(max_length=10, choices=CallStatus.choices, default=CallStatus.RESERVED)
-    price_micros = models.BigIntegerField()
+    price_micros = models.BigIntegerField(help_text="held while reserved; what was charged once succeeded")
     publisher_share_micros = models.BigIntegerField(default=0)
+    billed_tokens = models.PositiveIntegerField(null=True, blank=True,
+                                                help_text="tokens charged at the app's price per 1,000 tokens")
     attempts = models.PositiveIntegerField(default=1)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     error_code = models.CharField(max_length=40, blank=True)

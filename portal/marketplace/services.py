@@ -188,7 +188,8 @@ def app_transition(*, app: App, to: str, user: User | None, reason: str = "", st
             version = app.versions.filter(active=True).first()
             if version is None:
                 raise MarketplaceError("the app has no ready version to serve calls")
-            commercial = app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
+            commercial = (app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
+                          or app.price_per_1k_tokens_micros > 0)
             problems = license_problems(version.lineage) if commercial else []
             if problems:
                 raise LicenseForbidsPublishing(
@@ -280,7 +281,7 @@ class PublishResult:
 def app_publish_from_checkpoint(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int,
                                 name: str = "", category: str = "general", description: str = "",
                                 price_per_call_micros: int = 0, visibility: str = AppVisibility.PRIVATE,
-                                app_slug: str = "") -> App:
+                                app_slug: str = "", price_per_1k_tokens_micros: int = 0) -> App:
     """Publish checkpoint ``checkpoint_id`` of the organization's job ``job_id`` as an app served by the model.
 
     Creates a draft app (text in, generated text out: ``TEXT_INPUT_SCHEMA`` / ``TEXT_OUTPUT_SCHEMA``) — or,
@@ -294,14 +295,16 @@ def app_publish_from_checkpoint(*, organization: Organization, user: User | None
     """
     app, _version = _publish(organization=organization, user=user, job_id=job_id, checkpoint_id=checkpoint_id,
                              name=name, category=category, description=description,
-                             price_per_call_micros=price_per_call_micros, visibility=visibility, app_slug=app_slug)
+                             price_per_call_micros=price_per_call_micros, visibility=visibility, app_slug=app_slug,
+                             price_per_1k_tokens_micros=price_per_1k_tokens_micros)
     return app
 
 
 def app_publish_from_checkpoint_once(*, organization: Organization, user: User | None, idempotency_key: str,
                                      job_id: int, checkpoint_id: int, name: str = "", category: str = "general",
                                      description: str = "", price_per_call_micros: int = 0,
-                                     visibility: str = AppVisibility.PRIVATE, app_slug: str = "") -> PublishResult:
+                                     visibility: str = AppVisibility.PRIVATE, app_slug: str = "",
+                                     price_per_1k_tokens_micros: int = 0) -> PublishResult:
     """``app_publish_from_checkpoint`` under an ``Idempotency-Key`` (the API's publish endpoint).
 
     The first request with a key publishes and records ``(organization, key)`` with the SHA-256 of the
@@ -316,7 +319,8 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     """
     arguments = {"job_id": job_id, "checkpoint_id": checkpoint_id, "name": name, "category": category,
                  "description": description, "price_per_call_micros": price_per_call_micros,
-                 "visibility": visibility, "app_slug": app_slug}
+                 "price_per_1k_tokens_micros": price_per_1k_tokens_micros, "visibility": visibility,
+                 "app_slug": app_slug}
     key = idempotency_key.strip()
     if not key:
         app, version = _publish(organization=organization, user=user, **arguments)  # type: ignore[arg-type]
@@ -350,7 +354,7 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
 
 def _publish(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int, name: str,
              category: str, description: str, price_per_call_micros: int, visibility: str,
-             app_slug: str) -> tuple[App, AppVersion]:
+             app_slug: str, price_per_1k_tokens_micros: int = 0) -> tuple[App, AppVersion]:
     checkpoint = _checkpoint_of(organization, job_id, checkpoint_id)
     lineage = training_lineage(job_id=checkpoint.job_id)
     with transaction.atomic():
@@ -365,6 +369,7 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
                 publisher=organization, user=user, name=name.strip(), category=category, description=description,  # type: ignore[arg-type]
                 input_schema=TEXT_INPUT_SCHEMA, output_schema=TEXT_OUTPUT_SCHEMA,
                 price_per_call_micros=price_per_call_micros, visibility=visibility,
+                price_per_1k_tokens_micros=price_per_1k_tokens_micros,
                 example_request={"text": "第一条", "max_new_tokens": 32},
                 example_response={"output": "…", "tokens": 32})
         version, _ = app_version_add(app=app, user=user, kind=ServingKind.CHECKPOINT,

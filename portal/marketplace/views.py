@@ -139,7 +139,8 @@ def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int)
             app = services.app_publish_from_checkpoint(
                 organization=organization, user=request.user, job_id=job_id,  # type: ignore[arg-type]
                 checkpoint_id=checkpoint_id, name=d["name"], category=d["category"], description=d["description"],
-                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"])
+                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"],
+                price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]))
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:

@@ -274,6 +274,8 @@ CELERY_BEAT_SCHEDULE["metering-tick"] = {"task": "billing.tasks.metering_tick", 
 APP_PUBLISHER_SHARE_BPS = env_int("APP_PUBLISHER_SHARE_BPS", 7000, minimum=0)  # 70 % to the publisher
 APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
+# The most tokens one call is charged for at an app's price per 1,000 tokens (held while the call runs).
+APP_MAX_BILLED_TOKENS = env_int("APP_MAX_BILLED_TOKENS", 4096, minimum=1)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
 APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)
 # Model servers of apps published from a checkpoint: "local" processes or a Kubernetes Deployment + Service,

@@ -260,9 +260,11 @@ def test_the_publish_page_shows_the_licenses_and_the_job_page_links_to_it(
     assert ATTRIBUTION in html
     with django_capture_on_commit_callbacks(execute=False):
         response = client.post(url, {"name": "Clause finder", "category": "legal", "description": "",
-                                     "price_per_call": "0", "visibility": "private"})
+                                     "price_per_call": "0", "price_per_1k_tokens": "0.002",
+                                     "visibility": "private"})
     app = App.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/o/{alice_org.slug}/apps/{app.slug}/"
+    assert (app.price_per_call_micros, app.price_per_1k_tokens_micros) == (0, 2_000)
     assert app.versions.get().status == "building"
     detail = client.get(response["Location"]).content.decode()
     assert 'data-testid="version-row"' in detail
