@@ -97,6 +97,13 @@ def publisher_share_micros(app: App, caller: Organization, price_micros: int) ->
     return price_micros * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
 
 
+def monthly_cap_micros(organization: Organization) -> int:
+    """The organization's monthly cap on app calls in micro-CNY (0 = none): its own
+    ``app_monthly_cap_micros`` when set, else the platform default ``APP_MONTHLY_CAP_MICROS``."""
+    own = organization.app_monthly_cap_micros
+    return int(own) if own is not None else int(settings.APP_MONTHLY_CAP_MICROS)
+
+
 def month_start(now: datetime) -> datetime:
     """The first instant of ``now``'s calendar month in the portal's time zone (monthly caps reset then)."""
     local = now.astimezone(timezone.get_default_timezone())
@@ -168,12 +175,12 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
     Under the caller's wallet lock: a known ``idempotency_key`` returns the earlier success as a
     ``CallResult`` (replay), raises ``IdempotencyConflict`` for another request or ``CallInProgress`` while
     it runs, and reuses a failed call's row (``attempts`` + 1); then the monthly cap
-    (``APP_MONTHLY_CAP_MICROS``: succeeded and open calls since the month's start, ``MonthlyCapReached``)
+    (``monthly_cap_micros``: succeeded and open calls since the month's start, ``MonthlyCapReached``)
     and the balance (spendable minus open reservations, ``CallRefused``) are checked. Nothing is written
     when it raises.
     """
     now = timezone.now()
-    cap = settings.APP_MONTHLY_CAP_MICROS
+    cap = monthly_cap_micros(caller)
     calls = quoted_table(AppCall)
     with transaction.atomic(), connection.cursor() as cursor:
         wallet = wallet_lock(organization=caller, now=now)

@@ -80,3 +80,12 @@ class PublishForm(forms.Form):
     def clean_price_per_1k_tokens(self) -> Decimal:
         """Empty means no price per token."""
         return self.cleaned_data.get("price_per_1k_tokens") or Decimal(0)
+
+
+class CallCapForm(forms.Form):
+    """The organization's monthly cap on app calls; empty = the platform default."""
+
+    cap = forms.DecimalField(label=_("Monthly cap on app calls (CNY)"), min_value=Decimal("0.01"), decimal_places=2,
+                             max_digits=12, required=False,
+                             help_text=_("Calls are refused once this month's calls reach it. Empty: the platform "
+                                         "default."))

@@ -18,10 +18,11 @@ from django.db import IntegrityError, transaction
 from django.utils.text import slugify
 
 from portal.audit import audit_log
+from portal.choices import MANAGER_ROLES
 from portal.marketplace import serving
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppPublishRequest, AppVersion
-from portal.models import Organization, User
+from portal.models import Membership, Organization, User
 
 
 class MarketplaceError(Exception):
@@ -155,6 +156,30 @@ def app_version_activate(*, version: AppVersion) -> AppVersion:
         AppVersion.objects.filter(pk=version.pk).update(active=True, status=VersionStatus.READY, progress=100)
     version.refresh_from_db()
     return version
+
+
+class NotAManager(MarketplaceError):
+    """Only owners and admins of the organization may do this."""
+
+    code = "permission_denied"
+    status = 403
+
+
+def app_call_cap_set(*, organization: Organization, user: User, cap_micros: int | None) -> Organization:
+    """Set the organization's monthly cap on app calls (``cap_micros`` > 0), or clear it (``None``: the platform
+    default applies again). Owners and admins only (``NotAManager``); a cap must be positive
+    (``MarketplaceError``). A cap below this month's spend stops further calls until the month ends. Audited."""
+    if not Membership.objects.filter(organization=organization, user=user, role__in=MANAGER_ROLES).exists():
+        raise NotAManager("only owners and admins can set the monthly cap on app calls")
+    if cap_micros is not None and cap_micros <= 0:
+        raise MarketplaceError("a monthly cap must be positive; leave it empty for the platform default")
+    with transaction.atomic():
+        previous = Organization.objects.select_for_update().get(pk=organization.pk).app_monthly_cap_micros
+        Organization.objects.filter(pk=organization.pk).update(app_monthly_cap_micros=cap_micros)
+        audit_log(action="marketplace.call_cap_set", actor=user, organization=organization, obj=organization,
+                  extra={"from_micros": previous, "to_micros": cap_micros})
+    organization.app_monthly_cap_micros = cap_micros
+    return organization
 
 
 def license_problems(lineage: list[dict[str, Any]]) -> list[str]:

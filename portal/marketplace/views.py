@@ -9,16 +9,24 @@ from django.db import transaction
 from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from billing.money import to_micros
+from billing.money import from_micros, to_micros
 from portal.charts import bar_chart
 from portal.htmx import is_partial
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
-from portal.marketplace.forms import AppForm, PublishForm, TryForm
-from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, usage_per_day
+from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
+from portal.marketplace.selectors import (
+    app_for,
+    app_of_publisher,
+    apps_visible_to,
+    calls_of_caller,
+    month_spent_micros,
+    usage_per_day,
+)
 from portal.selectors import organization_for_user
 
 
@@ -149,3 +157,28 @@ def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int)
     context = {"org": organization, "form": form, "checkpoint": checkpoint, "job": checkpoint.job,
                "lineage": lineage, "problems": services.license_problems(lineage)}
     return render(request, "marketplace/publish_form.html", context, status=400 if form.errors else 200)
+
+
+@login_required
+def call_list(request: HttpRequest, org: str) -> HttpResponse:
+    """The organization's app calls (newest first, 25 a page, htmx partial for the table), this month's spend
+    against its monthly cap, and — for owners and admins — the form that sets the cap."""
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    own = organization.app_monthly_cap_micros
+    form = CallCapForm(request.POST or None, initial={"cap": from_micros(own) if own is not None else None})
+    if request.method == "POST" and form.is_valid():
+        cap = form.cleaned_data["cap"]
+        try:
+            services.app_call_cap_set(organization=organization, user=request.user,  # type: ignore[arg-type]
+                                      cap_micros=to_micros(cap) if cap is not None else None)
+        except services.MarketplaceError as exc:
+            form.add_error(None, str(exc))
+        else:
+            messages.success(request, _("The monthly cap on app calls is saved."))
+            return redirect("app_calls", org=organization.slug)
+    page = Paginator(calls_of_caller(organization).order_by("-id"), 25).get_page(request.GET.get("page"))
+    context = {"org": organization, "page": page, "form": form,
+               "spent_micros": month_spent_micros(organization, calls.month_start(timezone.now())),
+               "cap_micros": calls.monthly_cap_micros(organization), "own_cap": own is not None}
+    template = "marketplace/call_table.html" if is_partial(request) else "marketplace/call_list.html"
+    return render(request, template, context, status=400 if form.errors else 200)
