@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -14,6 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.money import from_micros, to_micros
+from portal import strictjson
 from portal.api.errors import ApiError
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
@@ -106,17 +106,20 @@ class AppInvoke(APIView):
         org = request_organization(request)
         app = app_for(org, slug)
         length = int(request.META.get("CONTENT_LENGTH") or 0)
+        too_large = ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
         if length > settings.APP_MAX_REQUEST_BYTES:
-            raise ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
+            raise too_large
+        if len(request.body) > settings.APP_MAX_REQUEST_BYTES:  # a chunked body has no Content-Length
+            raise too_large
         try:
-            payload = json.loads(request.body or b"null")
+            payload = strictjson.loads(request.body or b"null")
         except ValueError as exc:
-            raise ApiError("invalid_json", "the request body is not JSON", 400) from exc
+            raise ApiError("invalid_json", f"the request body is not JSON: {exc}", 400) from exc
         except RecursionError as exc:
             raise ApiError("invalid_json", "the request body is nested too deeply", 400) from exc
         try:
             result = calls.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
-                                      payload=payload, idempotency_key=request.headers.get("Idempotency-Key"))
+                                      payload=payload, idempotency_key=request.headers.get("Idempotency-Key") or None)
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         call = result.call

@@ -13,6 +13,10 @@ micro-CNY. The call holds the price of its token allowance — the request's ``m
 one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many tokens; an output without an
 integer ``tokens`` is invalid output (nothing charged).
 
+A publisher's calls of its own app cost only the platform's part: the price less the share it would credit
+to itself. A reservation whose process died (no answer recorded ``APP_CALL_TIMEOUT_S`` + 2 minutes after it
+was made) is released by ``calls_release_stale`` (beat, every minute), so it holds no money for ever.
+
 Billing runs on every call, so its two transactions are a handful of hand-written statements each
 (``benchmarks/app_call_bench.py`` measures them): reserving is the wallet lock and its balance
 (``billing.services.wallet_lock``, two statements), the key lookup, the open-reservation sum and one
@@ -25,15 +29,18 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 import jsonschema
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from billing.choices import TransactionKind
+from billing.money import format_cny
 from billing.services import InsufficientFunds, wallet_lock, wallet_spend
 from portal.db import db_value, loaded, quoted_table
 from portal.marketplace import serving
@@ -49,6 +56,8 @@ from portal.marketplace.services import (
     MonthlyCapReached,
 )
 from portal.models import Organization, User
+
+MAX_KEY_LENGTH = 200  # AppCall.idempotency_key
 
 
 @dataclass(frozen=True)
@@ -86,10 +95,12 @@ def token_allowance(app: App, payload: Any) -> int:
     return cap
 
 
-def call_price_micros(app: App, tokens: int) -> int:
-    """Price of one call of ``app`` that is charged for ``tokens`` tokens, in micro-CNY: the price per call
-    plus ``price_per_1k_tokens_micros × tokens / 1000`` rounded up."""
-    return app.price_per_call_micros + -(-app.price_per_1k_tokens_micros * tokens // 1000)
+def call_price_micros(app: App, tokens: int, caller: Organization) -> int:
+    """Price of one call of ``app`` by ``caller`` that is charged for ``tokens`` tokens, in micro-CNY: the price
+    per call plus ``price_per_1k_tokens_micros × tokens / 1000`` rounded up — less the publisher's share
+    (``publisher_share_bps``, rounded down) when the caller is the publisher itself."""
+    full = app.price_per_call_micros + -(-app.price_per_1k_tokens_micros * tokens // 1000)
+    return full - full * app.publisher_share_bps // 10_000 if caller.pk == app.publisher_id else full
 
 
 def publisher_share_micros(app: App, caller: Organization, price_micros: int) -> int:
@@ -121,18 +132,23 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     """
     publisher_testing = caller.pk == app.publisher_id and app.state in (AppState.DRAFT, AppState.IN_REVIEW)
     if app.state != AppState.PUBLISHED and not publisher_testing:  # publishers may try their app before review
-        raise MarketplaceError("this app is not published", details={"state": app.state})
+        raise MarketplaceError(_("This app is not published."), details={"state": app.state})
     error = validation_error(app.input_schema, payload)
     if error is not None:
         path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         message = error.message if len(error.message) <= 300 else error.message[:300] + "…"  # never echo big input
-        raise InputInvalid(f"input does not match the app's schema at {path}: {message}",
+        raise InputInvalid(_("The input does not match the app's schema at %(path)s: %(message)s")
+                           % {"path": path, "message": message},
                            details={"path": path, "message": message, "validator": error.validator})
     version = app.versions.filter(active=True).first()
     if version is None:
-        raise MarketplaceError("the app has no ready version")
+        raise MarketplaceError(_("The app has no ready version."))
+    if idempotency_key is not None and not 1 <= len(idempotency_key) <= MAX_KEY_LENGTH:
+        bad_key = MarketplaceError(_("An Idempotency-Key has 1 to %(n)d characters.") % {"n": MAX_KEY_LENGTH})
+        bad_key.code = "invalid_idempotency_key"
+        raise bad_key
     allowance = token_allowance(app, payload)
-    hold = call_price_micros(app, allowance)
+    hold = call_price_micros(app, allowance, caller)
 
     reserved = call_reserve(app=app, version=version, caller=caller, user=user, idempotency_key=idempotency_key,
                             request_sha256=request_hash(payload), price_micros=hold,
@@ -148,22 +164,30 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
                                  timeout_s=settings.APP_CALL_TIMEOUT_S)
         bad = validation_error(app.output_schema, output)
         if bad is not None:
-            raise serving.BackendError(f"the backend's output does not match the app's schema: {bad.message}")
+            raise serving.BackendError(_("the output does not match the app's schema: %(m)s") % {"m": bad.message})
         tokens = output.get("tokens") if isinstance(output, dict) else None
         if allowance and (not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 0):
-            raise serving.BackendError("the app is priced per token but its output has no integer `tokens` count")
+            raise serving.BackendError(_("the app is priced per token but its output has no integer `tokens` count"))
     except serving.BackendTimeout as exc:
         call_release(call=call, code="backend_timeout", message=str(exc), started=started)
-        err = CallFailed(f"the app did not answer in time: {exc}; nothing was charged")
+        err = CallFailed(_("The app did not answer in time (%(e)s); nothing was charged.") % {"e": exc})
         err.code, err.status = "backend_timeout", 504
         raise err from exc
     except Exception as exc:  # any failure after the reservation releases it
         call_release(call=call, code="backend_error", message=str(exc), started=started)
-        err = CallFailed(f"the app failed: {exc}; nothing was charged")
+        err = CallFailed(_("The app failed: %(e)s; nothing was charged.") % {"e": exc})
         err.code = "backend_error"
         raise err from exc
     billed = min(tokens, allowance) if allowance and isinstance(tokens, int) else None
-    call_settle(call=call, app=app, output=output, started=started, billed_tokens=billed)
+    try:
+        call_settle(call=call, app=app, output=output, started=started, billed_tokens=billed)
+    except CallRefused:
+        raise
+    except Exception as exc:  # the posting failed (nothing was committed): release, charge nothing
+        call_release(call=call, code="settle_failed", message=f"{type(exc).__name__}: {exc}", started=started)
+        err = CallFailed(_("The call could not be recorded (%(e)s); nothing was charged.") % {"e": type(exc).__name__})
+        err.code = "settle_failed"
+        raise err from exc
     return CallResult(call=call, output=output, replayed=False)
 
 
@@ -192,12 +216,12 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
             previous = cursor.fetchone()
             if previous is not None:
                 if previous[2] != request_sha256:
-                    raise IdempotencyConflict("this Idempotency-Key was used for a different request")
+                    raise IdempotencyConflict(_("This Idempotency-Key was used for a different request."))
                 if previous[1] == CallStatus.SUCCEEDED:
                     done = AppCall.objects.get(pk=previous[0])
                     return CallResult(call=done, output=done.response or {}, replayed=True)
                 if previous[1] == CallStatus.RESERVED:
-                    raise CallInProgress("a call with this Idempotency-Key is still running")
+                    raise CallInProgress(_("A call with this Idempotency-Key is still running."))
         if cap:
             since = db_value(AppCall, "created_at", month_start(now))
             cursor.execute(
@@ -208,33 +232,36 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
                  CallStatus.SUCCEEDED.value, since])
             open_micros, month_micros = cursor.fetchone()
             if month_micros + price_micros > cap:
-                raise MonthlyCapReached("this organization's monthly spending cap on app calls is reached")
+                raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
         else:
             cursor.execute(f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
                            [caller.pk, CallStatus.RESERVED.value])
             open_micros = cursor.fetchone()[0]
         if price_micros > wallet.spendable_micros - int(open_micros):
-            raise CallRefused(f"the wallet cannot cover this call ({price_micros / 1e6:.6f} CNY); top up first")
+            raise CallRefused(_("The wallet cannot cover this call (%(p)s CNY); top up first.")
+                              % {"p": format_cny(price_micros, 6)})
         attempts = 1
         if previous is None:
             cursor.execute(
                 f"INSERT INTO {calls} (app_id, version_id, caller_id, user_id, idempotency_key, request_sha256,"
-                " status, price_micros, publisher_share_micros, attempts, error_code, error, created_at)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, '', '', %s) RETURNING id",
+                " status, price_micros, publisher_share_micros, attempts, error_code, error, created_at,"
+                " reserved_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, '', '', %s, %s) RETURNING id",
                 [app.pk, version.pk, caller.pk, user.pk if user else None, idempotency_key or None,
                  request_sha256, CallStatus.RESERVED.value, price_micros, share_micros,
-                 db_value(AppCall, "created_at", now)])
+                 db_value(AppCall, "created_at", now), db_value(AppCall, "reserved_at", now)])
             call_id = cursor.fetchone()[0]
         else:  # a retry of a failed call with the same key
             call_id, attempts = previous[0], previous[3] + 1
             cursor.execute(
                 f"UPDATE {calls} SET status = %s, attempts = %s, version_id = %s, price_micros = %s,"
-                " publisher_share_micros = %s, error = '', error_code = '', finished_at = NULL WHERE id = %s",
-                [CallStatus.RESERVED.value, attempts, version.pk, price_micros, share_micros, call_id])
+                " publisher_share_micros = %s, error = '', error_code = '', finished_at = NULL, reserved_at = %s"
+                " WHERE id = %s",
+                [CallStatus.RESERVED.value, attempts, version.pk, price_micros, share_micros,
+                 db_value(AppCall, "reserved_at", now), call_id])
     call = AppCall(id=call_id, app=app, version=version, caller=caller, user=user,
                    idempotency_key=idempotency_key or None, request_sha256=request_sha256,
                    status=CallStatus.RESERVED, price_micros=price_micros, publisher_share_micros=share_micros,
-                   attempts=attempts, created_at=now)
+                   attempts=attempts, created_at=now, reserved_at=now)
     loaded(call)
     return call
 
@@ -255,7 +282,7 @@ def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: flo
     finished = timezone.now()
     price, share = call.price_micros, call.publisher_share_micros
     if billed_tokens is not None:
-        price = call_price_micros(app, billed_tokens)
+        price = call_price_micros(app, billed_tokens, call.caller)
         share = publisher_share_micros(app, call.caller, price)
     try:
         with transaction.atomic():
@@ -274,7 +301,7 @@ def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: flo
                      billed_tokens, call.pk])
     except InsufficientFunds as exc:
         call_release(call=call, code="insufficient_funds", message=str(exc), started=started)
-        raise CallRefused("the wallet no longer covers this call; nothing was charged") from exc
+        raise CallRefused(_("The wallet no longer covers this call; nothing was charged.")) from exc
     call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
     call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
     call.ledger_transaction_id = txn.pk if txn else None
@@ -288,3 +315,19 @@ def call_release(*, call: AppCall, code: str, message: str, started: float) -> N
         status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
         latency_ms=latency_ms)
     call.status, call.error_code, call.error, call.latency_ms = CallStatus.FAILED, code, message[:2000], latency_ms
+
+
+STALE_AFTER = timedelta(minutes=2)  # beyond APP_CALL_TIMEOUT_S: the reserving process is gone
+
+
+def calls_release_stale(*, now: datetime | None = None) -> int:
+    """Release reservations older than ``APP_CALL_TIMEOUT_S`` + ``STALE_AFTER`` (the process that made them died
+    before recording an answer): they become ``failed`` with ``error_code`` ``expired`` and hold nothing. A call
+    still running cannot be that old (the backend's timeout ends it first). Returns how many were released.
+    Safe to run twice (it only touches rows still ``reserved``)."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=int(settings.APP_CALL_TIMEOUT_S)) - STALE_AFTER
+    return AppCall.objects.filter(status=CallStatus.RESERVED).filter(
+        Q(reserved_at__lt=cutoff) | Q(reserved_at__isnull=True, created_at__lt=cutoff)).update(
+        status=CallStatus.FAILED, error_code="expired", finished_at=now,
+        error="no answer was recorded for this call (its worker stopped); nothing was charged")

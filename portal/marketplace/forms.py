@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
+from portal import strictjson
 from portal.marketplace.choices import AppCategory, AppVisibility
 
 DEFAULT_INPUT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 20000}}}
@@ -25,9 +26,14 @@ class JsonField(forms.CharField):
         if not text:
             return {}
         try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise forms.ValidationError(_("Not valid JSON: %(e)s") % {"e": exc}) from exc
+            data = strictjson.loads(text)
+        except RecursionError as exc:
+            raise forms.ValidationError(_("The document is nested too deeply.")) from exc
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(_("Not valid JSON (line %(line)d, column %(column)d).")
+                                        % {"line": exc.lineno, "column": exc.colno}) from exc
+        except ValueError as exc:  # NaN, Infinity
+            raise forms.ValidationError(_("Not valid JSON: NaN and Infinity are not JSON numbers.")) from exc
         if not isinstance(data, dict):
             raise forms.ValidationError(_("Enter a JSON object."))
         return data

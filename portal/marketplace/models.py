@@ -114,6 +114,7 @@ class AppCall(models.Model):
     response = models.JSONField(null=True, blank=True)
     ledger_transaction_id = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    reserved_at = models.DateTimeField(null=True, blank=True, help_text="when the last attempt was reserved")
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

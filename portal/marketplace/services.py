@@ -16,6 +16,7 @@ import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils.text import slugify
+from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
 from portal.choices import MANAGER_ROLES
@@ -85,7 +86,7 @@ def _validate_schema(schema: dict[str, Any]) -> None:
     try:
         jsonschema.Draft202012Validator.check_schema(schema)
     except jsonschema.SchemaError as exc:
-        raise MarketplaceError(f"not a valid JSON Schema: {exc.message}") from exc
+        raise MarketplaceError(_("Not a valid JSON Schema: %(m)s") % {"m": exc.message}) from exc
 
 
 def app_create(*, publisher: Organization, user: User, name: str, category: str, description: str,
@@ -96,7 +97,7 @@ def app_create(*, publisher: Organization, user: User, name: str, category: str,
     _validate_schema(input_schema)
     _validate_schema(output_schema)
     if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
-        raise MarketplaceError("prices cannot be negative")
+        raise MarketplaceError(_("Prices cannot be negative."))
     base = slugify(name)[:60] or "app"
     if base in RESERVED_SLUGS:
         base = f"{base}-app"
@@ -125,7 +126,7 @@ def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str
     """
     http_ok = settings.APP_ALLOW_HTTP_ENDPOINTS and endpoint_url.startswith("http://")
     if kind == ServingKind.EXTERNAL and not (endpoint_url.startswith("https://") or http_ok):
-        raise MarketplaceError("an external endpoint must be an https:// URL")
+        raise MarketplaceError(_("An external endpoint must be an https:// URL."))
     if kind == ServingKind.EXTERNAL:
         try:
             serving.endpoint_check(endpoint_url)
@@ -170,9 +171,9 @@ def app_call_cap_set(*, organization: Organization, user: User, cap_micros: int 
     default applies again). Owners and admins only (``NotAManager``); a cap must be positive
     (``MarketplaceError``). A cap below this month's spend stops further calls until the month ends. Audited."""
     if not Membership.objects.filter(organization=organization, user=user, role__in=MANAGER_ROLES).exists():
-        raise NotAManager("only owners and admins can set the monthly cap on app calls")
+        raise NotAManager(_("Only owners and admins can set the monthly cap on app calls."))
     if cap_micros is not None and cap_micros <= 0:
-        raise MarketplaceError("a monthly cap must be positive; leave it empty for the platform default")
+        raise MarketplaceError(_("A monthly cap must be positive; leave it empty for the platform default."))
     with transaction.atomic():
         previous = Organization.objects.select_for_update().get(pk=organization.pk).app_monthly_cap_micros
         Organization.objects.filter(pk=organization.pk).update(app_monthly_cap_micros=cap_micros)
@@ -208,19 +209,21 @@ def app_transition(*, app: App, to: str, user: User | None, reason: str = "", st
     with transaction.atomic():
         app = App.objects.select_for_update().get(pk=app.pk)
         if to not in APP_TRANSITIONS.get(app.state, frozenset()):
-            raise IllegalAppTransition(f"an app cannot go from {app.state} to {to}")
+            raise IllegalAppTransition(_("An app cannot go from %(a)s to %(b)s.")
+                                       % {"a": AppState(app.state).label, "b": AppState(to).label})
         if to in (AppState.IN_REVIEW, AppState.PUBLISHED):
             version = app.versions.filter(active=True).first()
             if version is None:
-                raise MarketplaceError("the app has no ready version to serve calls")
+                raise MarketplaceError(_("The app has no ready version to serve calls."))
             commercial = (app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
                           or app.price_per_1k_tokens_micros > 0)
             problems = license_problems(version.lineage) if commercial else []
             if problems:
                 raise LicenseForbidsPublishing(
-                    "a public or paid app cannot be published: " + "; ".join(problems), details=problems)
+                    _("A public or paid app cannot be published: %(p)s") % {"p": "; ".join(problems)},
+                    details=problems)
             if to == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC and not staff:
-                raise IllegalAppTransition("a public app goes live after staff review: submit it for review")
+                raise IllegalAppTransition(_("A public app goes live after staff review: submit it for review."))
         App.objects.filter(pk=app.pk).update(state=to, state_reason=reason[:300])
         audit_log(action="marketplace.app_transition", actor=user, organization=app.publisher, obj=app,
                   extra={"from": app.state, "to": to, "reason": reason}, staff=staff)
@@ -285,7 +288,7 @@ def _checkpoint_of(organization: Organization, job_id: int, checkpoint_id: int) 
     if checkpoint is None:
         raise CheckpointNotFound("no such checkpoint of this job in your organization")
     if not checkpoint.complete or checkpoint.rolled_back:
-        raise MarketplaceError("only a complete checkpoint that was not rolled back can be published")
+        raise MarketplaceError(_("Only a complete checkpoint that was not rolled back can be published."))
     return checkpoint
 
 
@@ -387,9 +390,16 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
             app = App.objects.filter(publisher=organization, slug=app_slug).first()
             if app is None:
                 raise CheckpointNotFound("no such app of your organization")
+            commercial = (app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
+                          or app.price_per_1k_tokens_micros > 0)
+            problems = license_problems(lineage) if commercial else []
+            if problems:  # the new version would serve a public or paid app: the same rule as app_transition
+                raise LicenseForbidsPublishing(
+                    _("This model cannot become a version of a public or paid app: %(p)s")
+                    % {"p": "; ".join(problems)}, details=problems)
         else:
             if not name.strip():
-                raise MarketplaceError("an app needs a name")
+                raise MarketplaceError(_("An app needs a name."))
             app = app_create(
                 publisher=organization, user=user, name=name.strip(), category=category, description=description,  # type: ignore[arg-type]
                 input_schema=TEXT_INPUT_SCHEMA, output_schema=TEXT_OUTPUT_SCHEMA,
@@ -397,9 +407,9 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
                 price_per_1k_tokens_micros=price_per_1k_tokens_micros,
                 example_request={"text": "第一条", "max_new_tokens": 32},
                 example_response={"output": "…", "tokens": 32})
-        version, _ = app_version_add(app=app, user=user, kind=ServingKind.CHECKPOINT,
-                                     checkpoint_ref=f"{CHECKPOINT_REF}{checkpoint.pk}", lineage=lineage,
-                                     status=VersionStatus.BUILDING)
+        version, _secret = app_version_add(app=app, user=user, kind=ServingKind.CHECKPOINT,
+                                           checkpoint_ref=f"{CHECKPOINT_REF}{checkpoint.pk}", lineage=lineage,
+                                           status=VersionStatus.BUILDING)
         AppVersion.objects.filter(pk=version.pk).update(deployment={"stage": "queued"})
         audit_log(action="marketplace.publish_from_checkpoint", actor=user, organization=organization, obj=version,
                   extra={"job": checkpoint.job_id, "checkpoint": checkpoint.pk, "step": checkpoint.step,

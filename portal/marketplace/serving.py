@@ -20,7 +20,9 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
+from django.utils.translation import gettext as _
 
+from portal import strictjson
 from portal.marketplace.choices import ServingKind
 from portal.marketplace.models import AppVersion
 
@@ -42,15 +44,16 @@ def endpoint_check(url: str) -> None:
         return
     host = urlsplit(url).hostname
     if not host:
-        raise BackendError("the endpoint URL has no host")
+        raise BackendError(_("The endpoint URL has no host."))
     try:
         infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
     except (socket.gaierror, UnicodeError) as exc:
-        raise BackendError(f"the endpoint host {host} does not resolve") from exc
+        raise BackendError(_("The endpoint host %(h)s does not resolve.") % {"h": host}) from exc
     for info in infos:
         address = ipaddress.ip_address(info[4][0])
         if not address.is_global:
-            raise BackendError(f"the endpoint host {host} is not a public address ({address})")
+            raise BackendError(
+                _("The endpoint host %(h)s is not a public address (%(a)s).") % {"h": host, "a": address})
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
@@ -76,17 +79,17 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
             response = requests.post(version.endpoint_url, data=body, headers=headers, timeout=timeout_s,
                                      allow_redirects=False)
         except requests.Timeout as exc:
-            raise BackendTimeout(f"no answer within {timeout_s:g} s") from exc
+            raise BackendTimeout(_("no answer within %(s)s s") % {"s": f"{timeout_s:g}"}) from exc
         except requests.RequestException as exc:
-            raise BackendError(f"endpoint unreachable: {exc.__class__.__name__}") from exc
+            raise BackendError(_("endpoint unreachable: %(e)s") % {"e": exc.__class__.__name__}) from exc
         if response.status_code >= 400:
-            raise BackendError(f"endpoint answered HTTP {response.status_code}")
+            raise BackendError(_("endpoint answered HTTP %(c)d") % {"c": response.status_code})
         try:
-            data = response.json()
-        except ValueError as exc:
-            raise BackendError("endpoint answered something that is not JSON") from exc
+            data = strictjson.loads(response.content)
+        except (ValueError, RecursionError) as exc:
+            raise BackendError(_("endpoint answered something that is not JSON")) from exc
         if not isinstance(data, dict):
-            raise BackendError("endpoint answered JSON that is not an object")
+            raise BackendError(_("endpoint answered JSON that is not an object"))
         return data
     if version.kind == ServingKind.CHECKPOINT:
         from instances import inference  # the instances app's serving interface (imports torch: keep lazy)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from portal.marketplace import deployments, services
+from portal.marketplace import calls, deployments, services
 
 
 @shared_task
@@ -27,3 +27,10 @@ def app_deployments_check() -> dict[str, int]:
     servers of superseded versions (``deployments.app_deployments_check``). Safe to run twice, also at once:
     a server being restarted by another run is skipped. Returns the counts per outcome."""
     return deployments.app_deployments_check()
+
+
+@shared_task
+def app_calls_release_stale() -> int:
+    """Every 60 s (beat): release app-call reservations whose worker died before recording an answer
+    (``calls.calls_release_stale``); returns how many. Safe to run twice."""
+    return calls.calls_release_stale()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
@@ -68,7 +69,9 @@ def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
     app = app_for(organization, slug)
     form = TryForm(request.POST)
     context: dict[str, object] = {"org": organization, "app": app, "form": form}
-    if form.is_valid():
+    if len(request.POST.get("payload", "").encode()) > settings.APP_MAX_REQUEST_BYTES:
+        context["error"] = _("The request exceeds %(n)d bytes.") % {"n": settings.APP_MAX_REQUEST_BYTES}
+    elif form.is_valid():
         try:
             result = calls.app_invoke(app=app, caller=organization, user=request.user,  # type: ignore[arg-type]
                                          payload=form.cleaned_data["payload"])

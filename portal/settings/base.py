@@ -294,5 +294,7 @@ APP_DEPLOYMENTS_OPTIONS: dict[str, object] = (
     }
 )
 APP_SERVER_MAX_RESTARTS = env_int("APP_SERVER_MAX_RESTARTS", 3, minimum=1)  # failed in a row → "unhealthy"
+CELERY_BEAT_SCHEDULE["marketplace-calls-release-stale"] = {
+    "task": "portal.marketplace.tasks.app_calls_release_stale", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["marketplace-deployments-health"] = {
     "task": "portal.marketplace.tasks.app_deployments_check", "schedule": 60.0}

@@ -57,7 +57,7 @@ def test_only_owners_and_admins_set_the_cap_and_a_cap_must_be_positive(client, a
         services.app_call_cap_set(organization=funded, user=alice, cap_micros=0)
     client.force_login(bob)
     response = client.post(f"/o/{funded.slug}/apps/calls/", {"cap": "5.00"})
-    assert response.status_code == 400 and "only owners and admins" in response.content.decode()
+    assert response.status_code == 400 and "Only owners and admins can set" in response.content.decode()
     client.force_login(alice)
     response = client.post(f"/o/{funded.slug}/apps/calls/", {"cap": "0"})
     assert response.status_code == 400

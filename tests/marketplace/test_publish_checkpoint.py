@@ -194,13 +194,13 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
         generated = body["output"]["output"]
         assert isinstance(generated, str) and generated.strip() and generated != PROMPT
         assert 1 <= body["output"]["tokens"] <= 12
-        assert body["cost"] == "0.010000" and body["replayed"] is False
+        assert body["cost"] == "0.003000" and body["replayed"] is False
         again = bob_api.post(f"/api/v1/apps/{app.slug}/invoke", payload, format="json", HTTP_IDEMPOTENCY_KEY="k1")
         assert again.json()["replayed"] is True and again.json()["call_id"] == body["call_id"]
         assert again.json()["output"] == body["output"]
         assert AppCall.objects.get().status == "succeeded"
         assert LedgerTransaction.objects.filter(kind="app_call").count() == 1
-        assert wallet_balance(organization=alice_org).total_micros == 990_000  # publisher == caller: no share
+        assert wallet_balance(organization=alice_org).total_micros == 997_000  # its own app: 0.01 less its 70 % share
 
         outsider = _api(charlie, charlie.organizations.get()).post(f"/api/v1/apps/{app.slug}/invoke", payload,
                                                                   format="json")
@@ -242,6 +242,21 @@ def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_co
     apps["public"].refresh_from_db()
     apps["paid"].refresh_from_db()
     assert (apps["public"].state, apps["paid"].state) == ("draft", "draft")
+
+    # the same model as a new version of a published paid app of the organization is refused, nothing written
+    from portal.marketplace.models import App, AppVersion
+
+    paid_app = services.app_create(publisher=alice_org, user=alice, name="Paid echo", category="legal",
+                                   description="", input_schema={"type": "object"}, output_schema={"type": "object"},
+                                   price_per_call_micros=10_000, visibility="private")
+    services.app_version_add(app=paid_app, user=alice, kind="echo")
+    services.app_transition(app=paid_app, to=AppState.PUBLISHED, user=alice)
+    with pytest.raises(services.LicenseForbidsPublishing, match=re.escape(reason)):
+        services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
+                                             checkpoint_id=cp.pk, app_slug=paid_app.slug)
+    assert list(AppVersion.objects.filter(app=paid_app).values_list("number", "kind", "active")) == [
+        (1, "echo", True)]
+    assert App.objects.get(pk=paid_app.pk).state == "published"
 
 
 def test_the_publish_page_shows_the_licenses_and_the_job_page_links_to_it(
