@@ -13,7 +13,6 @@ from django.core.mail import send_mail
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
-from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
 from billing.choices import GrantKind
@@ -22,6 +21,7 @@ from billing.services import credit_grant_create, wallet_create
 from portal.audit import audit_log
 from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.models import ApiToken, Membership, Organization, TrialClaim, User
+from portal.slugs import ascii_slug
 
 VERIFY_SALT = "portal.email-verification"
 TOKEN_PREFIX = "gpp"  # noqa: S105 - the public prefix of API tokens, not a secret
@@ -32,7 +32,7 @@ class VerificationError(Exception):
 
 
 def _unique_slug(base: str) -> str:
-    slug = slugify(base)[:40] or "org"
+    slug = ascii_slug(base, max_length=40, fallback="org")
     candidate, n = slug, 1
     while Organization.objects.filter(slug=candidate).exists():
         n += 1

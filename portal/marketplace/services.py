@@ -15,7 +15,6 @@ from typing import Any
 import jsonschema
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
@@ -24,6 +23,7 @@ from portal.marketplace import serving
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppPublishRequest, AppVersion
 from portal.models import Membership, Organization, User
+from portal.slugs import ascii_slug
 
 
 class MarketplaceError(Exception):
@@ -98,7 +98,7 @@ def app_create(*, publisher: Organization, user: User, name: str, category: str,
     _validate_schema(output_schema)
     if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
         raise MarketplaceError(_("Prices cannot be negative."))
-    base = slugify(name)[:60] or "app"
+    base = ascii_slug(name, max_length=60, fallback="app")
     if base in RESERVED_SLUGS:
         base = f"{base}-app"
     slug, n = base, 1

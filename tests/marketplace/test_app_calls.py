@@ -237,6 +237,18 @@ def test_app_slugs_never_hide_other_routes(alice, alice_org):
     assert app.slug == "publish-app"
 
 
+def test_chinese_names_get_pinyin_slugs_and_duplicates_a_number(alice, alice_org):
+    from portal.services import organization_create
+
+    def create(name):
+        return services.app_create(publisher=alice_org, user=alice, name=name, category="legal", description="",
+                                   input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0).slug
+
+    assert [create("法律助手"), create("法律助手"), create("医疗问答 v2"), create("!!!")] == [
+        "fa-lv-zhu-shou", "fa-lv-zhu-shou-2", "yi-liao-wen-da-v2", "app"]
+    assert organization_create(name="法律团队", owner=alice).slug == "fa-lv-tuan-dui"
+
+
 def test_endpoints_on_private_or_link_local_addresses_are_refused(alice, alice_org, settings):
     settings.APP_ALLOW_HTTP_ENDPOINTS = False
     app = services.app_create(publisher=alice_org, user=alice, name="Probe", category="general", description="",
