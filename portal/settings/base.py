@@ -219,6 +219,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = (
     if CELERY_BROKER_URL.startswith("filesystem")
     else {}
 )
+# kombu's filesystem transport lets a consumer read a message file before it is written (a worker then dies
+# on an empty message); portal.broker writes each file under a temporary name and renames it into place.
+CELERY_BROKER_TRANSPORT = "portal.broker:Transport" if CELERY_BROKER_URL.startswith("filesystem") else None
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a task killed mid-run is redelivered; every task is idempotent

@@ -17,6 +17,7 @@ if len(SECRET_KEY) < 50 or SECRET_KEY.startswith("dev-insecure"):
 env_str("DATABASE_URL", required=True)
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", required=True)
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
+CELERY_BROKER_TRANSPORT = None  # the URL names the transport (Redis or RabbitMQ)
 
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", True)

@@ -10,4 +10,5 @@ EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 CELERY_TASK_ALWAYS_EAGER = True
 CELERY_BROKER_URL = "memory://"
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
+CELERY_BROKER_TRANSPORT = None  # the URL names the transport
 DEBUG = False
