@@ -1,9 +1,12 @@
 """``manage.py runportal``: the embedded-default product in one command, stopped with one Ctrl-C.
 
 Migrates the database, loads seed data (commands registered by other apps in ``SEED_COMMANDS`` that
-exist), then starts the web server, a Celery worker and Celery beat as child processes, and stops them
-all when any one exits or on Ctrl-C / SIGTERM; then checkpoints and stops the local backend's training
-jobs, so that no process outlives the command. ``PORTAL_SITE_URL`` defaults to ``http://<addr>``.
+exist), then starts the web server, a Celery worker and Celery beat as child processes. A worker or beat
+that exits on its own is started again (its exit code and the restart are logged), so the web server keeps
+serving; after ``MAX_RESTARTS`` restarts of one child within ``RESTART_WINDOW_S`` the command gives up and
+stops everything, as it does when the web server exits. Ctrl-C / SIGTERM stops all children; then the local
+backend's training jobs are checkpointed and stopped, so that no process outlives the command.
+``PORTAL_SITE_URL`` defaults to ``http://<addr>``.
 """
 
 from __future__ import annotations
@@ -13,17 +16,44 @@ import signal
 import subprocess
 import sys
 import time
+from collections import deque
 from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command, get_commands
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 # Optional seed commands, run in order when the app providing them is installed.
 SEED_COMMANDS: list[tuple[str, list[str]]] = [
     ("seed_catalog", []),
     ("import_corpora", []),
 ]
+
+# Children that are restarted when they exit on their own; the web server is not (its exit stops all).
+RESTARTABLE = ("worker", "beat")
+MAX_RESTARTS = 5  # restarts of one child within RESTART_WINDOW_S before the command gives up
+RESTART_WINDOW_S = 600.0
+
+
+class RestartBudget:
+    """At most ``limit`` restarts of each child within any ``window_s`` seconds (``time.monotonic`` clock)."""
+
+    def __init__(self, *, limit: int = MAX_RESTARTS, window_s: float = RESTART_WINDOW_S) -> None:
+        self.limit = limit
+        self.window_s = window_s
+        self._times: dict[str, deque[float]] = {}
+
+    def take(self, name: str, now: float) -> int | None:
+        """Record a restart of ``name`` at ``now`` (seconds); return its number within the window (1 …
+        ``limit``), or ``None`` when ``limit`` restarts already happened within the window (nothing recorded).
+        """
+        recent = self._times.setdefault(name, deque())
+        while recent and now - recent[0] > self.window_s:
+            recent.popleft()
+        if len(recent) >= self.limit:
+            return None
+        recent.append(now)
+        return len(recent)
 
 
 class Command(BaseCommand):
@@ -82,19 +112,43 @@ class Command(BaseCommand):
 
         signal.signal(signal.SIGTERM, lambda *_: stop())
         signal.signal(signal.SIGINT, lambda *_: stop())  # also when started with SIGINT ignored (nohup, &)
+
+        def start(name: str) -> None:
+            proc = subprocess.Popen(commands[name], cwd=settings.BASE_DIR, env=env)
+            procs[name] = proc
+            self.stdout.write(f"started {name} (pid {proc.pid})")
+            if stopping:  # a signal arrived while starting it: stop() may have missed this child
+                proc.terminate()
+                proc.wait(20)
+
+        budget = RestartBudget()
+        window = f"{budget.window_s / 60:g} minutes"
+        failure = ""
         try:
-            for name, argv in commands.items():
-                procs[name] = subprocess.Popen(argv, cwd=settings.BASE_DIR, env=env)
+            for name in commands:
+                start(name)
             self.stdout.write(self.style.SUCCESS(
                 f"gpu-portal is running: http://{options['addr']}/  (web, worker, beat; Ctrl-C stops all)"))
             while not stopping:
-                for name, proc in procs.items():
-                    if proc.poll() is not None:
-                        self.stderr.write(f"{name} exited with {proc.returncode}; stopping the rest")
+                for name, proc in list(procs.items()):
+                    if stopping or proc.poll() is None:
+                        continue
+                    code = proc.returncode
+                    number = budget.take(name, time.monotonic()) if name in RESTARTABLE else None
+                    if number is None:
+                        failure = (f"{name} exited with {code}; stopping the rest" if name not in RESTARTABLE else
+                                   f"{name} exited with {code} after {budget.limit} restarts within {window}; "
+                                   "giving up, stopping the rest")
+                        self.stderr.write(failure)
                         stop()
                         break
+                    self.stderr.write(f"{name} exited with {code}; restarting it "
+                                      f"(restart {number} of at most {budget.limit} within {window})")
+                    start(name)
                 time.sleep(0.5)
         except KeyboardInterrupt:
             pass
         finally:
             stop()
+        if failure:  # a non-zero exit status, so that a supervisor (systemd, a container) notices
+            raise CommandError(failure)
