@@ -7,13 +7,13 @@ import csv
 import io
 import zoneinfo
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
-from billing.choices import TransactionKind
+from billing.choices import AccountKind, TransactionKind
 from billing.models import LedgerEntry, UsageRecord
 from billing.money import format_cny
 from portal.models import Organization
@@ -110,17 +110,56 @@ def statement_csv(statement: Statement) -> str:
     return out.getvalue()
 
 
-def daily_cost(*, organization: Organization, days: int = 30, tz_name: str = "Asia/Shanghai") -> list[tuple[str, int]]:
-    """Usage cost per day (micro-CNY) for the last ``days`` days, oldest first, for the wallet chart."""
+#: Ledger transaction kinds that charge a wallet for something bought, in the order the wallet chart stacks them.
+SPEND_KINDS: tuple[TransactionKind, ...] = (
+    TransactionKind.USAGE,
+    TransactionKind.APP_CALL,
+    TransactionKind.LICENSE_FEE,
+    TransactionKind.SPEND,
+)
+_WALLET_ACCOUNT_KINDS = (AccountKind.WALLET_PAID, AccountKind.CREDIT_GRANT)
 
 
+@dataclass(frozen=True)
+class DayCost:
+    """What an organization's wallet was charged on one day, by kind of spend."""
+
+    day: date  # a calendar day in the time zone asked for
+    micros_by_kind: dict[str, int]  # every SPEND_KINDS value -> micro-CNY charged that day (≥ 0)
+
+    @property
+    def total_micros(self) -> int:
+        return sum(self.micros_by_kind.values())
+
+
+def daily_cost(*, organization: Organization, days: int = 30, tz_name: str = "Asia/Shanghai") -> list[DayCost]:
+    """What the organization's wallet was charged per day for the last ``days`` days (today included, in
+    ``tz_name``), oldest first, for the wallet chart: one ``DayCost`` per day, days without spend included.
+
+    Computed from the ledger in one grouped query: the debits (negative entries) on the organization's wallet
+    accounts (paid balance and credit grants) of transactions of the ``SPEND_KINDS`` (GPU usage, app calls,
+    dataset license fees, other spend), by the transaction's day. Credits (a publisher's revenue share, a
+    top-up), credit expiries, refunds and staff adjustments are not spend. Amounts are positive micro-CNY.
+    """
     tz = zoneinfo.ZoneInfo(tz_name)
     today = timezone.now().astimezone(tz).date()
     first = today - timedelta(days=days - 1)
-    rows = dict(
-        UsageRecord.objects.filter(organization=organization,
-                                   minute__gte=datetime(first.year, first.month, first.day, tzinfo=tz))
-        .annotate(day=TruncDate("minute", tzinfo=tz)).values("day").annotate(s=Sum("amount_micros"))
-        .values_list("day", "s")
+    rows = (
+        LedgerEntry.objects.filter(
+            account__organization=organization,
+            account__kind__in=_WALLET_ACCOUNT_KINDS,
+            amount_micros__lt=0,
+            transaction__kind__in=SPEND_KINDS,
+            transaction__created_at__gte=datetime(first.year, first.month, first.day, tzinfo=tz),
+        )
+        .annotate(day=TruncDate("transaction__created_at", tzinfo=tz))
+        .values("day", "transaction__kind")
+        .annotate(s=Sum("amount_micros"))
+        .order_by("day", "transaction__kind")
+        .values_list("day", "transaction__kind", "s")
     )
-    return [((first + timedelta(days=i)).isoformat(), rows.get(first + timedelta(days=i), 0)) for i in range(days)]
+    charged: dict[tuple[date, str], int] = {(day, kind): -s for day, kind, s in rows}
+    return [
+        DayCost(day, {kind.value: charged.get((day, kind.value), 0) for kind in SPEND_KINDS})
+        for day in (first + timedelta(days=i) for i in range(days))
+    ]

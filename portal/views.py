@@ -24,10 +24,11 @@ from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
 from billing.metering import burn_rates
+from billing.money import format_cny
 from billing.notices import open_notice
 from billing.selectors import ledger_lines, wallet_balance
-from billing.statements import daily_cost
-from portal.charts import bar_chart
+from billing.statements import SPEND_KINDS, daily_cost
+from portal.charts import stacked_bar_chart
 from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
 from portal.htmx import is_partial
@@ -124,9 +125,12 @@ def wallet(request: HttpRequest, org: str) -> HttpResponse:
         "topup_max": settings.TOP_UP_MAX,
     }
     if not is_partial(request):
-
         costs = daily_cost(organization=organization, tz_name=request.user.timezone)  # type: ignore[union-attr]
-        context["usage_chart"] = bar_chart([(d, micros / 1_000_000) for d, micros in costs])
+        context["cost_chart"] = stacked_bar_chart(
+            [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
+            series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
+            fmt=format_cny, unit="CNY", total_label=_("Total"),
+        )
         now = timezone.localtime()
         months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
         context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
