@@ -265,15 +265,6 @@ def wallet_create(*, organization: Organization) -> Wallet:
         return Wallet.objects.create(organization=organization, paid_account=account)
 
 
-def _locked_wallet(organization: Organization) -> Wallet:
-    """The organization's wallet, row-locked until the end of the transaction (created if missing)."""
-    locked = Wallet.objects.select_for_update().select_related("paid_account")
-    wallet = locked.filter(organization=organization).first()
-    if wallet is None:
-        wallet = locked.get(pk=wallet_create(organization=organization).pk)
-    return wallet
-
-
 def credit_grant_create(
     *,
     organization: Organization,
@@ -297,7 +288,7 @@ def credit_grant_create(
         existing = LedgerTransaction.objects.filter(idempotency_key=idempotency_key).first()
         if existing is not None:
             return CreditGrant.objects.get(account__entries__transaction=existing)
-        wallet = _locked_wallet(organization)
+        wallet = wallet_lock(organization=organization)
         account = LedgerAccount.objects.create(
             code=f"org:{organization.pk}:grant:{idempotency_key}"[:80],
             kind=AccountKind.CREDIT_GRANT,
@@ -305,7 +296,7 @@ def credit_grant_create(
             name=f"{GrantKind(kind).label} for {organization.name}"[:120],
         )
         grant = CreditGrant.objects.create(
-            wallet=wallet,
+            wallet_id=wallet.wallet_id,
             account=account,
             kind=kind,
             amount_micros=amount_micros,
@@ -342,7 +333,7 @@ def credit_grant_expire(*, grant: CreditGrant, now: datetime | None = None) -> C
     """
     now = now or timezone.now()
     with transaction.atomic():
-        _locked_wallet(grant.wallet.organization)
+        wallet_lock(organization=grant.wallet.organization, now=now)
         grant = CreditGrant.objects.select_related("account", "wallet__organization").get(pk=grant.pk)
         if grant.expired_at is not None:
             return grant

@@ -106,11 +106,8 @@ class AppInvoke(APIView):
         org = request_organization(request)
         app = app_for(org, slug)
         length = int(request.META.get("CONTENT_LENGTH") or 0)
-        too_large = ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
         if length > settings.APP_MAX_REQUEST_BYTES:
-            raise too_large
-        if len(request.body) > settings.APP_MAX_REQUEST_BYTES:  # a chunked body has no Content-Length
-            raise too_large
+            raise ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
         try:
             payload = strictjson.loads(request.body or b"null")
         except ValueError as exc:

@@ -25,8 +25,6 @@ Billing runs on every call, so its two transactions are a handful of hand-writte
 
 from __future__ import annotations
 
-import hashlib
-import json
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,6 +45,7 @@ from portal.marketplace import serving
 from portal.marketplace.choices import AppState, CallStatus
 from portal.marketplace.models import App, AppCall, AppVersion
 from portal.marketplace.services import (
+    MAX_KEY_LENGTH,
     CallFailed,
     CallInProgress,
     CallRefused,
@@ -54,10 +53,9 @@ from portal.marketplace.services import (
     InputInvalid,
     MarketplaceError,
     MonthlyCapReached,
+    request_hash,
 )
 from portal.models import Organization, User
-
-MAX_KEY_LENGTH = 200  # AppCall.idempotency_key
 
 
 @dataclass(frozen=True)
@@ -68,11 +66,6 @@ class CallResult:
     call: AppCall
     output: dict[str, Any]
     replayed: bool
-
-
-def request_hash(payload: Any) -> str:
-    """SHA-256 (hex) of the canonical JSON of a request body: a reused key must carry the same request."""
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
@@ -119,6 +112,28 @@ def month_start(now: datetime) -> datetime:
     """The first instant of ``now``'s calendar month in the portal's time zone (monthly caps reset then)."""
     local = now.astimezone(timezone.get_default_timezone())
     return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+
+
+def held_and_month_micros(organization: Organization, since: datetime | None) -> tuple[int, int]:
+    """(micro-CNY held by the organization's open reservations, micro-CNY its calls cost since ``since``) —
+    the second counts succeeded calls at their price and open ones at what they hold, created since
+    ``since`` (the month's start: what the monthly cap is checked against); 0 when ``since`` is None. One
+    statement, run inside the reservation's transaction or alone (the calls page)."""
+    calls = quoted_table(AppCall)
+    with connection.cursor() as cursor:
+        if since is None:
+            cursor.execute(f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
+                           [organization.pk, CallStatus.RESERVED.value])
+            return int(cursor.fetchone()[0]), 0
+        after = db_value(AppCall, "created_at", since)
+        cursor.execute(
+            "SELECT COALESCE(SUM(CASE WHEN status = %s THEN price_micros ELSE 0 END), 0),"
+            " COALESCE(SUM(CASE WHEN created_at >= %s THEN price_micros ELSE 0 END), 0)"
+            f" FROM {calls} WHERE caller_id = %s AND (status = %s OR (status = %s AND created_at >= %s))",
+            [CallStatus.RESERVED.value, after, organization.pk, CallStatus.RESERVED.value,
+             CallStatus.SUCCEEDED.value, after])
+        held, month = cursor.fetchone()
+    return int(held), int(month)
 
 
 def app_invoke(*, app: App, caller: Organization, user: User | None, payload: Any,
@@ -222,21 +237,9 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
                     return CallResult(call=done, output=done.response or {}, replayed=True)
                 if previous[1] == CallStatus.RESERVED:
                     raise CallInProgress(_("A call with this Idempotency-Key is still running."))
-        if cap:
-            since = db_value(AppCall, "created_at", month_start(now))
-            cursor.execute(
-                "SELECT COALESCE(SUM(CASE WHEN status = %s THEN price_micros ELSE 0 END), 0),"
-                " COALESCE(SUM(CASE WHEN created_at >= %s THEN price_micros ELSE 0 END), 0)"
-                f" FROM {calls} WHERE caller_id = %s AND (status = %s OR (status = %s AND created_at >= %s))",
-                [CallStatus.RESERVED.value, since, caller.pk, CallStatus.RESERVED.value,
-                 CallStatus.SUCCEEDED.value, since])
-            open_micros, month_micros = cursor.fetchone()
-            if month_micros + price_micros > cap:
-                raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
-        else:
-            cursor.execute(f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
-                           [caller.pk, CallStatus.RESERVED.value])
-            open_micros = cursor.fetchone()[0]
+        open_micros, month_micros = held_and_month_micros(caller, month_start(now) if cap else None)
+        if cap and month_micros + price_micros > cap:
+            raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
         if price_micros > wallet.spendable_micros - int(open_micros):
             raise CallRefused(_("The wallet cannot cover this call (%(p)s CNY); top up first.")
                               % {"p": format_cny(price_micros, 6)})

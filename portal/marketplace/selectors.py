@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from django.db.models import Count, Q, QuerySet, Sum
@@ -57,11 +57,3 @@ def usage_per_day(app: App, days: int = 30) -> list[tuple[str, int, int]]:
         out.append((d.isoformat(), r.get("n", 0), r.get("revenue", 0) or 0))
     return out
 
-
-def month_spent_micros(organization: Organization, since: datetime) -> int:
-    """What the organization's app calls cost since ``since`` (the month's start), in micro-CNY: succeeded
-    calls at their price plus open reservations at what they hold — the amount the monthly cap is checked
-    against."""
-    return int(AppCall.objects.filter(caller=organization, created_at__gte=since,
-                                      status__in=[CallStatus.SUCCEEDED, CallStatus.RESERVED])
-               .aggregate(s=Sum("price_micros"))["s"] or 0)

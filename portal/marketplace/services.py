@@ -19,7 +19,7 @@ from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
 from portal.choices import MANAGER_ROLES
-from portal.marketplace import serving
+from portal.marketplace import deployments, serving
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppPublishRequest, AppVersion
 from portal.models import Membership, Organization, User
@@ -76,6 +76,15 @@ class CallFailed(MarketplaceError):
     """The backend failed, timed out or answered invalid output; nothing was charged."""
 
     status = 502
+
+
+#: Longest ``Idempotency-Key`` accepted (``AppCall`` and ``AppPublishRequest`` store at most 200 characters).
+MAX_KEY_LENGTH = 200
+
+
+def request_hash(payload: Any) -> str:
+    """SHA-256 (hex) of the canonical JSON of a request: a reused ``Idempotency-Key`` must carry the same one."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 # Path segments that app URLs use for other pages (/apps/publish, /apps/calls, /apps/new/).
@@ -353,9 +362,9 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     if not key:
         app, version = _publish(organization=organization, user=user, **arguments)  # type: ignore[arg-type]
         return PublishResult(app=app, version=version, replayed=False)
-    if len(key) > 200:
-        raise MarketplaceError("an Idempotency-Key has at most 200 characters")
-    digest = hashlib.sha256(json.dumps(arguments, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    if len(key) > MAX_KEY_LENGTH:
+        raise MarketplaceError(f"an Idempotency-Key has at most {MAX_KEY_LENGTH} characters")
+    digest = request_hash(arguments)
 
     def replay() -> PublishResult | None:
         prior = (AppPublishRequest.objects.select_related("version__app__publisher")
@@ -427,13 +436,6 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
     return app, version
 
 
-def _deployments() -> Any:
-    """The configured deployment backend (``portal.marketplace.deployments.deployment_backend``)."""
-    from portal.marketplace import deployments
-
-    return deployments.deployment_backend()
-
-
 def _set_progress(version_id: int, stage: str, progress: int, **deployment: Any) -> None:
     version = AppVersion.objects.get(pk=version_id)
     AppVersion.objects.filter(pk=version_id, status=VersionStatus.BUILDING).update(
@@ -470,14 +472,13 @@ def app_version_build(*, version_id: int) -> AppVersion:
         stage = "deploy"
         _set_progress(version_id, stage, 80)
         started = version.deployment if version.deployment.get("backend") else None  # a retried build's server
-        deployment = _deployments().start(name=f"app-version-{version_id}", model_dir=out_dir, deployment=started)
+        deployment = deployments.deployment_backend().start(
+            name=f"app-version-{version_id}", model_dir=out_dir, deployment=started)
         _set_progress(version_id, stage, 90, **deployment)
-        from portal.marketplace.deployments import checkpoint_version_activate
-
-        version = checkpoint_version_activate(version_id=version_id)
+        version = deployments.checkpoint_version_activate(version_id=version_id)
     except Exception as exc:
         if deployment:
-            _deployments().stop(deployment)
+            deployments.deployment_backend().stop(deployment)
         cause = f"{stage}: {type(exc).__name__}: {exc}"
         current = AppVersion.objects.get(pk=version_id)
         AppVersion.objects.filter(pk=version_id).update(
@@ -498,7 +499,7 @@ def app_version_undeploy(*, version: AppVersion, user: User | None = None) -> Ap
     fail (nothing charged) until it is built again, and the health check leaves it stopped; the pid is cleared."""
     deployment = dict(version.deployment)
     if deployment.get("name"):
-        _deployments().stop(deployment)
+        deployments.deployment_backend().stop(deployment)
     AppVersion.objects.filter(pk=version.pk).update(deployment={**deployment, "pid": None, "stage": "stopped"})
     audit_log(action="marketplace.version_undeploy", actor=user, organization=version.app.publisher, obj=version)
     version.refresh_from_db()

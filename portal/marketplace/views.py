@@ -25,7 +25,6 @@ from portal.marketplace.selectors import (
     app_of_publisher,
     apps_visible_to,
     calls_of_caller,
-    month_spent_micros,
     usage_per_day,
 )
 from portal.selectors import organization_for_user
@@ -181,7 +180,7 @@ def call_list(request: HttpRequest, org: str) -> HttpResponse:
             return redirect("app_calls", org=organization.slug)
     page = Paginator(calls_of_caller(organization).order_by("-id"), 25).get_page(request.GET.get("page"))
     context = {"org": organization, "page": page, "form": form,
-               "spent_micros": month_spent_micros(organization, calls.month_start(timezone.now())),
+               "spent_micros": calls.held_and_month_micros(organization, calls.month_start(timezone.now()))[1],
                "cap_micros": calls.monthly_cap_micros(organization), "own_cap": own is not None}
     template = "marketplace/call_table.html" if is_partial(request) else "marketplace/call_list.html"
     return render(request, template, context, status=400 if form.errors else 200)

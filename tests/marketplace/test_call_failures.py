@@ -103,7 +103,9 @@ def test_an_idempotency_key_over_200_characters_is_refused_with_400(alice, alice
     assert AppCall.objects.count() == 0
     ok = _client(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json",
                                        HTTP_IDEMPOTENCY_KEY="k" * 200)
-    assert ok.status_code == 200
+    assert ok.status_code == 200 and ok.json()["cost"] == "0.500000"
+    assert AppCall.objects.get().idempotency_key == "k" * 200
+    assert wallet_balance(organization=caller).total_micros == 9_500_000
 
 
 def test_stale_reservations_are_released_and_stop_holding_money(alice, alice_org, charlie, settings):
