@@ -25,6 +25,7 @@ from billing.money import MoneyError, format_cny, to_micros
 from billing.services import LedgerError, Posting, ledger_post, system_account, wallet_top_up
 from portal.audit import audit_log
 from portal.models import Organization, User
+from portal.permissions import Action, authorize
 
 MICROS_PER_FEN = 10_000
 
@@ -52,8 +53,10 @@ def topup_create(*, organization: Organization, user: User, amount: Decimal | st
     """Create a top-up and its Stripe Checkout Session; returns the TopUp with ``checkout_url``.
 
     Raises ``TopUpError`` (bad amount, nothing written), ``StripeNotConfigured`` (nothing written) or
-    ``StripeUnavailable`` (the TopUp is kept as ``failed`` with the error, nothing credited).
+    ``StripeUnavailable`` (the TopUp is kept as ``failed`` with the error, nothing credited), and
+    ``PermissionRefused`` when the user's role may not top up (``portal.permissions``).
     """
+    authorize(user=user, organization=organization, action=Action.WALLET_TOP_UP)
     micros = topup_amount_validate(amount)
     if not stripe_gateway.is_configured():
         raise stripe_gateway.StripeNotConfigured("Stripe is not configured (STRIPE_SECRET_KEY is not set)")

@@ -57,6 +57,7 @@ from datasets.selectors import (
     versions_visible_to,
 )
 from portal.audit import audit_log
+from portal.permissions import Action, authorize
 from portal.selectors import membership_of
 
 if TYPE_CHECKING:
@@ -264,6 +265,7 @@ def agreement_accept(
     ``LicenseFeeUnpaid`` (the wallet cannot cover the fee).
     """
     _require_member(organization, user)
+    authorize(user=user, organization=organization, action=Action.DATASETS_LICENSE)
     visible = versions_visible_to(organization).filter(license_version__license=license_version.license)
     if dataset is not None:
         visible = visible.filter(dataset=dataset)
@@ -542,6 +544,7 @@ def upload_create(
     ``user`` is not a member.
     """
     _require_member(organization, user)
+    authorize(user=user, organization=organization, action=Action.DATASETS_LICENSE)
     limit: int = settings.DATASET_UPLOAD_MAX_BYTES
     if fmt not in UploadFormat.values:
         raise UploadRefused(_("Unknown format %(fmt)s; use JSONL, TXT or CSV.") % {"fmt": fmt})

@@ -61,7 +61,8 @@ class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
 @admin.action(description=_("Force stop (final checkpoint first)"))
 def force_stop(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Instance]) -> None:  # type: ignore[type-arg]
     for instance in queryset:
-        services.instance_stop(instance=instance, reason=_("stopped by staff"), acting_user=request.user)  # type: ignore[arg-type]
+        services.instance_stop(instance=instance, reason=_("stopped by staff"), acting_user=request.user,
+                                   staff=True)  # type: ignore[arg-type]
     modeladmin.message_user(request, _("%(n)d instance(s) stopping.") % {"n": queryset.count()}, messages.SUCCESS)
 
 

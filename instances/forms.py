@@ -10,16 +10,25 @@ from django.utils.translation import gettext_lazy as _
 
 from billing.choices import RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.limits import HYPERPARAMETER_LIMITS, LAUNCH_LIMITS, Bound
 from instances.models import GpuType, Image
 from instances.services import LaunchSpec
 from portal.models import Organization
+
+
+def _bounded(label: Any, bound: Bound, *, initial: Any, **overrides: Any) -> forms.Field:
+    """A form field for one entry of the bounds table (``instances.limits``), the API's bounds."""
+    limits = {"min_value": bound.low, "max_value": bound.high, **overrides}
+    if bound.kind is int:
+        return forms.IntegerField(label=label, initial=initial, **{k: int(v) for k, v in limits.items()})
+    return forms.FloatField(label=label, initial=initial, **limits)
 
 
 class _CapacityForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100, required=False)
     gpu_type = forms.ModelChoiceField(label=_("GPU type"), queryset=GpuType.objects.filter(active=True),
                                       to_field_name="code", empty_label=None)
-    gpu_count = forms.IntegerField(label=_("GPUs"), initial=1, min_value=1, max_value=1024)
+    gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
     image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name",
                                    required=False)
@@ -38,14 +47,16 @@ class JobLaunchForm(_CapacityForm):
                                               widget=forms.CheckboxSelectMultiple)
     model_preset = forms.ChoiceField(label=_("Model"), choices=ModelPreset.choices, initial=ModelPreset.TINY)
     engine = forms.ChoiceField(label=_("Engine"), choices=Engine.choices, initial=Engine.FSDP)
-    seq_len = forms.IntegerField(label=_("Sequence length"), initial=1024, min_value=8, max_value=131072)
-    micro_batch = forms.IntegerField(label=_("Micro-batch"), initial=8, min_value=1, max_value=4096)
-    grad_accum = forms.IntegerField(label=_("Gradient accumulation"), initial=1, min_value=1, max_value=4096)
-    max_steps = forms.IntegerField(label=_("Steps"), initial=1000, min_value=1)
-    lr = forms.FloatField(label=_("Learning rate"), initial=3e-4, min_value=1e-9, max_value=1.0)
-    checkpoint_every_minutes = forms.IntegerField(label=_("Checkpoint every (minutes)"), initial=30, min_value=0)
-    checkpoint_every_steps = forms.IntegerField(label=_("Checkpoint every (steps, 0 = off)"), initial=0, min_value=0)
-    keep_last = forms.IntegerField(label=_("Keep last checkpoints"), initial=3, min_value=1, max_value=100)
+    seq_len = _bounded(_("Sequence length"), HYPERPARAMETER_LIMITS["seq_len"], initial=1024)
+    micro_batch = _bounded(_("Micro-batch"), HYPERPARAMETER_LIMITS["micro_batch"], initial=8)
+    grad_accum = _bounded(_("Gradient accumulation"), HYPERPARAMETER_LIMITS["grad_accum"], initial=1)
+    max_steps = _bounded(_("Steps"), HYPERPARAMETER_LIMITS["max_steps"], initial=1000, min_value=1)
+    lr = _bounded(_("Learning rate"), HYPERPARAMETER_LIMITS["lr"], initial=3e-4)
+    checkpoint_every_minutes = _bounded(_("Checkpoint every (minutes)"), LAUNCH_LIMITS["checkpoint_every_minutes"],
+                                        initial=30)
+    checkpoint_every_steps = _bounded(_("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"],
+                                      initial=0)
+    keep_last = _bounded(_("Keep last checkpoints"), LAUNCH_LIMITS["keep_last"], initial=3)
 
     def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

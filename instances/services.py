@@ -13,7 +13,6 @@ import hashlib
 import hmac
 import json
 import logging
-import math
 import secrets
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -29,7 +28,7 @@ from django.utils.translation import gettext as _
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, gpu_price_at
 from billing.selectors import wallet_balance
-from instances import scheduler
+from instances import limits, scheduler
 from instances.backends.base import (
     BackendError,
     ComputeBackend,
@@ -72,6 +71,7 @@ from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
 from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_checkpoint, node_views
 from portal.audit import audit_log
 from portal.models import Organization, User
+from portal.permissions import Action, authorize, authorize_change
 
 log = logging.getLogger(__name__)
 S = InstanceStatus
@@ -86,11 +86,7 @@ HYPERPARAMETER_DEFAULTS: dict[str, Any] = {
     "warmup_steps": 100,
     "seed": 0,
 }
-HYPERPARAMETER_FIELDS = frozenset(
-    {"seq_len", "micro_batch", "grad_accum", "max_steps", "max_tokens", "lr", "min_lr_ratio", "warmup_steps",
-     "weight_decay", "seed", "grad_clip", "zero_stage", "mixed_precision", "log_every_steps",
-     "report_interval_s", "term_grace_s", "async_save"}
-)
+HYPERPARAMETER_FIELDS = limits.HYPERPARAMETER_FIELDS
 
 
 def _setting(name: str, default: Any) -> Any:
@@ -297,18 +293,13 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
         raise LaunchError("invalid", _("Unknown model preset %(p)s.") % {"p": spec.model_preset}, "model_preset")
     if spec.engine not in Engine.values:
         raise LaunchError("invalid", _("Unknown engine %(e)s.") % {"e": spec.engine}, "engine")
-    if not 1 <= spec.keep_last <= 100:
-        raise LaunchError("invalid", _("Keep-last must be between 1 and 100."), "keep_last")
-    if spec.checkpoint_every_minutes < 0 or spec.checkpoint_every_steps < 0:
-        raise LaunchError("invalid", _("Checkpoint intervals must not be negative."), "checkpoint_every_minutes")
-    for name, value in spec.hyperparameters.items():
-        if isinstance(value, float) and not math.isfinite(value):  # JSON 1e400 parses as inf
-            raise LaunchError("invalid", _("Hyperparameter %(name)s must be a finite number.") % {"name": name},
-                              "hyperparameters")
-    unknown = set(spec.hyperparameters) - HYPERPARAMETER_FIELDS
-    if unknown:
-        raise LaunchError("invalid", _("Unknown hyperparameter %(name)s.") % {"name": sorted(unknown)[0]},
-                          "hyperparameters")
+    try:  # the one table of bounds, shared with the console form and the API serializers
+        limits.launch_values_validate({"keep_last": spec.keep_last,
+                                       "checkpoint_every_minutes": spec.checkpoint_every_minutes,
+                                       "checkpoint_every_steps": spec.checkpoint_every_steps})
+        limits.hyperparameters_validate(spec.hyperparameters)
+    except limits.LimitError as exc:
+        raise LaunchError("invalid", str(exc), exc.field) from None
     try:  # the runtime's own validation, with placeholder paths
         JobConfig.from_dict({**_config_core(spec.model_preset, spec.engine, spec.hyperparameters,
                                             spec.checkpoint_every_minutes, spec.checkpoint_every_steps,
@@ -350,6 +341,7 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
     With ``spec.idempotency_key`` a second call returns the first call's instance. Raises
     :class:`LaunchError` (nothing written).
     """
+    authorize(user=user, organization=organization, action=Action.INSTANCES_LAUNCH)
     if spec.idempotency_key:
         existing = Instance.objects.filter(organization=organization, idempotency_key=spec.idempotency_key).first()
         if existing is not None:
@@ -691,7 +683,8 @@ def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None
 
 
 # --- stop, restart, rollback, checkpoint now ------------------------------------------------------------------
-def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None) -> Instance:
+def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None,
+                  staff: bool = False) -> Instance:
     """Stop an instance, final checkpoint first (the interface the budget guard calls).
 
     Waiting (pending / scheduling) or resting (failed / preempted) instances stop at once (an auto-resume is
@@ -700,6 +693,8 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
     handler also saves a checkpoint, then SIGKILL after the grace period). Stopping a stopping or stopped
     instance changes nothing. Returns the refreshed instance.
     """
+    authorize_change(user=acting_user, organization=instance.organization, created_by_id=instance.created_by_id,
+                     staff=staff)
     with transaction.atomic():
         instance.refresh_from_db()
         status = instance.status
@@ -756,6 +751,7 @@ def job_restart(*, job: TrainingJob, acting_user: User | None = None, resume_ste
                 reason: str = "") -> TrainingJob:
     """Restart a job from its newest complete checkpoint (or ``resume_step``): a resting instance is queued
     at once; a running one is stopped first (with a final checkpoint) and queued when it has stopped."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     with transaction.atomic():
         job = TrainingJob.objects.select_for_update().get(pk=job.pk)
         instance = job.instance
@@ -781,6 +777,7 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     moves their folders away, the portal marks them ``rolled_back``), and the next attempt starts with the
     runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
     is not a complete, current checkpoint of this job."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     try:
         cp_id = int(checkpoint_id)
     except (TypeError, ValueError):
@@ -799,6 +796,7 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
 def job_checkpoint_now(*, job: TrainingJob, acting_user: User | None = None) -> TrainingJob:
     """Ask the running job for a checkpoint now: answered to the runtime on its next callback (within its
     ``report_interval_s``)."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     with transaction.atomic():
         TrainingJob.objects.filter(pk=job.pk).update(checkpoint_requested=True)
         audit_log(action="instances.job.checkpoint_now", actor=acting_user, organization=job.organization,

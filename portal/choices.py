@@ -5,11 +5,16 @@ from django.utils.translation import gettext_lazy as _
 
 
 class Role(models.TextChoices):
-    """Membership role in an organization. Owners and admins manage members and tokens; members use."""
+    """Membership role in an organization; what each may do is the table in ``portal.permissions``.
+
+    Owners and admins manage members, write tokens, apps and caps; members launch and use; billing viewers
+    read and top up the wallet.
+    """
 
     OWNER = "owner", _("Owner")
     ADMIN = "admin", _("Admin")
     MEMBER = "member", _("Member")
+    BILLING = "billing", _("Billing viewer")
 
 
 MANAGER_ROLES = frozenset({Role.OWNER, Role.ADMIN})

@@ -133,6 +133,9 @@ class ApiToken(models.Model):
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
+    #: The user's current role in ``organization``, set by ``api_token_authenticate`` (not stored).
+    role: str | None = None
+
     class Meta:
         ordering = ["-created_at", "-id"]
 

@@ -8,7 +8,56 @@ from rest_framework import serializers
 
 from billing.choices import RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.limits import (
+    HYPERPARAMETER_LIMITS,
+    LAUNCH_LIMITS,
+    MIXED_PRECISION_CHOICES,
+    Bound,
+    LimitError,
+    hyperparameters_validate,
+)
 from instances.models import Checkpoint, Instance, JobAttempt, TrainingJob
+
+
+def _bounded(bound: Bound, **kwargs: Any) -> serializers.Field:
+    """A serializer field for one entry of the bounds table, so the OpenAPI schema shows its range."""
+    help_text = kwargs.pop("help_text", bound.help)
+    if bound.kind is bool:
+        return serializers.BooleanField(help_text=help_text, **kwargs)
+    if bound.kind is int:
+        return serializers.IntegerField(min_value=int(bound.low), max_value=int(bound.high), help_text=help_text,
+                                        **kwargs)
+    return serializers.FloatField(min_value=bound.low, max_value=bound.high, help_text=help_text, **kwargs)
+
+
+def _documented(bound: Bound) -> serializers.IntegerField:
+    """An integer whose bounds the launch service enforces with its own error code (``invalid_gpu_count``);
+    the bounds are set on the field for the OpenAPI schema only, without the serializer's validators."""
+    field = serializers.IntegerField(help_text=bound.help)
+    field.min_value, field.max_value = int(bound.low), int(bound.high)
+    return field
+
+
+class HyperparametersSerializer(serializers.Serializer[Any]):
+    """Hyperparameters of a training job; every one optional, bounds from ``instances.limits``.
+
+    Unknown names are refused (not dropped), so a typo never trains with a silent default.
+    """
+
+    mixed_precision = serializers.ChoiceField(choices=list(MIXED_PRECISION_CHOICES), required=False)
+
+    def get_fields(self) -> dict[str, serializers.Field]:
+        fields = super().get_fields()
+        for name, bound in HYPERPARAMETER_LIMITS.items():
+            fields[name] = _bounded(bound, required=False)
+        return fields
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        try:  # unknown names and every bound, as the launch service checks them
+            hyperparameters_validate(data)
+        except LimitError as exc:
+            raise serializers.ValidationError(str(exc)) from None
+        return dict(super().to_internal_value(data))
 
 
 class InstanceSerializer(serializers.ModelSerializer[Instance]):
@@ -63,10 +112,10 @@ class InstanceLaunchSerializer(serializers.Serializer[Any]):
 
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     gpu_type = serializers.CharField(max_length=40)
-    gpu_count = serializers.IntegerField()
+    gpu_count = _documented(LAUNCH_LIMITS["gpu_count"])
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    command = serializers.ListField(child=serializers.CharField(), min_length=1)
+    command = serializers.ListField(child=serializers.CharField(max_length=2000), min_length=1, max_length=256)
 
 
 class JobLaunchSerializer(serializers.Serializer[Any]):
@@ -74,21 +123,27 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
 
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     gpu_type = serializers.CharField(max_length=40)
-    gpu_count = serializers.IntegerField()
+    gpu_count = _documented(LAUNCH_LIMITS["gpu_count"])
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     dataset_version_ids = serializers.ListField(
         child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=64)
     model_preset = serializers.ChoiceField(choices=ModelPreset.choices, default=ModelPreset.TINY)
     engine = serializers.ChoiceField(choices=Engine.choices, default=Engine.FSDP)
-    hyperparameters = serializers.DictField(required=False, default=dict)
-    checkpoint_every_minutes = serializers.IntegerField(min_value=0, default=30)
-    checkpoint_every_steps = serializers.IntegerField(min_value=0, default=0)
-    keep_last = serializers.IntegerField(min_value=1, max_value=100, default=3)
+    hyperparameters = HyperparametersSerializer(required=False, default=dict)
+    checkpoint_every_minutes = _bounded(LAUNCH_LIMITS["checkpoint_every_minutes"], default=30)
+    checkpoint_every_steps = _bounded(LAUNCH_LIMITS["checkpoint_every_steps"], default=0)
+    keep_last = _bounded(LAUNCH_LIMITS["keep_last"], default=3)
+
+
+class LogsQuerySerializer(serializers.Serializer[Any]):
+    """Query of ``GET /jobs/{id}/logs``."""
+
+    lines = serializers.IntegerField(min_value=1, max_value=2000, default=200, help_text="newest lines to return")
 
 
 class RollbackSerializer(serializers.Serializer[Any]):
-    checkpoint = serializers.IntegerField()
+    checkpoint = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
 
 
 KIND_TRAINING = InstanceKind.TRAINING

@@ -1,12 +1,11 @@
 """``/api/v1/`` routes of the instances app (included from ``portal/api/urls.py``)."""
 
 from django.urls import include, path
-from rest_framework.routers import DefaultRouter
 
 from instances.api import views
+from portal.api.routers import ApiRouter
 
-router = DefaultRouter(trailing_slash=False)
-router.include_root_view = False
+router = ApiRouter()
 router.register("instances", views.InstanceViewSet, basename="api-instance")
 router.register("jobs", views.JobViewSet, basename="api-job")
 

@@ -7,7 +7,6 @@ included); state changes go through ``instances.services``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest, JsonResponse
@@ -26,11 +25,13 @@ from instances.api.serializers import (
     InstanceSerializer,
     JobLaunchSerializer,
     JobSerializer,
+    LogsQuerySerializer,
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
 from instances.models import Instance, TrainingJob
 from portal.api.errors import ApiError
+from portal.api.parsers import loads_checked
 from portal.api.views import ORG_PARAM, request_organization
 
 IDEMPOTENCY_PARAM = OpenApiParameter("Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
@@ -140,12 +141,13 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         rows = selectors.checkpoints_of(job).select_related("attempt")
         return Response(CheckpointSerializer(rows, many=True).data)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(parameters=[LogsQuerySerializer], responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
         job = self.get_object()
-        lines = min(max(int(request.query_params.get("lines", "200") or 200), 1), 2000)
-        return Response({"job": job.pk, "lines": selectors.job_logs_tail(job, lines=lines)})
+        query = LogsQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        return Response({"job": job.pk, "lines": selectors.job_logs_tail(job, lines=query.validated_data["lines"])})
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
@@ -164,9 +166,9 @@ def runtime_events(request: HttpRequest, job_id: int) -> JsonResponse:
     header = request.headers.get("Authorization", "")
     token = header[7:].strip() if header[:7].lower() == "bearer " else ""
     try:
-        body: Any = json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError):
-        return JsonResponse({"error": {"code": "invalid", "message": "body is not JSON"}}, status=400)
+        body: Any = loads_checked(request.body or b"null")
+    except ValueError as exc:
+        return JsonResponse({"error": {"code": "invalid", "message": str(exc)}}, status=400)
     try:
         answer = services.job_events_receive(job_id=job_id, token=token, body=body)
     except services.CallbackRefused as exc:

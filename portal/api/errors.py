@@ -27,8 +27,8 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
         exc = ApiError("body_too_large", "The request body is larger than this endpoint accepts.", 413)
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
-    elif isinstance(exc, PermissionDenied):
-        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, PermissionDenied):  # incl. portal.permissions.PermissionRefused: keep its sentence
+        exc = exceptions.PermissionDenied(detail=str(exc) or None)
     response = exception_handler(exc, context)
     if response is None:
         return None

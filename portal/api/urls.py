@@ -2,12 +2,11 @@
 
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
-from rest_framework.routers import DefaultRouter
 
 from portal.api import views
+from portal.api.routers import ApiRouter
 
-router = DefaultRouter(trailing_slash=False)
-router.include_root_view = False
+router = ApiRouter()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [

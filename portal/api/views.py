@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from billing.models import CreditGrant, LedgerEntry
 from billing.money import from_micros
 from billing.selectors import ledger_lines, wallet_balance
+from portal.api.errors import ApiError
 from portal.api.serializers import ApiTokenSerializer, LedgerLineSerializer, MeSerializer, WalletSerializer
 from portal.models import ApiToken, Organization
 from portal.selectors import organization_for_user
@@ -19,16 +20,26 @@ from portal.services import api_token_revoke
 ORG_PARAM = OpenApiParameter(
     "organization",
     str,
-    description="Organization slug; defaults to the token's organization (or your personal one).",
+    description="Organization slug (console sessions). An API token acts only for its own organization: "
+    "another slug is a 404.",
 )
 
 
 def request_organization(request: Request) -> Organization:
-    """The organization a request acts for: ``?organization=<slug>`` if the user is a member (else
-    404), the token's organization, or the user's personal organization."""
+    """The organization a request acts for.
+
+    With an API token: the token's organization, always — a token is a credential of one membership, so
+    ``?organization=`` naming any other organization is refused with 404 ``not_found`` (as for an outsider)
+    before anything is read. With a console session: ``?organization=<slug>`` if the user is a member (else
+    404, indistinguishable from a missing one), or the user's personal organization.
+    """
     slug = request.query_params.get("organization")
-    if slug is None and isinstance(request.auth, ApiToken):
-        return request.auth.organization
+    if isinstance(request.auth, ApiToken):
+        token_org = request.auth.organization
+        if slug is not None and slug != token_org.slug:
+            raise ApiError("not_found", "Organization not found for this API token: a token acts only for the "
+                           f"organization it was created for ({token_org.slug}).", 404)
+        return token_org
     return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
 
 
@@ -86,7 +97,10 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.D
     def get_queryset(self):  # type: ignore[no-untyped-def]
         if getattr(self, "swagger_fake_view", False):  # schema generation has no user
             return ApiToken.objects.none()
-        return ApiToken.objects.filter(user=self.request.user).select_related("organization")
+        qs = ApiToken.objects.filter(user=self.request.user).select_related("organization")
+        if isinstance(self.request.auth, ApiToken):  # a token sees only its own organization's tokens
+            qs = qs.filter(organization=self.request.auth.organization)
+        return qs
 
     def perform_destroy(self, instance: ApiToken) -> None:
         api_token_revoke(token=instance, acting_user=self.request.user)  # type: ignore[arg-type]

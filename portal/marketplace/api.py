@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.money import from_micros, to_micros
-from portal import strictjson
 from portal.api.errors import ApiError
+from portal.api.parsers import loads_checked
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
 from portal.marketplace import calls, services
@@ -108,12 +108,10 @@ class AppInvoke(APIView):
         length = int(request.META.get("CONTENT_LENGTH") or 0)
         if length > settings.APP_MAX_REQUEST_BYTES:
             raise ApiError("body_too_large", f"the request body exceeds {settings.APP_MAX_REQUEST_BYTES} bytes", 413)
-        try:
-            payload = strictjson.loads(request.body or b"null")
+        try:  # the API parser's rules: strict JSON, no NUL, bounded depth (portal.api.parsers)
+            payload = loads_checked(request.body or b"null")
         except ValueError as exc:
-            raise ApiError("invalid_json", f"the request body is not JSON: {exc}", 400) from exc
-        except RecursionError as exc:
-            raise ApiError("invalid_json", "the request body is nested too deeply", 400) from exc
+            raise ApiError("invalid_json", str(exc), 400) from exc
         try:
             result = calls.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
                                       payload=payload, idempotency_key=request.headers.get("Idempotency-Key") or None)

@@ -56,6 +56,7 @@ from portal.marketplace.services import (
     request_hash,
 )
 from portal.models import Organization, User
+from portal.permissions import Action, authorize
 
 
 @dataclass(frozen=True)
@@ -140,11 +141,13 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
                idempotency_key: str | None = None, fail_after_reserve: Exception | None = None) -> CallResult:
     """Call ``app`` with ``payload`` for ``caller`` and bill it (see the module docstring).
 
-    Raises ``InputInvalid`` (422, with the JSON path), ``CallRefused`` / ``MonthlyCapReached`` (402),
+    Raises ``PermissionRefused`` (403) when the user's role may not call apps, ``InputInvalid`` (422, with
+    the JSON path), ``CallRefused`` / ``MonthlyCapReached`` (402),
     ``CallInProgress`` / ``IdempotencyConflict`` (409) before anything is reserved; ``CallFailed`` (502 /
     504) after releasing the reservation. ``fail_after_reserve`` is a test hook that raises inside the
     call after the reservation, as a crash of the forwarding step would.
     """
+    authorize(user=user, organization=caller, action=Action.APPS_INVOKE)
     publisher_testing = caller.pk == app.publisher_id and app.state in (AppState.DRAFT, AppState.IN_REVIEW)
     if app.state != AppState.PUBLISHED and not publisher_testing:  # publishers may try their app before review
         raise MarketplaceError(_("This app is not published."), details={"state": app.state})

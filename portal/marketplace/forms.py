@@ -10,6 +10,7 @@ from django import forms
 from django.utils.translation import gettext_lazy as _
 
 from portal import strictjson
+from portal.api.parsers import json_problem
 from portal.marketplace.choices import AppCategory, AppVisibility
 
 DEFAULT_INPUT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 20000}}}
@@ -34,6 +35,9 @@ class JsonField(forms.CharField):
                                         % {"line": exc.lineno, "column": exc.colno}) from exc
         except ValueError as exc:  # NaN, Infinity
             raise forms.ValidationError(_("Not valid JSON: NaN and Infinity are not JSON numbers.")) from exc
+        problem = json_problem(data)
+        if problem:
+            raise forms.ValidationError(problem)
         if not isinstance(data, dict):
             raise forms.ValidationError(_("Enter a JSON object."))
         return data

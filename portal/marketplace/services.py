@@ -18,11 +18,11 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
-from portal.choices import MANAGER_ROLES
 from portal.marketplace import deployments, serving
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppPublishRequest, AppVersion
-from portal.models import Membership, Organization, User
+from portal.models import Organization, User
+from portal.permissions import Action, PermissionRefused, authorize
 from portal.slugs import ascii_slug
 
 
@@ -103,6 +103,7 @@ def app_create(*, publisher: Organization, user: User, name: str, category: str,
                visibility: str = AppVisibility.PRIVATE, example_request: dict[str, Any] | None = None,
                example_response: dict[str, Any] | None = None, price_per_1k_tokens_micros: int = 0) -> App:
     """Create a draft app. Raises ``MarketplaceError`` for an invalid schema or a negative price."""
+    authorize(user=user, organization=publisher, action=Action.APPS_PUBLISH)
     _validate_schema(input_schema)
     _validate_schema(output_schema)
     if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
@@ -133,6 +134,7 @@ def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str
     External endpoints must be HTTPS (``APP_ALLOW_HTTP_ENDPOINTS`` relaxes this for local development).
     The HMAC secret is returned once; the publisher verifies ``X-Portal-Signature`` with it.
     """
+    authorize(user=user, organization=app.publisher, action=Action.APPS_PUBLISH)
     http_ok = settings.APP_ALLOW_HTTP_ENDPOINTS and endpoint_url.startswith("http://")
     if kind == ServingKind.EXTERNAL and not (endpoint_url.startswith("https://") or http_ok):
         raise MarketplaceError(_("An external endpoint must be an https:// URL."))
@@ -179,8 +181,10 @@ def app_call_cap_set(*, organization: Organization, user: User, cap_micros: int 
     """Set the organization's monthly cap on app calls (``cap_micros`` > 0), or clear it (``None``: the platform
     default applies again). Owners and admins only (``NotAManager``); a cap must be positive
     (``MarketplaceError``). A cap below this month's spend stops further calls until the month ends. Audited."""
-    if not Membership.objects.filter(organization=organization, user=user, role__in=MANAGER_ROLES).exists():
-        raise NotAManager(_("Only owners and admins can set the monthly cap on app calls."))
+    try:
+        authorize(user=user, organization=organization, action=Action.APPS_SET_CAP)
+    except PermissionRefused as exc:
+        raise NotAManager(str(exc)) from None
     if cap_micros is not None and cap_micros <= 0:
         raise MarketplaceError(_("A monthly cap must be positive; leave it empty for the platform default."))
     with transaction.atomic():
@@ -215,6 +219,7 @@ def app_transition(*, app: App, to: str, user: User | None, reason: str = "", st
     when its active version's training data forbids commercial use or derivative models; a public app
     needs staff review (``in_review`` → ``published`` by staff only).
     """
+    authorize(user=user, organization=app.publisher, action=Action.APPS_PUBLISH, staff=staff)
     with transaction.atomic():
         app = App.objects.select_for_update().get(pk=app.pk)
         if to not in APP_TRANSITIONS.get(app.state, frozenset()):
@@ -354,6 +359,7 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     200 characters, and what ``app_publish_from_checkpoint`` raises (a refused request records nothing, so
     retrying it with the key runs it again).
     """
+    authorize(user=user, organization=organization, action=Action.APPS_PUBLISH)
     arguments = {"job_id": job_id, "checkpoint_id": checkpoint_id, "name": name, "category": category,
                  "description": description, "price_per_call_micros": price_per_call_micros,
                  "price_per_1k_tokens_micros": price_per_1k_tokens_micros, "visibility": visibility,
@@ -392,6 +398,7 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
 def _publish(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int, name: str,
              category: str, description: str, price_per_call_micros: int, visibility: str,
              app_slug: str, price_per_1k_tokens_micros: int = 0) -> tuple[App, AppVersion]:
+    authorize(user=user, organization=organization, action=Action.APPS_PUBLISH)
     checkpoint = _checkpoint_of(organization, job_id, checkpoint_id)
     lineage = training_lineage(job_id=checkpoint.job_id)
     with transaction.atomic():
@@ -497,6 +504,7 @@ def app_version_build(*, version_id: int) -> AppVersion:
 def app_version_undeploy(*, version: AppVersion, user: User | None = None) -> AppVersion:
     """Stop the model server of a checkpoint version (idempotent). The version stays as it is, so calls to it
     fail (nothing charged) until it is built again, and the health check leaves it stopped; the pid is cleared."""
+    authorize(user=user, organization=version.app.publisher, action=Action.APPS_PUBLISH)
     deployment = dict(version.deployment)
     if deployment.get("name"):
         deployments.deployment_backend().stop(deployment)

@@ -45,6 +45,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "portal.middleware.RequestSanityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -167,12 +168,13 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": [
-        "rest_framework.permissions.IsAuthenticated",
+        "portal.api.permissions.IsAuthenticatedThrottled",
         "portal.api.permissions.TokenScopePermission",
     ],
     "DEFAULT_THROTTLE_CLASSES": ["portal.api.throttling.TokenRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "token": env_str("API_THROTTLE_RATE", "600/min"),
+        "anon": env_str("API_ANON_THROTTLE_RATE", "120/min"),  # per IP: anonymous and bad-token requests
         "invoke": env_str("APP_INVOKE_RATE", "120/min"),  # app calls, per token
     },
     "DEFAULT_PAGINATION_CLASS": "portal.api.pagination.IdCursorPagination",
@@ -180,6 +182,11 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.errors.envelope_exception_handler",
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.api.parsers.StrictJSONParser",
+        "rest_framework.parsers.FormParser",
+        "rest_framework.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpu-portal partner API",

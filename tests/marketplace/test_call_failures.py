@@ -16,11 +16,11 @@ from werkzeug import Response
 from billing.models import LedgerTransaction
 from billing.selectors import wallet_balance
 from billing.services import wallet_top_up
-from portal.choices import TokenScope
+from portal.choices import Role, TokenScope
 from portal.marketplace import calls, services, tasks
 from portal.marketplace.choices import AppState, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import AppCall
-from portal.services import api_token_create
+from portal.services import api_token_create, membership_add
 
 pytestmark = pytest.mark.django_db
 SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string"}}}
@@ -53,6 +53,7 @@ def _client(user, org) -> APIClient:
 def test_nan_or_infinity_in_a_request_is_refused_before_anything_is_reserved(alice, alice_org, bob):
     wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="t")
     app = _app(alice, alice_org)
+    membership_add(organization=alice_org, user=bob, role=Role.ADMIN, acting_user=None)  # write tokens: admins
     client = _client(bob, alice_org)
     for body in ('{"text": "x", "n": NaN}', '{"text": "x", "n": -Infinity}'):
         response = client.post(f"/api/v1/apps/{app.slug}/invoke", body, content_type="application/json",

@@ -33,6 +33,10 @@ def test_a_retry_with_the_same_key_and_body_returns_the_first_result_and_builds_
     with django_capture_on_commit_callbacks(execute=False) as retry_builds:
         retry = api.post("/api/v1/apps/publish", _body(cp, price_per_call="0.01"), format="json",
                          HTTP_IDEMPOTENCY_KEY="pub-1")  # the same amount, written differently
+    from portal.choices import Role
+    from portal.services import membership_add
+
+    membership_add(organization=alice_org, user=bob, role=Role.ADMIN, acting_user=None)  # publishers: admins
     with django_capture_on_commit_callbacks(execute=False) as teammate_builds:
         teammate = _api(bob, alice_org).post("/api/v1/apps/publish", _body(cp), format="json",
                                              HTTP_IDEMPOTENCY_KEY="pub-1")  # the key belongs to the organization
