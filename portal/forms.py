@@ -50,7 +50,9 @@ class ApiTokenForm(forms.Form):
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["organization"].queryset = Organization.objects.filter(memberships__user=user)  # type: ignore[attr-defined]
+        self.fields["organization"].queryset = (  # type: ignore[attr-defined]
+            Organization.objects.filter(memberships__user=user).order_by("-personal", "name"))
+        self.fields["organization"].empty_label = None  # type: ignore[attr-defined]  # preselect the first one
 
 
 class MemberForm(forms.Form):

@@ -45,3 +45,6 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=settings.STATIC_URL + "portal/favicon.svg", permanent=True)),
     path("api/v1/", include("portal.api.urls")),
 ]
+
+handler404 = "portal.api.errors.not_found_handler"
+handler500 = "portal.api.errors.server_error_handler"

@@ -29,10 +29,11 @@ from billing.notices import open_notice
 from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import SPEND_KINDS, daily_cost
 from portal.charts import stacked_bar_chart
-from portal.choices import MANAGER_ROLES, Role, TokenScope
+from portal.choices import Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
 from portal.htmx import is_partial
 from portal.models import User
+from portal.permissions import Action, PermissionRefused, allowed_actions
 from portal.selectors import api_tokens_for_user, organization_for_user
 from portal.services import (
     MembershipError,
@@ -144,13 +145,17 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
     form = ApiTokenForm(request.POST or None, user=user)
     created = None
     if request.method == "POST" and form.is_valid():
-        created = api_token_create(
-            user=user,
-            organization=form.cleaned_data["organization"],
-            name=form.cleaned_data["name"],
-            scope=TokenScope(form.cleaned_data["scope"]),
-        )
-        form = ApiTokenForm(user=user)
+        try:
+            created = api_token_create(
+                user=user,
+                organization=form.cleaned_data["organization"],
+                name=form.cleaned_data["name"],
+                scope=TokenScope(form.cleaned_data["scope"]),
+            )
+        except PermissionRefused as exc:
+            form.add_error("scope", str(exc))
+        else:
+            form = ApiTokenForm(user=user)
     context = {"form": form, "tokens": api_tokens_for_user(user), "created": created}
     return render(request, "portal/tokens.html", context, status=400 if form.errors else 200)
 
@@ -192,7 +197,7 @@ def members(request: HttpRequest, org: str) -> HttpResponse:
             messages.success(request, _("Member added."))
             return redirect("members", org=organization.slug)
     rows = organization.memberships.select_related("user").order_by("role", "user__email")
-    is_manager = rows.filter(user=cast(User, request.user), role__in=MANAGER_ROLES).exists()
+    is_manager = Action.MEMBERS_MANAGE in allowed_actions(user=cast(User, request.user), organization=organization)
     return render(request, "portal/members.html",
                   {"org": organization, "rows": rows, "form": form, "is_manager": is_manager},
                   status=400 if form.errors else 200)

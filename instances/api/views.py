@@ -11,7 +11,6 @@ from typing import Any
 
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_POST
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import mixins, status, viewsets
 from rest_framework.decorators import action
@@ -159,19 +158,24 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
 
 @csrf_exempt
-@require_POST
 def runtime_events(request: HttpRequest, job_id: int) -> JsonResponse:
     """The runtime's progress callback (contract: ``instances/runtime/reporting.py``). Authenticated by the
-    job attempt's bearer token only (no session, no API token); idempotent per ``(job, attempt, seq)``."""
+    job attempt's bearer token only (no session, no API token); idempotent per ``(job, attempt, seq)``.
+    Other methods than POST: 405 in the API's error envelope."""
+    if request.method != "POST":
+        response = JsonResponse({"error": {"code": "method_not_allowed", "message": "Use POST.", "details": None}},
+                                status=405)
+        response["Allow"] = "POST"
+        return response
     header = request.headers.get("Authorization", "")
     token = header[7:].strip() if header[:7].lower() == "bearer " else ""
     try:
         body: Any = loads_checked(request.body or b"null")
     except ValueError as exc:
-        return JsonResponse({"error": {"code": "invalid", "message": str(exc)}}, status=400)
+        return JsonResponse({"error": {"code": "invalid", "message": str(exc), "details": None}}, status=400)
     try:
         answer = services.job_events_receive(job_id=job_id, token=token, body=body)
     except services.CallbackRefused as exc:
         code = "authentication_failed" if exc.status == 401 else "invalid"
-        return JsonResponse({"error": {"code": code, "message": str(exc)}}, status=exc.status)
+        return JsonResponse({"error": {"code": code, "message": str(exc), "details": None}}, status=exc.status)
     return JsonResponse(answer)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
@@ -49,3 +50,19 @@ def envelope_exception_handler(exc: Exception, context: dict[str, Any]) -> Respo
         code = "not_authenticated" if code == "not_authenticated" else "authentication_failed"
     response.data = {"error": {"code": code, "message": message, "details": details}}
     return response
+
+
+def not_found_handler(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The project's ``handler404``: a URL no route matches under ``/api/`` is a 404 in the envelope (JSON),
+    elsewhere Django's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": {"code": "not_found", "message": "Not found.", "details": None}}, status=404)
+    return defaults.page_not_found(request, exception or Http404())
+
+
+def server_error_handler(request: HttpRequest) -> HttpResponse:
+    """The project's ``handler500``: under ``/api/`` a 500 still answers in the envelope."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"error": {"code": "server_error", "message": "Internal error.", "details": None}},
+                            status=500)
+    return defaults.server_error(request)

@@ -1,9 +1,8 @@
 """``/api/v1/`` routes. Other apps add their routers here as they grow."""
 
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
-from portal.api import views
+from portal.api import docs, views
 from portal.api.routers import ApiRouter
 
 router = ApiRouter()
@@ -13,9 +12,9 @@ urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),
     path("wallet", views.WalletView.as_view(), name="api-wallet"),
     path("wallet/ledger", views.LedgerView.as_view(), name="api-wallet-ledger"),
-    path("schema", SpectacularAPIView.as_view(), name="api-schema"),
-    path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
+    path("schema", docs.SchemaView.as_view(), name="api-schema"),
+    path("docs", docs.SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc", docs.RedocView.as_view(url_name="api-schema"), name="api-redoc"),
     path("", include("instances.api.urls")),
     path("", include("billing.api.urls")),
     path("", include("datasets.api.urls")),
