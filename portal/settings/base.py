@@ -199,6 +199,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "SCHEMA_PATH_PREFIX": "/api/v1",
     "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.document_errors",
+    ],
     # Two apps have a field named "visibility" with different choices: name both enums explicitly.
     "ENUM_NAME_OVERRIDES": {
         "DatasetVisibilityEnum": "datasets.choices.Visibility",
