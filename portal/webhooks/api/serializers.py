@@ -11,7 +11,7 @@ from portal.webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpo
 from portal.webhooks.services import MAX_DESCRIPTION_LENGTH, MAX_URL_LENGTH
 
 
-class EndpointSerializer(serializers.ModelSerializer[WebhookEndpoint]):
+class WebhookEndpointSerializer(serializers.ModelSerializer[WebhookEndpoint]):
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices))
 
     class Meta:
@@ -20,14 +20,14 @@ class EndpointSerializer(serializers.ModelSerializer[WebhookEndpoint]):
                   "previous_secret_expires_at"]
 
 
-class EndpointWithSecretSerializer(EndpointSerializer):
+class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
     secret = serializers.CharField(help_text="The signing secret (whsec_…); shown only in this answer.")
 
-    class Meta(EndpointSerializer.Meta):
-        fields = [*EndpointSerializer.Meta.fields, "secret"]
+    class Meta(WebhookEndpointSerializer.Meta):
+        fields = [*WebhookEndpointSerializer.Meta.fields, "secret"]
 
 
-class EndpointCreateSerializer(serializers.Serializer[dict[str, Any]]):
+class WebhookEndpointCreateSerializer(serializers.Serializer[dict[str, Any]]):
     url = serializers.CharField(max_length=MAX_URL_LENGTH, help_text="https:// URL whose host is public")
     event_types = serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices), min_length=1,
                                         max_length=len(EventType.values))
@@ -35,19 +35,19 @@ class EndpointCreateSerializer(serializers.Serializer[dict[str, Any]]):
                                         default="")
 
 
-class AttemptSerializer(serializers.ModelSerializer[WebhookAttempt]):
+class WebhookAttemptSerializer(serializers.ModelSerializer[WebhookAttempt]):
     class Meta:
         model = WebhookAttempt
         fields = ["number", "started_at", "status_code", "response_ms", "error"]
 
 
-class DeliverySerializer(serializers.ModelSerializer[WebhookDelivery]):
+class WebhookDeliverySerializer(serializers.ModelSerializer[WebhookDelivery]):
     event_id = serializers.CharField(source="event.public_id", help_text="evt_…, the Webhook-Id header")
     event_type = serializers.ChoiceField(source="event.type", choices=EventType.choices)
     event_created_at = serializers.DateTimeField(source="event.created_at")
     data = serializers.JSONField(source="event.data")
     endpoint = serializers.IntegerField(source="endpoint_id")
-    attempts = AttemptSerializer(many=True)
+    attempts = WebhookAttemptSerializer(many=True)
 
     class Meta:
         model = WebhookDelivery

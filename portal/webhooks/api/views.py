@@ -15,10 +15,10 @@ from portal.api.views import ORG_PARAM, request_organization
 from portal.selectors import get_scoped_or_404
 from portal.webhooks import services
 from portal.webhooks.api.serializers import (
-    DeliverySerializer,
-    EndpointCreateSerializer,
-    EndpointSerializer,
-    EndpointWithSecretSerializer,
+    WebhookDeliverySerializer,
+    WebhookEndpointCreateSerializer,
+    WebhookEndpointSerializer,
+    WebhookEndpointWithSecretSerializer,
 )
 from portal.webhooks.choices import DeliveryStatus
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -29,11 +29,11 @@ def _refusal(exc: services.WebhookError) -> ApiError:
     return ApiError(exc.code, str(exc), exc.status)
 
 
-class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Your organization's webhook endpoints (never their secrets). ``POST`` registers one and answers its
     secret once; ``POST …/{id}/rotate`` replaces the secret (the old one keeps signing for 24 h)."""
 
-    serializer_class = EndpointSerializer
+    serializer_class = WebhookEndpointSerializer
     lookup_value_regex = "[0-9]{1,18}"
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
@@ -45,11 +45,19 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         return get_scoped_or_404(WebhookEndpoint.objects, organization=request_organization(self.request),
                                  pk=int(self.kwargs["pk"]))
 
-    @extend_schema(parameters=[ORG_PARAM], request=EndpointCreateSerializer,
-                   responses={201: EndpointWithSecretSerializer})
+    @extend_schema(parameters=[ORG_PARAM])
+    def list(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().list(request, *args, **kwargs)
+
+    @extend_schema(parameters=[ORG_PARAM])
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(parameters=[ORG_PARAM], request=WebhookEndpointCreateSerializer,
+                   responses={201: WebhookEndpointWithSecretSerializer})
     def create(self, request: Request) -> Response:
         org = request_organization(request)
-        data = EndpointCreateSerializer(data=request.data)
+        data = WebhookEndpointCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             endpoint, secret = services.webhook_endpoint_create(
@@ -58,7 +66,7 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         except services.WebhookError as exc:
             raise _refusal(exc) from exc
         endpoint.secret = secret
-        return Response(EndpointWithSecretSerializer(endpoint).data, status=status.HTTP_201_CREATED)
+        return Response(WebhookEndpointWithSecretSerializer(endpoint).data, status=status.HTTP_201_CREATED)
 
     @extend_schema(parameters=[ORG_PARAM], responses={204: None})
     def destroy(self, request: Request, pk: str) -> Response:
@@ -69,7 +77,7 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             raise _refusal(exc) from exc
         return Response(status=status.HTTP_204_NO_CONTENT)
 
-    @extend_schema(parameters=[ORG_PARAM], request=None, responses=EndpointWithSecretSerializer)
+    @extend_schema(parameters=[ORG_PARAM], request=None, responses=WebhookEndpointWithSecretSerializer)
     @action(detail=True, methods=["post"])
     def rotate(self, request: Request, pk: str) -> Response:
         endpoint = self.get_object()
@@ -79,14 +87,14 @@ class EndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         except services.WebhookError as exc:
             raise _refusal(exc) from exc
         endpoint.secret = secret
-        return Response(EndpointWithSecretSerializer(endpoint).data)
+        return Response(WebhookEndpointWithSecretSerializer(endpoint).data)
 
 
-class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Deliveries to your organization's endpoints, newest first, with every attempt; ``?endpoint=<id>`` and
     ``?status=pending|succeeded|failed`` filter. ``POST …/{id}/redeliver`` sends one again now."""
 
-    serializer_class = DeliverySerializer
+    serializer_class = WebhookDeliverySerializer
     lookup_value_regex = "[0-9]{1,18}"
 
     def get_queryset(self):  # type: ignore[no-untyped-def]
@@ -112,7 +120,11 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().list(request, *args, **kwargs)
 
-    @extend_schema(parameters=[ORG_PARAM], request=None, responses={202: DeliverySerializer})
+    @extend_schema(parameters=[ORG_PARAM])
+    def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().retrieve(request, *args, **kwargs)
+
+    @extend_schema(parameters=[ORG_PARAM], request=None, responses={202: WebhookDeliverySerializer})
     @action(detail=True, methods=["post"])
     def redeliver(self, request: Request, pk: str) -> Response:
         delivery = self.get_object()
@@ -120,4 +132,4 @@ class DeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             services.webhook_delivery_redeliver(delivery=delivery, user=request.user)  # type: ignore[arg-type]
         except services.WebhookError as exc:
             raise _refusal(exc) from exc
-        return Response(DeliverySerializer(self.get_object()).data, status=status.HTTP_202_ACCEPTED)
+        return Response(WebhookDeliverySerializer(self.get_object()).data, status=status.HTTP_202_ACCEPTED)
