@@ -22,7 +22,7 @@ class WebhookEndpoint(models.Model):
 
     organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE,
                                      related_name="webhook_endpoints")
-    url = models.URLField(_("URL"), max_length=500)
+    url = models.CharField(_("URL"), max_length=500)  # checked by services.endpoint_url_validate
     description = models.CharField(_("description"), max_length=200, blank=True)
     event_types = models.JSONField(default=list)  # values of EventType, in EventType's order
     secret = models.CharField(max_length=100)

@@ -50,7 +50,7 @@ def post(*, url: str, body: bytes, headers: dict[str, str], timeout_s: float) ->
         return SendResult(None, _ms(started), f"no answer within {timeout_s:g} s", "")
     except requests.ConnectionError as exc:
         return SendResult(None, _ms(started), f"connection failed: {type(exc).__name__}", "")
-    except requests.RequestException as exc:
+    except Exception as exc:  # any other failure (a malformed answer, an encoding error) is a failed attempt too
         return SendResult(None, _ms(started), f"request failed: {type(exc).__name__}", "")
     excerpt = chunk[:EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "")
     error = "" if 200 <= code < 300 else f"HTTP {code}"

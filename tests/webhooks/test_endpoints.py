@@ -225,3 +225,21 @@ def test_the_console_page_lists_endpoints_and_deliveries_paginated(alice, alice_
     assert second_endpoint.event_types == ["job.finished", "job.failed"]
     assert f"Signing secret (shown once): {second_endpoint.secret}" in created.content.decode()
     assert endpoint.pk != second_endpoint.pk
+
+
+def test_staff_see_endpoints_and_deliveries_in_the_back_office_without_secrets(alice, alice_org, resolver):
+    from portal.models import User
+
+    endpoint, secret = webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
+                                               event_types=["job.finished"])
+    webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})
+    delivery = WebhookDelivery.objects.get()
+    staff = User.objects.create_superuser("staff@example.com", "pw")
+    browser = Client()
+    browser.force_login(staff)
+    for url in ["/admin/webhooks/webhookendpoint/", f"/admin/webhooks/webhookendpoint/{endpoint.pk}/change/",
+                "/admin/webhooks/webhookdelivery/", f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/",
+                "/admin/webhooks/webhookevent/"]:
+        response = browser.get(url)
+        assert response.status_code == 200, url
+        assert secret not in response.content.decode()
