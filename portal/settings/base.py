@@ -197,6 +197,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DatasetVisibilityEnum": "datasets.choices.Visibility",
         "AppVisibilityEnum": "portal.marketplace.choices.AppVisibility",
+        "WebhookEventTypeEnum": "portal.webhooks.choices.EventType",
     },
 }
 
@@ -310,6 +311,5 @@ WEBHOOK_RETRY_MAX_DELAY_S = env_int("WEBHOOK_RETRY_MAX_DELAY_S", 6 * 3600, minim
 WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 3 * 24 * 3600, minimum=60)  # then "failed"
 WEBHOOK_SECRET_OVERLAP_S = env_int("WEBHOOK_SECRET_OVERLAP_S", 24 * 3600, minimum=0)  # old secret signs too
 WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 16, minimum=1)  # per organization
-SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]["WebhookEventTypeEnum"] = "portal.webhooks.choices.EventType"
 CELERY_BEAT_SCHEDULE["webhooks-deliveries-sweep"] = {
     "task": "portal.webhooks.tasks.webhook_deliveries_sweep", "schedule": 30.0}

@@ -64,7 +64,7 @@ def webhooks(request: HttpRequest, org: str) -> HttpResponse:
 @require_POST
 def endpoint_delete(request: HttpRequest, org: str, pk: int) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    endpoint = get_scoped_or_404(WebhookEndpoint.objects, organization=organization, pk=pk)
+    endpoint = get_scoped_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
     try:
         services.webhook_endpoint_delete(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:
@@ -77,7 +77,7 @@ def endpoint_delete(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 @require_POST
 def endpoint_rotate(request: HttpRequest, org: str, pk: int) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    endpoint = get_scoped_or_404(WebhookEndpoint.objects, organization=organization, pk=pk)
+    endpoint = get_scoped_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
     try:
         endpoint, secret = services.webhook_endpoint_rotate(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:

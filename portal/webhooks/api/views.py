@@ -42,7 +42,7 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         return webhook_endpoints_of(request_organization(self.request))
 
     def get_object(self) -> WebhookEndpoint:
-        return get_scoped_or_404(WebhookEndpoint.objects, organization=request_organization(self.request),
+        return get_scoped_or_404(WebhookEndpoint.objects.all(), organization=request_organization(self.request),
                                  pk=int(self.kwargs["pk"]))
 
     @extend_schema(parameters=[ORG_PARAM])
