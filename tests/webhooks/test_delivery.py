@@ -156,24 +156,32 @@ def test_a_receiver_down_for_three_days_ends_failed_after_twenty_attempts(
     assert (last.number, last.started_at, last.status_code) == (20, T0 + timedelta(seconds=246_660), 503)
 
 
-def test_a_receiver_that_refuses_connections_loses_nothing(alice_org, hook, httpserver, settings,
+def test_a_receiver_that_refuses_connections_loses_nothing(alice, alice_org, loopback,
                                                              django_capture_on_commit_callbacks):
-    endpoint, _ = hook
-    url = endpoint.url
-    httpserver.stop()  # nobody listens on the port now
+    from pytest_httpserver import HTTPServer
+
+    from portal.webhooks.services import webhook_endpoint_create
+
+    server = HTTPServer(host="127.0.0.1", port=0)  # the test's own receiver: it is stopped and started again
+    server.start()
     try:
+        endpoint, _ = webhook_endpoint_create(organization=alice_org, user=alice, url=server.url_for("/hook"),
+                                              event_types=["job.finished"])
+        server.stop()  # nobody listens on the port now
         with time_machine.travel(T0, tick=False):
-            event = _emit(alice_org, django_capture_on_commit_callbacks)
+            event = _emit(alice_org, django_capture_on_commit_callbacks, "job.finished", {"job_id": 1})
         delivery = WebhookDelivery.objects.get(event=event)
         attempt = delivery.attempts.get()
         assert (delivery.status, attempt.status_code, attempt.error) == (
             DeliveryStatus.PENDING, None, "connection failed: ConnectionError")
+        server.start()  # back on the same port
+        assert server.url_for("/hook") == endpoint.url
+        accepted, _ = _receiver(server, [200])
+        with time_machine.travel(T0 + timedelta(seconds=60), tick=False):
+            assert tasks.webhook_deliveries_sweep() == 1
     finally:
-        httpserver.start()
-    accepted, _ = _receiver(httpserver, [200])
-    assert httpserver.url_for("/hook") == url
-    with time_machine.travel(T0 + timedelta(seconds=60), tick=False):
-        assert tasks.webhook_deliveries_sweep() == 1
+        if server.is_running():
+            server.stop()
     delivery.refresh_from_db()
     assert (delivery.status, delivery.attempt_count) == (DeliveryStatus.SUCCEEDED, 2)
     assert list(accepted) == [event.public_id]
