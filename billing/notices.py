@@ -15,6 +15,7 @@ from billing.money import format_cny, to_micros
 from billing.selectors import wallet_balance
 from portal.choices import MANAGER_ROLES
 from portal.models import Organization
+from portal.webhooks.services import webhook_emit
 
 
 def thresholds_micros() -> list[int]:
@@ -45,6 +46,8 @@ def low_balance_notices(*, organizations: list[Organization] | None = None) -> i
             except IntegrityError:
                 continue  # already open
             opened += 1
+            webhook_emit(organization=org, event_type="wallet.balance_low",
+                         data={"balance_micros": balance, "threshold_micros": threshold, "currency": "CNY"})
             managers = list(org.memberships.filter(role__in=MANAGER_ROLES).values_list("user__email", flat=True))
             transaction.on_commit(partial(_mail_managers, managers, balance, threshold, org.name))
     return opened

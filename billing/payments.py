@@ -26,6 +26,7 @@ from billing.services import LedgerError, Posting, ledger_post, system_account, 
 from portal.audit import audit_log
 from portal.models import Organization, User
 from portal.permissions import Action, authorize
+from portal.webhooks.services import webhook_emit
 
 MICROS_PER_FEN = 10_000
 
@@ -142,6 +143,8 @@ def _checkout_completed(session: dict[str, Any]) -> StripeEventStatus:
             stripe_session_id=topup.stripe_session_id or session.get("id"),
             stripe_payment_intent=session.get("payment_intent"),
         )
+        webhook_emit(organization=topup.organization, event_type="wallet.top_up_credited",
+                     data={"top_up_id": topup.pk, "amount_micros": topup.amount_micros, "currency": "CNY"})
     paid_topup = TopUp.objects.get(pk=topup.pk)
     for reversal in PaymentReversal.objects.select_for_update().filter(payment_intent=session.get("payment_intent")):
         _apply_reversal(paid_topup, reversal)

@@ -72,6 +72,7 @@ from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_check
 from portal.audit import audit_log
 from portal.models import Organization, User
 from portal.permissions import Action, authorize, authorize_change
+from portal.webhooks.services import webhook_emit
 
 log = logging.getLogger(__name__)
 S = InstanceStatus
@@ -166,6 +167,8 @@ def instance_transition(
             InstanceRunSegment.objects.create(instance=instance, started_at=now)
         audit_log(action=f"instances.instance.{to}", actor=acting_user, organization=instance.organization,
                   obj=instance, extra={"from": current, "to": to, "reason": reason})
+        webhook_emit(organization=instance.organization, event_type="instance.state_changed", data={
+            "instance_id": instance.pk, "name": instance.name, "from": current, "to": to, "reason": reason[:300]})
     instance.refresh_from_db()
     return instance
 
@@ -546,6 +549,9 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
                                                             ended_at=timezone.now())
             _try_transition(instance, S.FAILED, _("launch failed: %(err)s") % {"err": exc})
             _job_finish(instance, JobOutcome.FAILED)
+            webhook_emit(organization=instance.organization, event_type="job.failed", data={"job_id": attempt.job_id,
+                         "instance_id": instance.pk, "attempt": attempt.number, "exit_code": None,
+                         "message": str(exc)[:300]})
         return attempt
     JobAttempt.objects.filter(pk=attempt.pk, handle="").update(handle=handle, submitted_at=timezone.now())
     attempt.refresh_from_db()
@@ -597,6 +603,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         if state == "succeeded":
             _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)
+            webhook_emit(organization=instance.organization, event_type="job.finished",
+                         data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number})
         elif state == "stopped" or instance.status == S.STOPPING:
             _try_transition(instance, S.STOPPED, status.message or _("stopped"), now=now, placement=[])
             if job is not None and job.restart_after_stop:
@@ -607,6 +615,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         elif state == "preempted" or lost_node:
             reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
             _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
+            webhook_emit(organization=instance.organization, event_type="job.preempted", data={
+                "job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number, "message": reason})
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
             if job is not None:
                 TrainingJob.objects.filter(pk=job.pk).update(
@@ -614,6 +624,9 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                     stop_requested=False, checkpoint_requested=False)
         else:  # crashed
             _try_transition(instance, S.FAILED, status.message, now=now, placement=[])
+            webhook_emit(organization=instance.organization, event_type="job.failed", data={"job_id": attempt.job_id,
+                         "instance_id": instance.pk, "attempt": attempt.number, "exit_code": status.exit_code,
+                         "message": status.message[:300]})
             if job is None:
                 return instance
             no_retry = status.exit_code in (EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED)
@@ -679,6 +692,8 @@ def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None
         if ok:
             audit_log(action="instances.job.resume", actor=acting_user, organization=job.organization, obj=job,
                       extra={"reason": reason, "resume_step": job.resume_step})
+            webhook_emit(organization=job.organization, event_type="job.resumed", data={
+                "job_id": job.pk, "instance_id": instance.pk, "reason": reason, "resume_step": job.resume_step})
         return ok
 
 
@@ -892,6 +907,9 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         Checkpoint.objects.update_or_create(job=job, step=step, defaults={
             "attempt": attempt, "location": str(ev.get("path", ""))[:500], "size_bytes": int(ev.get("bytes", 0)),
             "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now})
+        webhook_emit(organization=job.organization, event_type="job.checkpoint_committed", data={"job_id": job.pk,
+                     "instance_id": attempt.instance_id, "attempt": attempt.number, "step": step,
+                     "size_bytes": int(ev.get("bytes", 0)), "loss": ev.get("loss")})
     elif kind == "exit":
         JobAttempt.objects.filter(pk=attempt.pk).update(
             message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300])

@@ -101,7 +101,7 @@ _REFUSALS = {
     Action.APPS_PUBLISH: _("Only owners and admins can create, publish or change the organization's apps."),
     Action.APPS_SET_CAP: _("Only owners and admins can set the monthly cap on app calls."),
     Action.WALLET_TOP_UP: _("Only owners, admins and billing viewers can top up the wallet."),
-    Action.WEBHOOKS_MANAGE: _("Only owners and admins can manage webhook endpoints."),
+    Action.WEBHOOKS_MANAGE: _("Only owners and admins of the organization manage its webhooks."),
 }
 
 

@@ -39,6 +39,7 @@ urlpatterns = [
     path("o/<slug:org>/", include("instances.urls")),
     path("o/<slug:org>/datasets/", include("datasets.urls")),
     path("o/<slug:org>/apps/", include("portal.marketplace.urls")),
+    path("o/<slug:org>/webhooks/", include("portal.webhooks.urls")),
     path("", include("billing.urls")),
     path("i18n/", include("django.conf.urls.i18n")),
     path("admin/", admin.site.urls),

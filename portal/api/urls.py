@@ -19,5 +19,6 @@ urlpatterns = [
     path("", include("billing.api.urls")),
     path("", include("datasets.api.urls")),
     path("", include("portal.marketplace.urls_api")),
+    path("", include("portal.webhooks.api.urls")),
     path("", include(router.urls)),
 ]

@@ -57,6 +57,7 @@ from portal.marketplace.services import (
 )
 from portal.models import Organization, User
 from portal.permissions import Action, authorize
+from portal.webhooks.services import webhook_emit
 
 
 @dataclass(frozen=True)
@@ -321,6 +322,8 @@ def call_release(*, call: AppCall, code: str, message: str, started: float) -> N
         status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
         latency_ms=latency_ms)
     call.status, call.error_code, call.error, call.latency_ms = CallStatus.FAILED, code, message[:2000], latency_ms
+    webhook_emit(organization=call.caller, event_type="app_call.failed",
+                 data={"call_id": call.pk, "app": call.app.slug, "error_code": code, "message": message[:300]})
 
 
 STALE_AFTER = timedelta(minutes=2)  # beyond APP_CALL_TIMEOUT_S: the reserving process is gone

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "billing",
     "datasets",
     "instances",
+    "portal.webhooks",
 ]
 
 MIDDLEWARE = [
@@ -207,6 +208,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "DatasetVisibilityEnum": "datasets.choices.Visibility",
         "AppVisibilityEnum": "portal.marketplace.choices.AppVisibility",
+        "WebhookEventTypeEnum": "portal.webhooks.choices.EventType",
     },
 }
 
@@ -312,3 +314,13 @@ CELERY_BEAT_SCHEDULE["marketplace-calls-release-stale"] = {
     "task": "portal.marketplace.tasks.app_calls_release_stale", "schedule": 60.0}
 CELERY_BEAT_SCHEDULE["marketplace-deployments-health"] = {
     "task": "portal.marketplace.tasks.app_deployments_check", "schedule": 60.0}
+
+# --- outgoing webhooks (portal.webhooks): endpoints are checked like app endpoints (APP_ALLOW_HTTP_ENDPOINTS) ---
+WEBHOOK_TIMEOUT_S = env_int("WEBHOOK_TIMEOUT_S", 10, minimum=1)
+WEBHOOK_RETRY_BASE_S = env_int("WEBHOOK_RETRY_BASE_S", 60, minimum=1)  # doubles per failed attempt
+WEBHOOK_RETRY_MAX_DELAY_S = env_int("WEBHOOK_RETRY_MAX_DELAY_S", 6 * 3600, minimum=1)
+WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 3 * 24 * 3600, minimum=60)  # then "failed"
+WEBHOOK_SECRET_OVERLAP_S = env_int("WEBHOOK_SECRET_OVERLAP_S", 24 * 3600, minimum=0)  # old secret signs too
+WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 16, minimum=1)  # per organization
+CELERY_BEAT_SCHEDULE["webhooks-deliveries-sweep"] = {
+    "task": "portal.webhooks.tasks.webhook_deliveries_sweep", "schedule": 30.0}
