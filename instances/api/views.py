@@ -140,7 +140,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         rows = selectors.checkpoints_of(job).select_related("attempt")
         return Response(CheckpointSerializer(rows, many=True).data)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(parameters=[OpenApiParameter("lines", int, description="how many of the last lines (1-2000)")],
+                   responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
         job = self.get_object()

@@ -197,6 +197,9 @@ SPECTACULAR_SETTINGS = {
         "DatasetVisibilityEnum": "datasets.choices.Visibility",
         "AppVisibilityEnum": "portal.marketplace.choices.AppVisibility",
     },
+    # One request media type per operation (JSON first): what the generated client (clients/python) sends.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums",
+                             "portal.api.schema_hooks.one_request_media_type"],
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

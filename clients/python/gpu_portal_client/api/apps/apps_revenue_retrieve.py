@@ -1,0 +1,176 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.revenue import Revenue
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    slug: str,
+    *,
+    organization: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["organization"] = organization
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/apps/{slug}/revenue".format(
+            slug=quote(str(slug), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Revenue | None:
+    if response.status_code == 200:
+        response_200 = Revenue.from_dict(response.json())
+
+        return response_200
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Revenue]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Response[Revenue]:
+    """Publisher: successful calls and revenue share of one of your apps.
+
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Revenue]
+    """
+
+    kwargs = _get_kwargs(
+        slug=slug,
+        organization=organization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Revenue | None:
+    """Publisher: successful calls and revenue share of one of your apps.
+
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Revenue
+    """
+
+    return sync_detailed(
+        slug=slug,
+        client=client,
+        organization=organization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Response[Revenue]:
+    """Publisher: successful calls and revenue share of one of your apps.
+
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Revenue]
+    """
+
+    kwargs = _get_kwargs(
+        slug=slug,
+        organization=organization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Revenue | None:
+    """Publisher: successful calls and revenue share of one of your apps.
+
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Revenue
+    """
+
+    return (
+        await asyncio_detailed(
+            slug=slug,
+            client=client,
+            organization=organization,
+        )
+    ).parsed

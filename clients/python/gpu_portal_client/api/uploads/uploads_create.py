@@ -1,0 +1,184 @@
+from http import HTTPStatus
+from typing import Any
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.upload import Upload
+from ...models.upload_create_request import UploadCreateRequest
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    *,
+    body: UploadCreateRequest,
+    organization: str | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    params: dict[str, Any] = {}
+
+    params["organization"] = organization
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/uploads",
+        "params": params,
+    }
+
+    _kwargs["files"] = body.to_multipart()
+
+    headers["Content-Type"] = "multipart/form-data; boundary=+++"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Upload | None:
+    if response.status_code == 201:
+        response_201 = Upload.from_dict(response.json())
+
+        return response_201
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Upload]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: UploadCreateRequest,
+    organization: str | Unset = UNSET,
+) -> Response[Upload]:
+    """``GET``: the organization's uploads with status, stage and percent. ``POST`` (multipart): ``file``,
+    ``format`` (jsonl/txt/csv), ``text_column`` (CSV), ``name``, ``keep_original``, ``domain``.
+
+    Args:
+        organization (str | Unset):
+        body (UploadCreateRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Upload]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        organization=organization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    *,
+    client: AuthenticatedClient,
+    body: UploadCreateRequest,
+    organization: str | Unset = UNSET,
+) -> Upload | None:
+    """``GET``: the organization's uploads with status, stage and percent. ``POST`` (multipart): ``file``,
+    ``format`` (jsonl/txt/csv), ``text_column`` (CSV), ``name``, ``keep_original``, ``domain``.
+
+    Args:
+        organization (str | Unset):
+        body (UploadCreateRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Upload
+    """
+
+    return sync_detailed(
+        client=client,
+        body=body,
+        organization=organization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    *,
+    client: AuthenticatedClient,
+    body: UploadCreateRequest,
+    organization: str | Unset = UNSET,
+) -> Response[Upload]:
+    """``GET``: the organization's uploads with status, stage and percent. ``POST`` (multipart): ``file``,
+    ``format`` (jsonl/txt/csv), ``text_column`` (CSV), ``name``, ``keep_original``, ``domain``.
+
+    Args:
+        organization (str | Unset):
+        body (UploadCreateRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Upload]
+    """
+
+    kwargs = _get_kwargs(
+        body=body,
+        organization=organization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    *,
+    client: AuthenticatedClient,
+    body: UploadCreateRequest,
+    organization: str | Unset = UNSET,
+) -> Upload | None:
+    """``GET``: the organization's uploads with status, stage and percent. ``POST`` (multipart): ``file``,
+    ``format`` (jsonl/txt/csv), ``text_column`` (CSV), ``name``, ``keep_original``, ``domain``.
+
+    Args:
+        organization (str | Unset):
+        body (UploadCreateRequest):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Upload
+    """
+
+    return (
+        await asyncio_detailed(
+            client=client,
+            body=body,
+            organization=organization,
+        )
+    ).parsed
