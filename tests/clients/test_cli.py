@@ -202,6 +202,89 @@ def test_charlie_cannot_see_alices_job(live_server: Any, charlie: Any, monkeypat
     assert (code, json.loads(out)) == (0, [])
 
 
+@pytest.mark.django_db(transaction=True)
+def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch: pytest.MonkeyPatch,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from django.core.management import call_command
+    from instances_support import FakeBackend
+
+    from instances import services
+    from instances.models import GpuType, Instance, Node
+
+    call_command("seed_catalog", verbosity=0)
+    capsys.readouterr()  # its summary lines
+    Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+    backend = FakeBackend()
+    monkeypatch.setattr(services, "compute_backend", lambda: backend)
+
+    code, out, err = run_main(capsys, "--json", "instances", "launch", "--gpu-type", "cpu-local", "--name", "box",
+                              "--no-wait", "--idempotency-key", "cli-1", "--", "python", "-c", "print(1)")
+    assert code == 0, err
+    launched = json.loads(out)
+    inst = Instance.objects.get()
+    assert (launched["id"], launched["status"], launched["command"]) == (inst.pk, "provisioning",
+                                                                        ["python", "-c", "print(1)"])
+    assert (inst.name, inst.idempotency_key, inst.kind) == ("box", "cli-1", "interactive")
+
+    code, out, _ = run_main(capsys, "instances", "list")
+    assert [line.split()[:6] for line in out.splitlines()] == [
+        ["ID", "NAME", "KIND", "STATUS", "GPU", "COUNT"], [str(inst.pk), "box", "interactive", "provisioning",
+                                                          "cpu-local", "1"]]
+
+    code, out, err = run_main(capsys, "instances", "stop", str(inst.pk), "--wait", "--interval", "0.1")
+    assert code == 0, err
+    assert out.splitlines()[1].split()[:4] == [str(inst.pk), "box", "interactive", "stopped"]
+    assert err == f"instance {inst.pk}: stopped\n"
+    inst.refresh_from_db()
+    assert inst.status == "stopped" and backend.stopped == [inst.attempts.get().handle]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_apps_invoke_prints_the_output_and_the_cost(live_server: Any, alice: Any, alice_org: Any, charlie: Any,
+                                                    monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    from billing.selectors import wallet_balance
+    from billing.services import wallet_top_up
+    from portal.choices import TokenScope
+    from portal.marketplace import services
+    from portal.marketplace.choices import AppState, AppVisibility, ServingKind
+    from portal.marketplace.models import AppCall
+    from portal.selectors import organization_for_user
+    from portal.services import api_token_create
+
+    schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 50}},
+              "additionalProperties": False}
+    app = services.app_create(publisher=alice_org, user=alice, name="Contract review", category="legal",
+                              description="Finds risky clauses.", input_schema=schema,
+                              output_schema={"type": "object"}, price_per_call_micros=500_000,
+                              visibility=AppVisibility.PUBLIC)
+    services.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
+    services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    org = organization_for_user(user=charlie)
+    wallet_top_up(organization=org, amount_micros=10_000_000, idempotency_key="cli-topup")
+    token = api_token_create(user=charlie, organization=org, name="cli", scope=TokenScope.WRITE).plaintext
+    monkeypatch.setenv("GPU_PORTAL_URL", live_server.url)
+    monkeypatch.setenv("GPU_PORTAL_TOKEN", token)
+
+    code, out, err = run_main(capsys, "apps", "invoke", app.slug, "--input", '{"text": "第一条 合同"}')
+    call = AppCall.objects.get()
+    assert code == 0, err
+    assert json.loads(out) == {"output": {"text": "第一条 合同"}}
+    assert err == f"call {call.pk}: 0.500000 CNY, {call.latency_ms} ms\n"
+    assert wallet_balance(organization=org).total_micros == 9_500_000
+
+    # the app's input schema refuses it: the envelope's message, nothing charged
+    code, out, err = run_main(capsys, "apps", "invoke", app.slug, "--input", '{"txt": 1}')
+    assert (code, out) == (1, "")
+    assert "(input_invalid, HTTP 422)" in err.splitlines()[0]
+    # not an object: refused before anything is sent
+    code, out, err = run_main(capsys, "apps", "invoke", app.slug, "--input", "[1]")
+    assert (code, err) == (1, "gpu-portal: error: --input must be a JSON object\n")
+    assert AppCall.objects.filter(price_micros__gt=0).count() == 1
+    assert wallet_balance(organization=org).total_micros == 9_500_000
+
+
 def test_new_log_lines_are_found_by_their_overlap() -> None:
     from gpu_portal_cli.main import new_lines
 
@@ -210,6 +293,22 @@ def test_new_log_lines_are_found_by_their_overlap() -> None:
     assert new_lines(["a", "b", "c"], ["b", "c", "d", "e"]) == ["d", "e"]  # the window moved
     assert new_lines(["a", "b"], ["a", "b"]) == []
     assert new_lines(["x", "y"], ["p", "q"]) == ["p", "q"]  # a new attempt's log
+    log = [f"line {i}" for i in range(510)]
+    assert new_lines(log[300:500], log) == log[500:]  # a short first tail, then the full window
+    assert new_lines(log[:500], log[490:]) == log[500:]  # the window moved past most of what was seen
+
+
+def test_times_are_shown_in_this_machines_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpu_portal_cli.output import cell
+
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    try:
+        assert cell("2026-12-01T17:58:21.423118+08:00") == "2026-12-01 09:58:21"
+        assert [cell(None), cell(True), cell(["a", 1]), cell(0.000123456)] == ["-", "yes", "a,1", "0.0001235"]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
 
 
 def test_money_is_printed_exactly() -> None:

@@ -312,14 +312,24 @@ def cmd_jobs_stop(args: argparse.Namespace) -> None:
     return emit_json(job) if args.json else table([job], JOB_COLUMNS)
 
 
-def new_lines(previous: Sequence[str], current: Sequence[str]) -> list[str]:
-    """The lines of ``current`` (a tail of the log) after those already seen in ``previous`` (an earlier tail):
-    the longest suffix of ``previous`` that starts ``current`` is the overlap. With no overlap the log rolled
-    over (or restarted for a new attempt): all of ``current`` is new."""
+def new_lines(previous: Sequence[str], current: Sequence[str], *, anchor_lines: int = 20) -> list[str]:
+    """The lines of ``current`` (a tail of the log) after those already printed from ``previous`` (an earlier
+    tail, of any length).
+
+    The last ``anchor_lines`` printed lines are looked for in ``current``, newest position first; when the log
+    grew past them, the longest suffix of ``previous`` that starts ``current`` is the overlap; with no
+    overlap at all the log was replaced (a new attempt) and all of ``current`` is new. A heuristic: the API
+    serves tails, not offsets, so a run of identical lines longer than the anchor can hide repeats.
+    """
     if not previous:
         return list(current)
+    anchor = list(previous[-anchor_lines:])
+    m = len(anchor)
+    for end in range(len(current), m - 1, -1):
+        if current[end - 1] == anchor[-1] and list(current[end - m:end]) == anchor:
+            return list(current[end:])
     for k in range(min(len(previous), len(current)), 0, -1):
-        if previous[-k] == current[0] and list(previous[-k:]) == list(current[:k]):
+        if list(previous[-k:]) == list(current[:k]):
             return list(current[k:])
     return list(current)
 
@@ -446,7 +456,7 @@ def cmd_wallet(args: argparse.Namespace) -> None:
     print(f"Organization   {wallet['organization']}")
     print(f"Balance        {wallet['balance']} {cur}  (trial {wallet['trial_balance']}, paid {wallet['paid_balance']})")
     if wallet.get("trial_expires_at"):
-        print(f"Trial expires  {cell(wallet['trial_expires_at'])} UTC")
+        print(f"Trial expires  {cell(wallet['trial_expires_at'])}")
     print()
     table(wallet.get("grants", []), [("grant", "id"), ("kind", "kind"), ("amount", "amount"),
                                      ("remaining", "remaining"), ("granted", "granted_at"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]
@@ -21,8 +22,8 @@ def dig(row: Any, key: str) -> Any:
 
 
 def cell(value: Any) -> str:
-    """One table cell: ``-`` for nothing, lists comma-joined, ISO times as ``YYYY-MM-DD HH:MM:SS`` (UTC offset
-    dropped: the API sends UTC)."""
+    """One table cell: ``-`` for nothing, lists comma-joined, ISO times as ``YYYY-MM-DD HH:MM:SS`` in this
+    machine's time zone (the API sends them with their offset)."""
     if value is None or value == "":
         return "-"
     if isinstance(value, bool):
@@ -33,7 +34,10 @@ def cell(value: Any) -> str:
         return f"{value:.4g}"
     text = str(value)
     if len(text) >= 19 and text[4] == "-" and text[10] == "T" and text[13] == ":":
-        return text[:19].replace("T", " ")
+        try:
+            return datetime.fromisoformat(text).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            pass
     return text.replace("\n", " ")
 
 
