@@ -240,6 +240,48 @@ def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch
 
 
 @pytest.mark.django_db(transaction=True)
+def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(logged_in: str, licensed: Any,
+                                                                monkeypatch: pytest.MonkeyPatch,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    """The compute backend is the stand-in here; the runtime's reports go through the callback service."""
+    from django.core.management import call_command
+    from instances_support import FakeBackend
+
+    from instances import services
+    from instances.models import GpuType, Node, TrainingJob
+
+    call_command("seed_catalog", verbosity=0)
+    capsys.readouterr()
+    Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+    backend = FakeBackend()
+    monkeypatch.setattr(services, "compute_backend", lambda: backend)
+
+    code, out, err = run_main(capsys, "jobs", "launch", "--gpu-type", "cpu-local", "--dataset", str(licensed.pk),
+                              "--name", "rb", "--hp", "max_steps=12", "--no-wait")
+    assert code == 0, err
+    job = TrainingJob.objects.get()
+    assert err == f"Job {job.pk} launched on instance {job.instance_id} (1 × cpu-local).\n"
+    attempt = job.attempts.get(number=1)
+    events: list[dict[str, Any]] = [{"seq": 1, "type": "started", "time": "2026-03-01T08:00:00Z", "step": 0,
+                                     "world_size": 1}]
+    for seq, step in enumerate((4, 8), start=2):
+        events.append({"seq": seq, "type": "checkpoint", "time": "2026-03-01T08:00:02Z", "step": step,
+                       "path": f"/ckpt/step-{step:08d}", "bytes": 1000 * step, "loss": 7.0})
+    services.job_events_receive(job_id=job.pk, token=services.attempt_token(attempt),
+                                body={"attempt": 1, "events": events})
+
+    code, out, _ = run_main(capsys, "jobs", "checkpoints", str(job.pk))
+    rows = [line.split() for line in out.splitlines()]
+    assert [r[1:5] for r in rows[1:]] == [["8", "7", "7.8", "KiB"], ["4", "7", "3.9", "KiB"]]  # newest first
+    code, out, err = run_main(capsys, "jobs", "rollback", str(job.pk), "--step", "4")
+    assert code == 0, err
+    checkpoint = job.checkpoints.get(step=4)
+    assert out.splitlines()[0] == f"Job {job.pk} rolls back to step 4 (checkpoint {checkpoint.pk})."
+    assert backend.stopped == [attempt.handle]
+    assert job.attempts.get(number=2).resume_from_step == 4
+
+
+@pytest.mark.django_db(transaction=True)
 def test_apps_invoke_prints_the_output_and_the_cost(live_server: Any, alice: Any, alice_org: Any, charlie: Any,
                                                     monkeypatch: pytest.MonkeyPatch,
                                                     capsys: pytest.CaptureFixture[str]) -> None:
