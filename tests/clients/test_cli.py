@@ -9,6 +9,7 @@ launches a tiny CPU training job, follows its log, lists its checkpoints and sto
 
 from __future__ import annotations
 
+import io
 import json
 import queue
 import re
@@ -47,7 +48,8 @@ def logged_in(live_server: Any, alice_token: str, monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.django_db(transaction=True)
 def test_login_checks_the_token_and_saves_it_readable_by_the_owner_only(
-        live_server: Any, alice_token: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        live_server: Any, alice_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(capsys, "--url", live_server.url + "/", "login", "--token", alice_token)
     assert (code, err) == (0, "")
     path = tmp_path / "xdg" / "gpu-portal" / "config.json"
@@ -62,6 +64,12 @@ def test_login_checks_the_token_and_saves_it_readable_by_the_owner_only(
 
     code, out, err = run_main(capsys, "logout")
     assert (code, out, path.exists()) == (0, "Logged out.\n", False)
+
+    # the token can come on stdin, so it never shows in the process list
+    monkeypatch.setattr("sys.stdin", io.StringIO(alice_token + "\n"))
+    code, out, err = run_main(capsys, "--url", live_server.url, "login")
+    assert (code, err) == (0, "")
+    assert json.loads(path.read_text()) == {"url": live_server.url, "token": alice_token}
 
 
 @pytest.mark.django_db(transaction=True)
