@@ -202,6 +202,7 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        "portal.api.schema.one_request_media_type",
         "portal.api.schema.document_errors",
     ],
     # Two apps have a field named "visibility" with different choices: name both enums explicitly.
@@ -210,6 +211,7 @@ SPECTACULAR_SETTINGS = {
         "AppVisibilityEnum": "portal.marketplace.choices.AppVisibility",
         "WebhookEventTypeEnum": "portal.webhooks.choices.EventType",
     },
+    # One request media type per operation (JSON first): what the generated client (clients/python) sends.
 }
 
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -1,0 +1,625 @@
+"""``gpu-portal``: the portal's partner API from a terminal, on the generated client (``gpu_portal_client``).
+
+Every command prints a table (or a short summary) by default and the API's JSON with ``--json``. Waits
+(``instances launch``, ``jobs launch``, ``--wait``) show a status line on stderr. An API refusal prints the
+error envelope's message, code and details on stderr and exits 1; so do "not logged in" and an unreachable
+portal. Exit codes: 0 done, 1 refused or failed, 2 bad command line (argparse), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import getpass
+import json
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+from gpu_portal_client import AuthenticatedClient
+from gpu_portal_client.api.apps import apps_invoke_create, apps_list
+from gpu_portal_client.api.datasets import datasets_agreements_create, datasets_list, datasets_retrieve
+from gpu_portal_client.api.instances import instances_create, instances_list, instances_retrieve, instances_stop_create
+from gpu_portal_client.api.jobs import (
+    jobs_checkpoints_list,
+    jobs_create,
+    jobs_list,
+    jobs_logs_retrieve,
+    jobs_retrieve,
+    jobs_rollback_create,
+    jobs_stop_create,
+)
+from gpu_portal_client.api.me import me_retrieve
+from gpu_portal_client.api.wallet import wallet_retrieve
+from gpu_portal_client.models import (
+    AgreementCreateRequest,
+    AppsInvokeCreateBody,
+    DatasetsListDomain,
+    InstanceLaunchRequest,
+    JobLaunchRequest,
+    RollbackRequest,
+)
+
+from gpu_portal_cli import config
+from gpu_portal_cli.output import StatusLine, cell, emit_json, table
+
+# Instance statuses a wait ends on: "running" is reached; "stopped" and "failed" will not become running on
+# their own ("preempted" may: the portal resumes it).
+TERMINAL = {"stopped", "failed"}
+LOG_WINDOW = 2000  # lines asked for per poll of ``jobs logs --follow`` (the API's maximum)
+
+
+class CliError(Exception):
+    """A failure to report on stderr with exit code 1."""
+
+
+# --- talking to the API ------------------------------------------------------------------------------------
+
+
+def envelope_message(status: int, content: bytes) -> str:
+    """The API's error envelope ``{"error": {"code", "message", "details"}}`` as text for a person:
+    ``message (code, HTTP status)`` and one line per detail; a body that is not the envelope is shown raw."""
+    try:
+        error = json.loads(content)["error"]
+        code, message, details = error.get("code", "error"), error.get("message", ""), error.get("details")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        text = content.decode("utf-8", errors="replace").strip()[:500]
+        return f"HTTP {status}" + (f": {text}" if text else "")
+    lines = [f"{message} ({code}, HTTP {status})"]
+    if isinstance(details, dict):
+        for field, value in details.items():
+            value = "; ".join(str(v) for v in value) if isinstance(value, list) else json.dumps(value, default=str) \
+                if isinstance(value, dict) else str(value)
+            lines.append(f"  {field}: {value}")
+    elif isinstance(details, list):
+        lines.extend(f"  {d}" for d in details)
+    elif details is not None:
+        lines.append(f"  {details}")
+    if status == 401:
+        lines.append(f"  check {config.TOKEN_ENV} or run `gpu-portal login` again")
+    return "\n".join(lines)
+
+
+class Api:
+    """The generated client plus the CLI's error handling: every call returns the response body as a dict
+    (the typed model's ``to_dict()``) or raises ``CliError`` with the envelope's text."""
+
+    def __init__(self, credentials: config.Credentials, *, organization: str | None = None,
+                 timeout_s: float = 30.0) -> None:
+        params = {"organization": organization} if organization else {}
+        self.url = credentials.url
+        self.client = AuthenticatedClient(base_url=credentials.url, token=credentials.token,
+                                          timeout=httpx.Timeout(timeout_s), httpx_args={"params": params},
+                                          headers={"User-Agent": "gpu-portal-cli/0.1"})
+
+    def __call__(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            response = endpoint.sync_detailed(*args, client=self.client, **kwargs)
+        except httpx.TimeoutException:
+            raise CliError(f"the portal at {self.url} did not answer in time") from None
+        except httpx.HTTPError as exc:
+            raise CliError(f"cannot reach the portal at {self.url}: {exc}") from None
+        status = int(response.status_code)
+        if status >= 400:
+            raise CliError(envelope_message(status, response.content))
+        if response.parsed is not None:
+            parsed = response.parsed
+            return parsed.to_dict() if hasattr(parsed, "to_dict") else [p.to_dict() for p in parsed]
+        try:  # a 2xx the schema does not describe (yet)
+            return json.loads(response.content or b"null")
+        except ValueError:
+            return None
+
+    def pages(self, endpoint: Any, *, limit: int | None = None, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Rows of a cursor-paginated list, following ``next`` until the end or ``limit`` rows."""
+        cursor: str | None = None
+        count = 0
+        while True:
+            page = self(endpoint, cursor=cursor, **kwargs) if cursor else self(endpoint, **kwargs)
+            for row in page.get("results", []):
+                yield row
+                count += 1
+                if limit is not None and count >= limit:
+                    return
+            nxt = page.get("next")
+            cursor = (parse_qs(urlsplit(nxt).query).get("cursor") or [None])[0] if nxt else None
+            if not cursor:
+                return
+
+
+def api_from(args: argparse.Namespace) -> Api:
+    try:
+        credentials = config.load(url=args.url, token=None)
+    except config.NotLoggedIn as exc:
+        raise CliError(str(exc)) from None
+    return Api(credentials, organization=args.organization)
+
+
+def wait_for(fetch: Callable[[], dict[str, Any]], *, what: str, timeout_s: float, interval_s: float) -> dict[str, Any]:
+    """Poll ``fetch()`` (an instance or job dict) until its ``status`` is ``running``; show each status.
+    Raises ``CliError`` when it ends stopped or failed, or after ``timeout_s``."""
+    line = StatusLine()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            obj = fetch()
+            status = obj.get("status")
+            extra = f", queue position {obj['queue_position']}" if obj.get("queue_position") else ""
+            reason = f" — {obj['status_reason']}" if obj.get("status_reason") and status != "running" else ""
+            line.show(f"{what}: {status}{extra}{reason}")
+            if status == "running":
+                return obj
+            if status in TERMINAL:
+                raise CliError(f"{what} is {status}" + (f": {obj.get('status_reason')}" if obj.get("status_reason")
+                                                          else ""))
+            if time.monotonic() > deadline:
+                raise CliError(f"{what} is still {status} after {timeout_s:g} s (it keeps going; "
+                               "check again with `list`)")
+            time.sleep(interval_s)
+    finally:
+        line.done()
+
+
+def wait_until_stopped(fetch: Callable[[], dict[str, Any]], *, what: str, timeout_s: float,
+                       interval_s: float) -> dict[str, Any]:
+    line = StatusLine()
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            obj = fetch()
+            line.show(f"{what}: {obj.get('status')}")
+            if obj.get("status") in TERMINAL:
+                return obj
+            if time.monotonic() > deadline:
+                raise CliError(f"{what} is still {obj.get('status')} after {timeout_s:g} s")
+            time.sleep(interval_s)
+    finally:
+        line.done()
+
+
+# --- commands ----------------------------------------------------------------------------------------------
+
+
+def cmd_login(args: argparse.Namespace) -> None:
+    url = args.url or os.environ.get(config.URL_ENV) or config.read_file().get("url")
+    if not url:
+        url = input("Portal URL (e.g. https://portal.example.com): ").strip()
+    token = args.token or os.environ.get(config.TOKEN_ENV)
+    if not token:
+        token = getpass.getpass("API token (create one in the console under API tokens): ") if sys.stdin.isatty() \
+            else sys.stdin.readline()
+    token = (token or "").strip()
+    if not url or not token:
+        raise CliError("login needs a URL and a token")
+    credentials = config.Credentials(url=config.normalize_url(url), token=token)
+    me = Api(credentials)(me_retrieve)  # refuse to save a token the portal does not accept
+    path = config.save(credentials)
+    if args.json:
+        emit_json({"url": credentials.url, "config": str(path), "me": me})
+        return
+    print(f"Logged in to {credentials.url} as {me['email']} (organization {cell(me.get('token_organization'))}, "
+          f"scope {cell(me.get('token_scope'))}). Saved to {path}.")
+
+
+def cmd_logout(args: argparse.Namespace) -> None:
+    print("Logged out." if config.forget() else "Not logged in.")
+
+
+def cmd_whoami(args: argparse.Namespace) -> None:
+    me = api_from(args)(me_retrieve)
+    if args.json:
+        return emit_json(me)
+    print(f"{me['email']} ({me.get('name') or '-'}), token organization {cell(me.get('token_organization'))}, "
+          f"scope {cell(me.get('token_scope'))}")
+    table(me.get("memberships", []), [("organization", "organization"), ("name", "organization_name"),
+                                      ("role", "role")])
+
+
+INSTANCE_COLUMNS = [("id", "id"), ("name", "name"), ("kind", "kind"), ("status", "status"), ("gpu", "gpu_type"),
+                    ("count", "gpu_count"), ("job", "job"), ("created", "created_at")]
+JOB_COLUMNS = [("id", "id"), ("name", "name"), ("status", "status"), ("outcome", "outcome"), ("gpu", "gpu_type"),
+               ("count", "gpu_count"), ("preset", "model_preset"), ("step", "last_step"),
+               ("created", "created_at")]
+
+
+def cmd_instances_list(args: argparse.Namespace) -> None:
+    rows = list(api_from(args).pages(instances_list, limit=args.limit))
+    return emit_json(rows) if args.json else table(rows, INSTANCE_COLUMNS)
+
+
+def cmd_instances_launch(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    body = InstanceLaunchRequest.from_dict({
+        "name": args.name, "gpu_type": args.gpu_type, "gpu_count": args.gpu_count, "mode": args.mode,
+        "image": args.image, "command": args.command})
+    extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
+    inst = api(instances_create, body=body, **extra)
+    if not args.json:
+        print(f"Instance {inst['id']} launched ({inst['gpu_count']} × {inst['gpu_type']}).", file=sys.stderr)
+    if not args.no_wait:
+        inst = wait_for(lambda: api(instances_retrieve, inst["id"]), what=f"instance {inst['id']}",
+                        timeout_s=args.timeout, interval_s=args.interval)
+    return emit_json(inst) if args.json else table([inst], INSTANCE_COLUMNS)
+
+
+def cmd_instances_stop(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    inst = api(instances_stop_create, args.id)
+    if args.wait:
+        inst = wait_until_stopped(lambda: api(instances_retrieve, args.id), what=f"instance {args.id}",
+                                  timeout_s=args.timeout, interval_s=args.interval)
+    return emit_json(inst) if args.json else table([inst], INSTANCE_COLUMNS)
+
+
+def cmd_jobs_list(args: argparse.Namespace) -> None:
+    rows = list(api_from(args).pages(jobs_list, limit=args.limit))
+    return emit_json(rows) if args.json else table(rows, JOB_COLUMNS)
+
+
+def parse_value(text: str) -> Any:
+    """``--hp key=value`` values: JSON where they parse (``32``, ``1e-3``, ``true``), else the string."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def cmd_jobs_launch(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    hyper: dict[str, Any] = {}
+    if args.hyperparameters:
+        hyper = load_json_arg(args.hyperparameters, "--hyperparameters")
+        if not isinstance(hyper, dict):
+            raise CliError("--hyperparameters must be a JSON object")
+    for item in args.hp or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise CliError(f"--hp {item!r}: expected KEY=VALUE")
+        hyper[key.strip()] = parse_value(value)
+    spec: dict[str, Any] = {
+        "name": args.name, "gpu_type": args.gpu_type, "gpu_count": args.gpu_count, "mode": args.mode,
+        "image": args.image, "dataset_version_ids": args.dataset, "model_preset": args.preset,
+        "engine": args.engine, "hyperparameters": hyper, "keep_last": args.keep_last}
+    if args.checkpoint_every_minutes is not None:
+        spec["checkpoint_every_minutes"] = args.checkpoint_every_minutes
+    if args.checkpoint_every_steps is not None:
+        spec["checkpoint_every_steps"] = args.checkpoint_every_steps
+    try:
+        body = JobLaunchRequest.from_dict(spec)
+    except ValueError as exc:  # an enum value the schema does not list
+        raise CliError(str(exc)) from None
+    extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
+    job = api(jobs_create, body=body, **extra)
+    if not args.json:
+        print(f"Job {job['id']} launched on instance {job['instance']} ({job['gpu_count']} × {job['gpu_type']}).",
+              file=sys.stderr)
+    if not args.no_wait:
+        job = wait_for(lambda: api(jobs_retrieve, job["id"]), what=f"job {job['id']}", timeout_s=args.timeout,
+                       interval_s=args.interval)
+    return emit_json(job) if args.json else table([job], JOB_COLUMNS)
+
+
+def cmd_jobs_stop(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    job = api(jobs_stop_create, args.id)
+    if args.wait:
+        job = wait_until_stopped(lambda: api(jobs_retrieve, args.id), what=f"job {args.id}",
+                                 timeout_s=args.timeout, interval_s=args.interval)
+    return emit_json(job) if args.json else table([job], JOB_COLUMNS)
+
+
+def new_lines(previous: Sequence[str], current: Sequence[str], *, anchor_lines: int = 20) -> list[str]:
+    """The lines of ``current`` (a tail of the log) after those already printed from ``previous`` (an earlier
+    tail, of any length).
+
+    The last ``anchor_lines`` printed lines are looked for in ``current``, newest position first; when the log
+    grew past them, the longest suffix of ``previous`` that starts ``current`` is the overlap; with no
+    overlap at all the log was replaced (a new attempt) and all of ``current`` is new. A heuristic: the API
+    serves tails, not offsets, so a run of identical lines longer than the anchor can hide repeats.
+    """
+    if not previous:
+        return list(current)
+    anchor = list(previous[-anchor_lines:])
+    m = len(anchor)
+    for end in range(len(current), m - 1, -1):
+        if current[end - 1] == anchor[-1] and list(current[end - m:end]) == anchor:
+            return list(current[end:])
+    for k in range(min(len(previous), len(current)), 0, -1):
+        if list(previous[-k:]) == list(current[:k]):
+            return list(current[k:])
+    return list(current)
+
+
+def cmd_jobs_logs(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    if not args.follow:
+        logs = api(jobs_logs_retrieve, args.id, lines=args.lines)
+        if args.json:
+            return emit_json(logs)
+        for line in logs.get("lines", []):
+            print(line)
+        return
+    seen: list[str] = []
+    first = True
+    while True:
+        job_status = api(jobs_retrieve, args.id).get("status")
+        logs = api(jobs_logs_retrieve, args.id, lines=args.lines if first else LOG_WINDOW)
+        current = logs.get("lines", [])
+        for line in new_lines(seen, current):
+            print(json.dumps({"line": line}, ensure_ascii=False) if args.json else line, flush=True)
+        seen, first = current, False
+        if job_status in TERMINAL:  # read after the status: nothing written before it ended is missed
+            return
+        time.sleep(args.interval)
+
+
+def human_bytes(n: Any) -> str:
+    if not isinstance(n, int):
+        return cell(n)
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)  # pragma: no cover
+
+
+CHECKPOINT_COLUMNS = [("id", "id"), ("step", "step"), ("loss", "loss"), ("size", "size_bytes", human_bytes),
+                      ("complete", "complete"), ("rolled back", "rolled_back"), ("attempt", "attempt"),
+                      ("created", "created_at")]
+
+
+def cmd_jobs_checkpoints(args: argparse.Namespace) -> None:
+    rows = api_from(args)(jobs_checkpoints_list, args.id)
+    return emit_json(rows) if args.json else table(rows, CHECKPOINT_COLUMNS)
+
+
+def cmd_jobs_rollback(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    checkpoints = api(jobs_checkpoints_list, args.id)
+    matches = [c for c in checkpoints if c["step"] == args.step and c.get("complete")]
+    if not matches:
+        steps = sorted({c["step"] for c in checkpoints if c.get("complete")})
+        raise CliError(f"job {args.id} has no complete checkpoint at step {args.step} (complete checkpoints at "
+                       f"steps: {', '.join(map(str, steps)) or 'none'})")
+    checkpoint = max(matches, key=lambda c: c["id"])
+    job = api(jobs_rollback_create, args.id, body=RollbackRequest(checkpoint=checkpoint["id"]))
+    if args.json:
+        return emit_json(job)
+    print(f"Job {args.id} rolls back to step {args.step} (checkpoint {checkpoint['id']}).")
+    table([job], JOB_COLUMNS)
+
+
+DATASET_COLUMNS = [("id", "id"), ("slug", "slug"), ("name", "name"), ("domain", "domain"),
+                   ("version", "latest_version.number"), ("tokens", "latest_version.tokens"),
+                   ("license", "latest_version.license_version.license"),
+                   ("fee", "latest_version.license_version.price_micros", lambda m: cny(m))]
+
+
+def cny(micros: Any) -> str:
+    """Integer micro-CNY as ``12.50 CNY`` (exact decimal: no float; at least two places)."""
+    if not isinstance(micros, int):
+        return cell(micros)
+    if micros == 0:
+        return "free"
+    whole, _, frac = f"{Decimal(micros).scaleb(-6):f}".partition(".")
+    return f"{whole}.{frac.rstrip('0').ljust(2, '0')} CNY"
+
+
+def cmd_datasets_list(args: argparse.Namespace) -> None:
+    filters: dict[str, Any] = {}
+    if args.domain:
+        filters["domain"] = DatasetsListDomain(args.domain)
+    if args.q:
+        filters["q"] = args.q
+    rows = list(api_from(args).pages(datasets_list, limit=args.limit, **filters))
+    return emit_json(rows) if args.json else table(rows, DATASET_COLUMNS)
+
+
+def cmd_datasets_accept(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    dataset = api(datasets_retrieve, args.id)
+    version = dataset.get("latest_version") or {}
+    lv = version.get("license_version")
+    if not lv:
+        raise CliError(f"dataset {args.id} has no version to accept a license for yet")
+    terms = ", ".join(f"{name}: {'yes' if lv.get(key) else 'no'}" for name, key in (
+        ("commercial use", "commercial_use"), ("redistribution", "redistribution"),
+        ("derivative models", "derivative_models")))
+    summary = [f"Dataset {dataset['id']} {dataset['name']} (version {version.get('number')})",
+               f"License {lv.get('license_name')} version {lv.get('number')}: {terms}; "
+               f"fee {cny(lv.get('price_micros'))}",
+               f"License text SHA-256 {lv.get('text_sha256')}; read it at {api.url}/datasets/{dataset['id']}/"]
+    if not args.yes:
+        print("\n".join(summary), file=sys.stderr)
+        if not sys.stdin.isatty():
+            raise CliError("accepting a license needs --yes when not run interactively")
+        if input("Accept this license for your organization? [y/N] ").strip().lower() not in ("y", "yes"):
+            raise CliError("not accepted")
+    body = AgreementCreateRequest(text_sha256=lv["text_sha256"], license_version=lv["id"])
+    agreement = api(datasets_agreements_create, args.id, body=body)
+    if args.json:
+        return emit_json(agreement)
+    print(f"Accepted {lv.get('license_name')} version {lv.get('number')} for dataset {dataset['id']} "
+          f"(agreement {agreement.get('id')}).")
+
+
+def cmd_wallet(args: argparse.Namespace) -> None:
+    wallet = api_from(args)(wallet_retrieve)
+    if args.json:
+        return emit_json(wallet)
+    cur = wallet.get("currency", "CNY")
+    print(f"Organization   {wallet['organization']}")
+    print(f"Balance        {wallet['balance']} {cur}  (trial {wallet['trial_balance']}, paid {wallet['paid_balance']})")
+    if wallet.get("trial_expires_at"):
+        print(f"Trial expires  {cell(wallet['trial_expires_at'])}")
+    print()
+    table(wallet.get("grants", []), [("grant", "id"), ("kind", "kind"), ("amount", "amount"),
+                                     ("remaining", "remaining"), ("granted", "granted_at"),
+                                     ("expires", "expires_at")], empty="(no credit grants)")
+
+
+def load_json_arg(text: str, name: str) -> Any:
+    """A JSON argument: inline, ``@file`` or ``-`` (stdin)."""
+    if text == "-":
+        text = sys.stdin.read()
+    elif text.startswith("@"):
+        try:
+            with open(text[1:], encoding="utf-8") as fh:
+                text = fh.read()
+        except OSError as exc:
+            raise CliError(f"{name}: {exc}") from None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise CliError(f"{name} is not JSON: {exc}") from None
+
+
+def cmd_apps_list(args: argparse.Namespace) -> None:
+    rows = list(api_from(args).pages(apps_list, limit=args.limit))
+    return emit_json(rows) if args.json else table(rows, [
+        ("slug", "slug"), ("name", "name"), ("category", "category"), ("per call", "price_per_call"),
+        ("per 1k tokens", "price_per_1k_tokens"), ("visibility", "visibility")])
+
+
+def cmd_apps_invoke(args: argparse.Namespace) -> None:
+    payload = load_json_arg(args.input, "--input")
+    if not isinstance(payload, dict):
+        raise CliError("--input must be a JSON object")
+    extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
+    result = api_from(args)(apps_invoke_create, args.slug, body=AppsInvokeCreateBody.from_dict(payload), **extra)
+    if args.json:
+        return emit_json(result)
+    emit_json(result.get("output"))
+    replay = ", replayed" if result.get("replayed") else ""
+    print(f"call {result.get('call_id')}: {result.get('cost')} CNY, {result.get('latency_ms')} ms{replay}",
+          file=sys.stderr)
+
+
+# --- command line ------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="gpu-portal", description="The gpu-portal partner API from a terminal.",
+                                     epilog="Log in first: gpu-portal login --url https://portal.example.com")
+    parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
+    parser.add_argument("--url", help=f"portal URL (default: ${config.URL_ENV}, then the saved login)")
+    parser.add_argument("-o", "--organization", help="organization slug to act for (default: the token's)")
+    # every leaf command also takes --json after its name
+    leaf = argparse.ArgumentParser(add_help=False)
+    leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    waits = argparse.ArgumentParser(add_help=False)
+    waits.add_argument("--timeout", type=float, default=1800, help="seconds to wait (default 1800)")
+    waits.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
+    listing = argparse.ArgumentParser(add_help=False)
+    listing.add_argument("--limit", type=int, default=100, help="at most this many rows (default 100)")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("login", parents=[leaf], help="save the portal URL and an API token (checked first)")
+    p.add_argument("--token", help=f"API token (default: ${config.TOKEN_ENV}, else asked for / read from stdin)")
+    p.set_defaults(func=cmd_login)
+    sub.add_parser("logout", help="forget the saved login").set_defaults(func=cmd_logout)
+    sub.add_parser("whoami", parents=[leaf], help="the token's user and organizations").set_defaults(func=cmd_whoami)
+
+    inst = sub.add_parser("instances", help="GPU instances").add_subparsers(dest="action", required=True,
+                                                                             metavar="ACTION")
+    inst.add_parser("list", parents=[leaf, listing], help="your organization's instances").set_defaults(
+        func=cmd_instances_list)
+    p = inst.add_parser("launch", parents=[leaf, waits], help="launch an interactive instance and wait until running")
+    p.add_argument("--gpu-type", required=True, help="e.g. A100-80G-SXM, cpu-local")
+    p.add_argument("--gpu-count", type=int, default=1)
+    p.add_argument("--mode", default="container", choices=["container", "bare_metal"])
+    p.add_argument("--image", default="")
+    p.add_argument("--name", default="")
+    p.add_argument("--idempotency-key", help="a retried launch with the same key returns the first instance")
+    p.add_argument("--no-wait", action="store_true", help="return once launched, do not wait for running")
+    p.add_argument("command", nargs="+", help="the command to run (after --)")
+    p.set_defaults(func=cmd_instances_launch)
+    p = inst.add_parser("stop", parents=[leaf, waits], help="stop an instance")
+    p.add_argument("id", type=int)
+    p.add_argument("--wait", action="store_true", help="wait until it has stopped")
+    p.set_defaults(func=cmd_instances_stop)
+
+    jobs = sub.add_parser("jobs", help="training jobs").add_subparsers(dest="action", required=True,
+                                                                        metavar="ACTION")
+    jobs.add_parser("list", parents=[leaf, listing], help="your organization's jobs").set_defaults(func=cmd_jobs_list)
+    p = jobs.add_parser("launch", parents=[leaf, waits], help="launch a training job and wait until running")
+    p.add_argument("--gpu-type", required=True)
+    p.add_argument("--gpu-count", type=int, default=1)
+    p.add_argument("--mode", default="container", choices=["container", "bare_metal"])
+    p.add_argument("--image", default="")
+    p.add_argument("--name", default="")
+    p.add_argument("--dataset", type=int, action="append", required=True, metavar="VERSION_ID",
+                   help="dataset version id to train on (repeat for several)")
+    p.add_argument("--preset", default="tiny", help="model preset: tiny, gpt2-small, 1b, 7b")
+    p.add_argument("--engine", default="fsdp", help="fsdp, ddp, deepspeed-zero1/2/3 where installed")
+    p.add_argument("--hp", action="append", metavar="KEY=VALUE", help="a hyperparameter (repeatable)")
+    p.add_argument("--hyperparameters", metavar="JSON", help="hyperparameters as a JSON object, @file or -")
+    p.add_argument("--checkpoint-every-minutes", type=int)
+    p.add_argument("--checkpoint-every-steps", type=int)
+    p.add_argument("--keep-last", type=int, default=3)
+    p.add_argument("--idempotency-key")
+    p.add_argument("--no-wait", action="store_true")
+    p.set_defaults(func=cmd_jobs_launch)
+    p = jobs.add_parser("stop", parents=[leaf, waits], help="stop a job (a final checkpoint first)")
+    p.add_argument("id", type=int)
+    p.add_argument("--wait", action="store_true", help="wait until it has stopped")
+    p.set_defaults(func=cmd_jobs_stop)
+    p = jobs.add_parser("logs", parents=[leaf], help="the job's log (newest attempt)")
+    p.add_argument("id", type=int)
+    p.add_argument("--lines", type=int, default=200, help="how many of the last lines (default 200)")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing new lines until the job ends")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between polls with --follow")
+    p.set_defaults(func=cmd_jobs_logs)
+    p = jobs.add_parser("checkpoints", parents=[leaf], help="the job's checkpoints")
+    p.add_argument("id", type=int)
+    p.set_defaults(func=cmd_jobs_checkpoints)
+    p = jobs.add_parser("rollback", parents=[leaf], help="restart the job from its checkpoint at a step")
+    p.add_argument("id", type=int)
+    p.add_argument("--step", type=int, required=True)
+    p.set_defaults(func=cmd_jobs_rollback)
+
+    ds = sub.add_parser("datasets", help="the dataset marketplace").add_subparsers(dest="action", required=True,
+                                                                                    metavar="ACTION")
+    p = ds.add_parser("list", parents=[leaf, listing], help="datasets visible to your organization")
+    p.add_argument("--domain", choices=[d.value for d in DatasetsListDomain])
+    p.add_argument("-q", help="search in name and description")
+    p.set_defaults(func=cmd_datasets_list)
+    p = ds.add_parser("accept", parents=[leaf], help="accept a dataset's license for your organization")
+    p.add_argument("id", type=int)
+    p.add_argument("-y", "--yes", action="store_true", help="accept without asking")
+    p.set_defaults(func=cmd_datasets_accept)
+
+    sub.add_parser("wallet", parents=[leaf], help="balance and credit grants").set_defaults(func=cmd_wallet)
+
+    apps = sub.add_parser("apps", help="the AI app marketplace").add_subparsers(dest="action", required=True,
+                                                                                 metavar="ACTION")
+    apps.add_parser("list", parents=[leaf, listing], help="apps you can call").set_defaults(func=cmd_apps_list)
+    p = apps.add_parser("invoke", parents=[leaf], help="call an app (billed per call)")
+    p.add_argument("slug")
+    p.add_argument("--input", required=True, metavar="JSON", help="the input: a JSON object, @file or -")
+    p.add_argument("--idempotency-key", help="a retried call with the same key runs and costs once")
+    p.set_defaults(func=cmd_apps_invoke)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except CliError as exc:
+        print(f"gpu-portal: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `gpu-portal jobs logs 3 | head`
+        return 0
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""How the CLI prints: aligned tables for people, JSON for programs, a status line on stderr for waits."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any, TextIO
+
+Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]
+"""(header, key in the row dict[, formatter]) — the key may be dotted (``license_version.number``)."""
+
+
+def dig(row: Any, key: str) -> Any:
+    """``row["a"]["b"]`` for ``key="a.b"``; ``None`` where a level is missing."""
+    for part in key.split("."):
+        if not isinstance(row, dict):
+            return None
+        row = row.get(part)
+    return row
+
+
+def cell(value: Any) -> str:
+    """One table cell: ``-`` for nothing, lists comma-joined, ISO times as ``YYYY-MM-DD HH:MM:SS`` in this
+    machine's time zone (the API sends them with their offset)."""
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list):
+        return ",".join(cell(v) for v in value) or "-"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    text = str(value)
+    if len(text) >= 19 and text[4] == "-" and text[10] == "T" and text[13] == ":":
+        try:
+            return datetime.fromisoformat(text).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        except ValueError:
+            pass
+    return text.replace("\n", " ")
+
+
+def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column], *, out: TextIO | None = None,
+          empty: str = "(none)") -> None:
+    """Print ``rows`` as left-aligned columns under upper-case headers (two spaces apart)."""
+    out = out or sys.stdout
+    grid = [[c[0].upper() for c in columns]]
+    for row in rows:
+        grid.append([c[2](dig(row, c[1])) if len(c) == 3 else cell(dig(row, c[1])) for c in columns])  # type: ignore[misc]
+    if len(grid) == 1:
+        print(empty, file=out)
+        return
+    widths = [max(len(r[i]) for r in grid) for i in range(len(columns))]
+    for r in grid:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip(), file=out)
+
+
+def emit_json(data: Any, *, out: TextIO | None = None) -> None:
+    """Machine output: one JSON document on stdout (UTF-8 text as is)."""
+    print(json.dumps(data, indent=2, ensure_ascii=False, default=str), file=out or sys.stdout)
+
+
+class StatusLine:
+    """Progress of a wait on stderr (stdout stays clean for ``--json``): rewritten in place on a terminal,
+    one line per change otherwise (logs, CI)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stderr
+        self.tty = self.stream.isatty()
+        self.last = ""
+
+    def show(self, text: str) -> None:
+        if text == self.last:
+            return
+        self.last = text
+        if self.tty:
+            self.stream.write("\r\033[K" + text)
+        else:
+            self.stream.write(text + "\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.last:
+            self.stream.write("\n")
+            self.stream.flush()

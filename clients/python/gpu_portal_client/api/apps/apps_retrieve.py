@@ -1,0 +1,208 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.app import App
+from ...models.error_envelope import ErrorEnvelope
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    slug: str,
+    *,
+    organization: str | Unset = UNSET,
+) -> dict[str, Any]:
+
+    params: dict[str, Any] = {}
+
+    params["organization"] = organization
+
+    params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
+
+    _kwargs: dict[str, Any] = {
+        "method": "get",
+        "url": "/api/v1/apps/{slug}".format(
+            slug=quote(str(slug), safe=""),
+        ),
+        "params": params,
+    }
+
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> App | ErrorEnvelope | None:
+    if response.status_code == 200:
+        response_200 = App.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorEnvelope.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorEnvelope.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 403:
+        response_403 = ErrorEnvelope.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorEnvelope.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 405:
+        response_405 = ErrorEnvelope.from_dict(response.json())
+
+        return response_405
+
+    if response.status_code == 406:
+        response_406 = ErrorEnvelope.from_dict(response.json())
+
+        return response_406
+
+    if response.status_code == 429:
+        response_429 = ErrorEnvelope.from_dict(response.json())
+
+        return response_429
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[App | ErrorEnvelope]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Response[App | ErrorEnvelope]:
+    """
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[App | ErrorEnvelope]
+    """
+
+    kwargs = _get_kwargs(
+        slug=slug,
+        organization=organization,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> App | ErrorEnvelope | None:
+    """
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        App | ErrorEnvelope
+    """
+
+    return sync_detailed(
+        slug=slug,
+        client=client,
+        organization=organization,
+    ).parsed
+
+
+async def asyncio_detailed(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> Response[App | ErrorEnvelope]:
+    """
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[App | ErrorEnvelope]
+    """
+
+    kwargs = _get_kwargs(
+        slug=slug,
+        organization=organization,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    slug: str,
+    *,
+    client: AuthenticatedClient,
+    organization: str | Unset = UNSET,
+) -> App | ErrorEnvelope | None:
+    """
+    Args:
+        slug (str):
+        organization (str | Unset):
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        App | ErrorEnvelope
+    """
+
+    return (
+        await asyncio_detailed(
+            slug=slug,
+            client=client,
+            organization=organization,
+        )
+    ).parsed

@@ -1,0 +1,249 @@
+from __future__ import annotations
+
+import datetime
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.instance_kind_enum import InstanceKindEnum
+from ..models.instance_status_enum import InstanceStatusEnum
+from ..models.mode_enum import ModeEnum
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="Instance")
+
+
+@_attrs_define
+class Instance:
+    """
+    Attributes:
+        id (int):
+        name (str):
+        gpu_type (str):
+        gpu_count (int):
+        image (str):
+        job (int | None):
+        kind (InstanceKindEnum | Unset): * `training` - Training job
+            * `interactive` - Interactive
+        status (InstanceStatusEnum | Unset): * `pending` - Pending
+            * `scheduling` - Scheduling
+            * `provisioning` - Provisioning
+            * `running` - Running
+            * `stopping` - Stopping
+            * `stopped` - Stopped
+            * `failed` - Failed
+            * `preempted` - Preempted
+        status_reason (str | Unset):
+        queue_position (int | None | Unset):
+        mode (ModeEnum | Unset): * `container` - Container
+            * `bare_metal` - Bare metal
+        command (Any | Unset):
+        placement (Any | Unset):
+        submitted_at (datetime.datetime | Unset):
+        created_at (datetime.datetime | Unset):
+    """
+
+    id: int
+    name: str
+    gpu_type: str
+    gpu_count: int
+    image: str
+    job: int | None
+    kind: InstanceKindEnum | Unset = UNSET
+    status: InstanceStatusEnum | Unset = UNSET
+    status_reason: str | Unset = UNSET
+    queue_position: int | None | Unset = UNSET
+    mode: ModeEnum | Unset = UNSET
+    command: Any | Unset = UNSET
+    placement: Any | Unset = UNSET
+    submitted_at: datetime.datetime | Unset = UNSET
+    created_at: datetime.datetime | Unset = UNSET
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        id = self.id
+
+        name = self.name
+
+        gpu_type = self.gpu_type
+
+        gpu_count = self.gpu_count
+
+        image = self.image
+
+        job: int | None
+        job = self.job
+
+        kind: str | Unset = UNSET
+        if not isinstance(self.kind, Unset):
+            kind = self.kind.value
+
+        status: str | Unset = UNSET
+        if not isinstance(self.status, Unset):
+            status = self.status.value
+
+        status_reason = self.status_reason
+
+        queue_position: int | None | Unset
+        if isinstance(self.queue_position, Unset):
+            queue_position = UNSET
+        else:
+            queue_position = self.queue_position
+
+        mode: str | Unset = UNSET
+        if not isinstance(self.mode, Unset):
+            mode = self.mode.value
+
+        command = self.command
+
+        placement = self.placement
+
+        submitted_at: str | Unset = UNSET
+        if not isinstance(self.submitted_at, Unset):
+            submitted_at = self.submitted_at.isoformat()
+
+        created_at: str | Unset = UNSET
+        if not isinstance(self.created_at, Unset):
+            created_at = self.created_at.isoformat()
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "id": id,
+                "name": name,
+                "gpu_type": gpu_type,
+                "gpu_count": gpu_count,
+                "image": image,
+                "job": job,
+            }
+        )
+        if kind is not UNSET:
+            field_dict["kind"] = kind
+        if status is not UNSET:
+            field_dict["status"] = status
+        if status_reason is not UNSET:
+            field_dict["status_reason"] = status_reason
+        if queue_position is not UNSET:
+            field_dict["queue_position"] = queue_position
+        if mode is not UNSET:
+            field_dict["mode"] = mode
+        if command is not UNSET:
+            field_dict["command"] = command
+        if placement is not UNSET:
+            field_dict["placement"] = placement
+        if submitted_at is not UNSET:
+            field_dict["submitted_at"] = submitted_at
+        if created_at is not UNSET:
+            field_dict["created_at"] = created_at
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        id = d.pop("id")
+
+        name = d.pop("name")
+
+        gpu_type = d.pop("gpu_type")
+
+        gpu_count = d.pop("gpu_count")
+
+        image = d.pop("image")
+
+        def _parse_job(data: object) -> int | None:
+            if data is None:
+                return data
+            return cast(int | None, data)
+
+        job = _parse_job(d.pop("job"))
+
+        _kind = d.pop("kind", UNSET)
+        kind: InstanceKindEnum | Unset
+        if isinstance(_kind, Unset):
+            kind = UNSET
+        else:
+            kind = InstanceKindEnum(_kind)
+
+        _status = d.pop("status", UNSET)
+        status: InstanceStatusEnum | Unset
+        if isinstance(_status, Unset):
+            status = UNSET
+        else:
+            status = InstanceStatusEnum(_status)
+
+        status_reason = d.pop("status_reason", UNSET)
+
+        def _parse_queue_position(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        queue_position = _parse_queue_position(d.pop("queue_position", UNSET))
+
+        _mode = d.pop("mode", UNSET)
+        mode: ModeEnum | Unset
+        if isinstance(_mode, Unset):
+            mode = UNSET
+        else:
+            mode = ModeEnum(_mode)
+
+        command = d.pop("command", UNSET)
+
+        placement = d.pop("placement", UNSET)
+
+        _submitted_at = d.pop("submitted_at", UNSET)
+        submitted_at: datetime.datetime | Unset
+        if isinstance(_submitted_at, Unset):
+            submitted_at = UNSET
+        else:
+            submitted_at = datetime.datetime.fromisoformat(_submitted_at)
+
+        _created_at = d.pop("created_at", UNSET)
+        created_at: datetime.datetime | Unset
+        if isinstance(_created_at, Unset):
+            created_at = UNSET
+        else:
+            created_at = datetime.datetime.fromisoformat(_created_at)
+
+        instance = cls(
+            id=id,
+            name=name,
+            gpu_type=gpu_type,
+            gpu_count=gpu_count,
+            image=image,
+            job=job,
+            kind=kind,
+            status=status,
+            status_reason=status_reason,
+            queue_position=queue_position,
+            mode=mode,
+            command=command,
+            placement=placement,
+            submitted_at=submitted_at,
+            created_at=created_at,
+        )
+
+        instance.additional_properties = d
+        return instance
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,116 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar, cast
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..models.mode_enum import ModeEnum
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="InstanceLaunchRequest")
+
+
+@_attrs_define
+class InstanceLaunchRequest:
+    """Input of ``POST /instances`` (an interactive instance running ``command``).
+
+    Attributes:
+        gpu_type (str):
+        gpu_count (int): GPUs
+        command (list[str]):
+        name (str | Unset):  Default: ''.
+        mode (ModeEnum | Unset): * `container` - Container
+            * `bare_metal` - Bare metal Default: ModeEnum.CONTAINER.
+        image (str | Unset):  Default: ''.
+    """
+
+    gpu_type: str
+    gpu_count: int
+    command: list[str]
+    name: str | Unset = ""
+    mode: ModeEnum | Unset = ModeEnum.CONTAINER
+    image: str | Unset = ""
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        gpu_type = self.gpu_type
+
+        gpu_count = self.gpu_count
+
+        command = self.command
+
+        name = self.name
+
+        mode: str | Unset = UNSET
+        if not isinstance(self.mode, Unset):
+            mode = self.mode.value
+
+        image = self.image
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "gpu_type": gpu_type,
+                "gpu_count": gpu_count,
+                "command": command,
+            }
+        )
+        if name is not UNSET:
+            field_dict["name"] = name
+        if mode is not UNSET:
+            field_dict["mode"] = mode
+        if image is not UNSET:
+            field_dict["image"] = image
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        gpu_type = d.pop("gpu_type")
+
+        gpu_count = d.pop("gpu_count")
+
+        command = cast(list[str], d.pop("command"))
+
+        name = d.pop("name", UNSET)
+
+        _mode = d.pop("mode", UNSET)
+        mode: ModeEnum | Unset
+        if isinstance(_mode, Unset):
+            mode = UNSET
+        else:
+            mode = ModeEnum(_mode)
+
+        image = d.pop("image", UNSET)
+
+        instance_launch_request = cls(
+            gpu_type=gpu_type,
+            gpu_count=gpu_count,
+            command=command,
+            name=name,
+            mode=mode,
+            image=image,
+        )
+
+        instance_launch_request.additional_properties = d
+        return instance_launch_request
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

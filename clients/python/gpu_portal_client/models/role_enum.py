@@ -1,0 +1,11 @@
+from enum import StrEnum
+
+
+class RoleEnum(StrEnum):
+    ADMIN = "admin"
+    BILLING = "billing"
+    MEMBER = "member"
+    OWNER = "owner"
+
+    def __str__(self) -> str:
+        return str(self.value)

@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+T = TypeVar("T", bound="StatementKind")
+
+
+@_attrs_define
+class StatementKind:
+    """
+    Attributes:
+        kind (str):
+        count (int):
+        amount_micros (int):
+    """
+
+    kind: str
+    count: int
+    amount_micros: int
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        kind = self.kind
+
+        count = self.count
+
+        amount_micros = self.amount_micros
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update(
+            {
+                "kind": kind,
+                "count": count,
+                "amount_micros": amount_micros,
+            }
+        )
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        kind = d.pop("kind")
+
+        count = d.pop("count")
+
+        amount_micros = d.pop("amount_micros")
+
+        statement_kind = cls(
+            kind=kind,
+            count=count,
+            amount_micros=amount_micros,
+        )
+
+        statement_kind.additional_properties = d
+        return statement_kind
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties
