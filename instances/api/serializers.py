@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from billing.choices import RentalMode
@@ -32,10 +33,10 @@ def _bounded(bound: Bound, **kwargs: Any) -> serializers.Field:
 
 def _documented(bound: Bound) -> serializers.IntegerField:
     """An integer whose bounds the launch service enforces with its own error code (``invalid_gpu_count``);
-    the bounds are set on the field for the OpenAPI schema only, without the serializer's validators."""
-    field = serializers.IntegerField(help_text=bound.help)
-    field.min_value, field.max_value = int(bound.low), int(bound.high)
-    return field
+    the bounds appear in the OpenAPI schema without the serializer's own validators."""
+    schema = {"type": "integer", "minimum": int(bound.low), "maximum": int(bound.high), "description": bound.help}
+    field_class = extend_schema_field(schema)(type("BoundedIntegerField", (serializers.IntegerField,), {}))
+    return field_class(help_text=bound.help)
 
 
 class HyperparametersSerializer(serializers.Serializer[Any]):

@@ -174,3 +174,46 @@ def test_an_app_call_with_a_nul_in_its_input_is_a_400_and_costs_nothing(api, ali
     body = _envelope(response, 400, "invalid_json")
     assert "NUL" in body["error"]["message"]
     assert AppCall.objects.count() == 0
+
+
+def test_the_schema_documents_bounds_errors_and_idempotency_keys():
+    from drf_spectacular.generators import SchemaGenerator
+
+    schema = SchemaGenerator().get_schema(request=None, public=True)
+    job = schema["components"]["schemas"]["JobLaunchRequest"]["properties"]
+    assert (job["checkpoint_every_minutes"]["minimum"], job["checkpoint_every_minutes"]["maximum"]) == (0, 10_080)
+    assert (job["gpu_count"]["minimum"], job["gpu_count"]["maximum"]) == (1, 1024)
+    hyper = schema["components"]["schemas"]["HyperparametersRequest"]["properties"]
+    assert (hyper["lr"]["minimum"], hyper["lr"]["maximum"]) == (1e-9, 1.0)
+    assert hyper["seq_len"]["maximum"] == HYPERPARAMETER_LIMITS["seq_len"].high
+    for path, item in schema["paths"].items():
+        for method, operation in item.items():
+            codes = set(operation["responses"])
+            assert {"400", "401", "403", "404", "429"} <= codes, (method, path)
+            if method == "post":
+                assert {"402", "409", "413", "422"} <= codes, (method, path)
+    honours_key = {("/api/v1/instances", "post"), ("/api/v1/jobs", "post"), ("/api/v1/apps/publish", "post"),
+                   ("/api/v1/apps/{slug}/invoke", "post")}
+    for path, method in honours_key:
+        params = schema["paths"][path][method].get("parameters", [])
+        assert any(p["name"] == "Idempotency-Key" and p["in"] == "header" for p in params), path
+    assert schema["components"]["securitySchemes"]["bearerToken"]["scheme"] == "bearer"
+
+
+def test_anonymous_and_bad_token_requests_are_throttled(api, alice_org):
+    from rest_framework.throttling import SimpleRateThrottle
+
+    from portal.api.throttling import AnonymousRateThrottle
+
+    previous = SimpleRateThrottle.THROTTLE_RATES
+    AnonymousRateThrottle.THROTTLE_RATES = {**previous, "anon": "3/min"}
+    try:
+        anonymous = APIClient()
+        codes = [anonymous.get("/api/v1/wallet").status_code for _ in range(4)]
+        assert codes == [401, 401, 401, 429]
+        bad = APIClient()
+        bad.credentials(HTTP_AUTHORIZATION="Bearer gpp_000000000000_" + "x" * 43)
+        assert _envelope(bad.get("/api/v1/wallet"), 429, "throttled")
+        assert api.get("/api/v1/wallet").status_code == 200  # a valid token has its own budget
+    finally:
+        AnonymousRateThrottle.THROTTLE_RATES = previous
