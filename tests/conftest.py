@@ -54,3 +54,64 @@ def charlie(db: Any) -> Any:
 
 
 PASSWORD = "correct horse battery 9"
+
+
+# --- nothing a test starts outlives the test run -----------------------------------------------------------
+# Every process started during the run inherits this variable (ranks in their own sessions too, since they
+# keep the environment); at the end any still alive is listed, killed, and fails the run.
+_RUN_MARK = "GPU_PORTAL_TEST_RUN"
+
+
+def pytest_sessionstart(session: Any) -> None:
+    import os
+    import time
+
+    os.environ[_RUN_MARK] = f"{os.getpid()}-{time.time_ns()}"
+
+
+def _processes_of_this_run() -> list[tuple[int, str]]:
+    """(pid, command line) of live, non-zombie processes carrying this run's mark, except pytest itself."""
+    import os
+    from pathlib import Path
+
+    mark = f"{_RUN_MARK}={os.environ.get(_RUN_MARK, '')}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if mark not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            if (entry / "stat").read_text().split(") ", 1)[1][0] == "Z":
+                continue
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+        except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
+            continue
+        found.append((int(entry.name), cmdline[:200]))
+    return found
+
+
+def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
+    import contextlib
+    import os
+    import signal
+    import sys
+    import time
+
+    if not os.path.isdir("/proc") or _RUN_MARK not in os.environ:
+        return
+    deadline = time.monotonic() + 15  # processes being stopped by the last teardowns get time to exit
+    leftovers = _processes_of_this_run()
+    while leftovers and time.monotonic() < deadline:
+        time.sleep(0.5)
+        leftovers = _processes_of_this_run()
+    if not leftovers:
+        return
+    for pid, _cmd in leftovers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in leftovers)
+    sys.stderr.write(f"\nFAILED: {len(leftovers)} process(es) started by the tests outlived them (killed now):\n"
+                     f"{lines}\n")
+    if session.exitstatus == 0:
+        session.exitstatus = 1

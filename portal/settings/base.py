@@ -242,6 +242,17 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True  # a task killed mid-run is redelivered; every task is idempotent
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+# Queues: control-plane work (inventory, scheduling, launch, reconcile, metering, budget guard, timers) runs on
+# "control", which long work can never block; imports, upload stages and model exports run on "bulk";
+# outgoing webhooks (network waits) on "webhooks". Production runs a worker per queue
+# (README "Production"); runportal starts a control worker (control + webhooks) and a bulk worker.
+CELERY_TASK_DEFAULT_QUEUE = "control"
+BULK_TASKS = ("datasets.tasks.import_corpus", "datasets.tasks.upload_stage",
+              "portal.marketplace.tasks.app_version_build")
+CELERY_TASK_ROUTES = {
+    **{name: {"queue": "bulk"} for name in BULK_TASKS},
+    "portal.webhooks.tasks.*": {"queue": "webhooks"},
+}
 CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_SCHEDULE = {
     "expire-credit-grants": {"task": "billing.tasks.expire_credit_grants", "schedule": 300.0},

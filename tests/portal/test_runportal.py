@@ -84,27 +84,35 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.fixture
-def runportal(tmp_path: Path) -> Iterator[Run]:
+def _start(tmp_path: Path, *extra: str) -> Run:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
     env.update(DJANGO_SETTINGS_MODULE="portal.settings.base", PORTAL_DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "manage.py", "runportal", "--no-seed", "--addr", f"127.0.0.1:{port}"],
+    proc = subprocess.Popen([sys.executable, "manage.py", "runportal", *extra, "--addr", f"127.0.0.1:{port}"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
-    run = Run(proc, port)
+    return Run(proc, port)
+
+
+def _take_down(run: Run) -> None:
+    if run.proc.poll() is None:  # the test failed midway: take the whole group down
+        os.killpg(run.proc.pid, signal.SIGKILL)
+        run.proc.wait(30)
+
+
+@pytest.fixture
+def runportal(tmp_path: Path) -> Iterator[Run]:
+    run = _start(tmp_path, "--no-seed")
     try:
         yield run
     finally:
-        if proc.poll() is None:  # the test failed midway: take the whole group down
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(30)
+        _take_down(run)
 
 
 def test_a_killed_worker_is_restarted_while_the_web_server_keeps_answering(runportal: Run) -> None:
     run = runportal
-    run.wait_for(lambda: run.web_status() == 200 and run.output().count(" ready.") == 1,
-                 "web server answering and worker ready")
+    run.wait_for(lambda: run.web_status() == 200 and run.output().count(" ready.") == 2,
+                 "web server answering and both workers (control, bulk) ready")
     [web] = run.pids("web")
     [worker] = run.pids("worker")
 
@@ -127,7 +135,7 @@ def test_a_killed_worker_is_restarted_while_the_web_server_keeps_answering(runpo
     run.proc.send_signal(signal.SIGTERM)
     assert run.proc.wait(60) == 0
     assert run.web_status() == 0
-    assert [pid for pid in (web, new_worker, *run.pids("beat")) if _alive(pid)] == []
+    assert [pid for pid in (web, new_worker, *run.pids("bulk"), *run.pids("beat")) if _alive(pid)] == []
 
 
 def test_the_restart_budget_allows_five_restarts_within_ten_minutes_per_child() -> None:
@@ -155,7 +163,7 @@ def test_a_worker_that_keeps_dying_stops_everything_after_five_restarts(
     started: list[tuple[str, subprocess.Popen[bytes]]] = []
 
     def popen(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
-        name = "web" if "runserver" in argv else argv[argv.index("portal") + 1]
+        name = "web" if "runserver" in argv else "bulk" if "bulk" in argv else argv[argv.index("portal") + 1]
         code = "raise SystemExit(3)" if name == "worker" else "import time; time.sleep(120)"
         proc = real_popen([sys.executable, "-c", code])
         started.append((name, proc))
@@ -170,5 +178,35 @@ def test_a_worker_that_keeps_dying_stops_everything_after_five_restarts(
         for sig, handler in handlers.items():
             signal.signal(sig, handler)
     assert str(failure.value) == "worker exited with 3 after 5 restarts within 10 minutes; giving up, stopping the rest"
-    assert [name for name, _ in started] == ["web", "worker", "beat", *["worker"] * 5]
-    assert [proc.poll() for _, proc in started] == [-signal.SIGTERM, 3, -signal.SIGTERM, 3, 3, 3, 3, 3]
+    assert [name for name, _ in started] == ["web", "worker", "bulk", "beat", *["worker"] * 5]
+    assert [proc.poll() for _, proc in started] == [-signal.SIGTERM, 3, -signal.SIGTERM, -signal.SIGTERM,
+                                                    3, 3, 3, 3, 3]
+
+
+CORPORA = ROOT.parent / "shared" / "corpora"
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not CORPORA.is_dir(), reason="needs ../shared/corpora beside the checkout")
+def test_the_control_queue_runs_while_corpus_imports_occupy_the_bulk_worker(tmp_path: Path) -> None:
+    """With the seed on, runportal queues the corpus imports (minutes each) on "bulk"; the node registration
+    and the reconcile / placement pass on "control" run meanwhile, and the console says so."""
+    run = _start(tmp_path)
+    try:
+        def imports_done() -> int:
+            return sum(bool(re.search(r"Task datasets\.tasks\.import_corpus\[.*\] succeeded", line))
+                       for line in run.lines)
+
+        run.wait_for(lambda: "compute node registered: launches can start now" in run.lines,
+                     "node registered while imports run")
+        run.wait_for(lambda: any(re.search(r"Task instances\.tasks\.reconcile\[.*\] succeeded", line)
+                                 for line in run.lines), "a reconcile pass (it places waiting instances)", timeout=60)
+        queued = sum(bool(re.search(r"import_corpus\[.*\] received", line)) for line in run.lines)
+        from datasets.pipeline import corpus_files
+
+        assert queued >= 1 and imports_done() < len(corpus_files(CORPORA))  # imports still running
+        assert any(line.startswith("  back office:  http://127.0.0.1:") for line in run.lines)
+        run.proc.send_signal(signal.SIGTERM)
+        assert run.proc.wait(90) == 0
+    finally:
+        _take_down(run)

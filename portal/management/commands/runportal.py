@@ -30,7 +30,7 @@ SEED_COMMANDS: list[tuple[str, list[str]]] = [
 ]
 
 # Children that are restarted when they exit on their own; the web server is not (its exit stops all).
-RESTARTABLE = ("worker", "beat")
+RESTARTABLE = ("worker", "bulk", "beat")
 MAX_RESTARTS = 5  # restarts of one child within RESTART_WINDOW_S before the command gives up
 RESTART_WINDOW_S = 600.0
 
@@ -54,6 +54,39 @@ class RestartBudget:
             return None
         recent.append(now)
         return len(recent)
+
+
+class StartupProgress:
+    """Says once when the local compute node is registered and when the imported datasets are ready."""
+
+    def __init__(self) -> None:
+        self.node_seen = False
+        self.datasets_ready = -1
+
+    def news(self) -> list[str]:
+        """New progress lines since the last call (reads the database; errors are swallowed, as the
+        database may be busy with migrations or imports)."""
+        from datasets.models import Dataset
+        from instances.models import Node
+
+        lines = []
+        try:
+            if not self.node_seen and Node.objects.filter(state="ready").exists():
+                self.node_seen = True
+                lines.append("compute node registered: launches can start now")
+            total = Dataset.objects.count()
+            ready = Dataset.objects.filter(versions__isnull=False).distinct().count()
+            if total and ready != self.datasets_ready:
+                self.datasets_ready = ready
+                lines.append(f"datasets ready: {ready} of {total}" + (" (all)" if ready == total else
+                                                                       " (the rest are being prepared)"))
+        except Exception:  # a progress line must never stop the product
+            return lines
+        finally:
+            from django.db import connection
+
+            connection.close()
+        return lines
 
 
 class Command(BaseCommand):
@@ -81,8 +114,12 @@ class Command(BaseCommand):
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         commands = {
             "web": [py, "manage.py", "runserver", options["addr"], "--noreload"],
+            # Two workers, so that corpus imports and uploads ("bulk") never hold up placement, metering and
+            # reconcile ("control"); see CELERY_TASK_ROUTES.
             "worker": [py, "-m", "celery", "-A", "portal", "worker", "--loglevel", "INFO", "--concurrency", "2",
-                       "--pool", "prefork", "--hostname", "embedded@%h"],
+                       "--pool", "prefork", "--queues", "control,webhooks", "--hostname", "control@%h"],
+            "bulk": [py, "-m", "celery", "-A", "portal", "worker", "--loglevel", "INFO", "--concurrency", "1",
+                     "--pool", "prefork", "--queues", "bulk", "--hostname", "bulk@%h"],
             "beat": [py, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "--schedule", schedule],
         }
         procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -127,9 +164,21 @@ class Command(BaseCommand):
         try:
             for name in commands:
                 start(name)
+            site = env["PORTAL_SITE_URL"].rstrip("/")
             self.stdout.write(self.style.SUCCESS(
-                f"gpu-portal is running: http://{options['addr']}/  (web, worker, beat; Ctrl-C stops all)"))
+                f"gpu-portal is running: {site}/  (web, control and bulk workers, beat; Ctrl-C stops all)"))
+            self.stdout.write(f"  console:      {site}/\n"
+                              f"  back office:  {site}/admin/  (create a staff user: manage.py createsuperuser)\n"
+                              f"  API docs:     {site}/api/v1/docs\n"
+                              "  e-mail verification links are printed in this terminal (console e-mail backend)"
+                              if "console" in settings.EMAIL_BACKEND else "")
+            progress = StartupProgress()
+            next_check = 0.0
             while not stopping:
+                if time.monotonic() >= next_check:
+                    next_check = time.monotonic() + 2
+                    for line in progress.news():
+                        self.stdout.write(self.style.SUCCESS(line))
                 for name, proc in list(procs.items()):
                     if stopping or proc.poll() is None:
                         continue
