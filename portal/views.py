@@ -94,8 +94,12 @@ def resend_verification(request: HttpRequest) -> HttpResponse:
     return redirect("home")
 
 
-@login_required
 def home(request: HttpRequest) -> HttpResponse:
+    """Signed in: the personal organization's dashboard. Anonymous: the landing page (what the product is,
+    where the prices are, sign up / log in)."""
+    if not request.user.is_authenticated:
+        return render(request, "portal/landing.html", {"trial_credit": settings.TRIAL_CREDIT,
+                                                       "trial_days": settings.TRIAL_CREDIT_DAYS})
     org = organization_for_user(user=request.user)  # type: ignore[arg-type]
     return redirect("dashboard", org=org.slug)
 
@@ -156,7 +160,8 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
             form.add_error("scope", str(exc))
         else:
             form = ApiTokenForm(user=user)
-    context = {"form": form, "tokens": api_tokens_for_user(user), "created": created}
+    context = {"form": form, "tokens": api_tokens_for_user(user), "created": created,
+               "site": settings.SITE_URL.rstrip("/")}
     return render(request, "portal/tokens.html", context, status=400 if form.errors else 200)
 
 

@@ -1,0 +1,13 @@
+// Forms marked data-busy disable their submit button on submit and show its data-busy-text, so a
+// double click sends one request and the page says it is working.
+document.addEventListener("submit", function (event) {
+  var form = event.target;
+  if (!form.hasAttribute || !form.hasAttribute("data-busy")) return;
+  if (form.dataset.submitted === "1") { event.preventDefault(); return; }
+  form.dataset.submitted = "1";
+  form.querySelectorAll("button[type=submit]").forEach(function (button) {
+    button.disabled = true;
+    button.setAttribute("aria-busy", "true");
+    if (button.dataset.busyText) button.textContent = button.dataset.busyText;
+  });
+});
