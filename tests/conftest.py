@@ -56,6 +56,21 @@ def charlie(db: Any) -> Any:
 PASSWORD = "correct horse battery 9"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Any:
+    """Each test starts with an empty cache: throttle counters are keyed by token id and client IP, and ids
+    repeat across tests, so one test's requests must not throttle the next one's."""
+    yield
+    try:
+        from django.conf import settings
+    except ImportError:  # the pure suites run without Django
+        return
+    if settings.configured:
+        from django.core.cache import cache
+
+        cache.clear()
+
+
 # --- nothing a test starts outlives the test run -----------------------------------------------------------
 # Every process started during the run inherits this variable (ranks in their own sessions too, since they
 # keep the environment); at the end any still alive is listed, killed, and fails the run.

@@ -36,4 +36,5 @@ def test_the_signup_form_shows_a_working_state_and_sends_once(client):
     assert "data-busy" in page and "data-busy-text" in page
     from django.contrib.staticfiles import finders
 
-    assert "button.disabled = true" in open(finders.find("portal/app.js"), encoding="utf-8").read()
+    with open(finders.find("portal/app.js"), encoding="utf-8") as script:
+        assert "button.disabled = true" in script.read()
