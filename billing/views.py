@@ -11,6 +11,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -19,7 +20,7 @@ from billing import stripe_gateway
 from billing.forms import TcoForm
 from billing.money import from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
-from billing.pricing import DEFAULT_PRICES, PriceNotFound, gpu_price_at
+from billing.pricing import DEFAULT_PRICES, PriceBook
 from billing.statements import statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
 from portal.charts import line_chart
@@ -77,14 +78,13 @@ def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
 
 
+    book, now = PriceBook(set(DEFAULT_PRICES)), timezone.now()
     rows = []
     for gpu_type in DEFAULT_PRICES:
         row: dict[str, object] = {"gpu_type": gpu_type}
         for mode in ("container", "bare_metal"):
-            try:
-                row[mode] = from_micros(gpu_price_at(gpu_type=gpu_type, mode=mode))
-            except PriceNotFound:
-                row[mode] = None
+            price = book.at(gpu_type, mode, now)
+            row[mode] = None if price is None else from_micros(price)
         rows.append(row)
     types = [str(r["gpu_type"]) for r in rows if r["container"] is not None]
     data = request.GET if "gpus" in request.GET else None
@@ -99,7 +99,7 @@ def pricing(request: HttpRequest) -> HttpResponse:
             server_overhead=d["server_overhead"] / 100,
             gpu_power_kw=d["gpu_power_kw"] if d["gpu_power_kw"] is not None else Decimal(GPU_POWER_KW[gpu_type]),
             pue=d["pue"], power_price=d["power_price"], staff_monthly=d["staff_monthly"],
-            rent_price_per_gpu_hour=from_micros(gpu_price_at(gpu_type=gpu_type)),
+            rent_price_per_gpu_hour=from_micros(book.at(gpu_type, "container", now) or 0),
         )
         result = tco_compare(inputs)
         chart = line_chart({"buy": [(m, float(v)) for m, v in result.buy_curve],

@@ -26,6 +26,7 @@ from billing import stripe_gateway
 from billing.metering import burn_rates
 from billing.money import format_cny
 from billing.notices import open_notice
+from billing.pricing import burn_runway_minutes
 from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import SPEND_KINDS, daily_cost
 from portal.charts import stacked_bar_chart
@@ -105,7 +106,8 @@ def dashboard(request: HttpRequest, org: str) -> HttpResponse:
     balance = wallet_balance(organization=organization)
     burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
-    runway_minutes = balance.total_micros // burn.per_minute_micros if burn and burn.per_minute_micros else None
+    runway_minutes = burn_runway_minutes(balance_micros=balance.total_micros,
+                                         per_minute_micros=burn.per_minute_micros if burn else 0)
     context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
                "runway_minutes": runway_minutes, "notice": open_notice(organization)}
     return render(request, "portal/dashboard.html", context)

@@ -20,13 +20,14 @@ Where each operation lives:
 - ``runtime_config``: ``runtime_config``, ``job_spec_for``, ``attempt_token``
 """
 
+from billing.pricing import PriceQuote, price_quote
 from instances.selectors import newest_complete_checkpoint
 from instances.services.backend import compute_backend, new_idempotency_key
 from instances.services.callbacks import job_events_receive
 from instances.services.errors import CallbackRefused, LaunchError, RollbackError
 from instances.services.inventory import node_set_state, nodes_sync
 from instances.services.jobs import checkpoint_timers, job_checkpoint_now, job_restart, job_rollback
-from instances.services.launch import LaunchSpec, PriceQuote, instance_launch, price_quote
+from instances.services.launch import LaunchSpec, instance_launch
 from instances.services.reconcile import (
     attempt_observe,
     instance_stop,

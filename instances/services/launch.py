@@ -14,8 +14,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.choices import RentalMode
-from billing.pricing import PriceNotFound, cumulative_charge_micros, gpu_price_at
-from billing.selectors import wallet_balance
+from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import scheduler
 from instances.choices import (
     Engine,
@@ -65,40 +64,6 @@ class LaunchSpec:
     checkpoint_every_steps: int = 0
     keep_last: int = 3
     idempotency_key: str = ""
-
-
-@dataclass(frozen=True)
-class PriceQuote:
-    """Price of a request: micro-CNY per hour for all its GPUs, and how long the balance lasts."""
-
-    price_per_gpu_hour_micros: int
-    price_per_hour_micros: int
-    balance_micros: int
-    runway_minutes: int | None  # None when the price is zero
-
-    @property
-    def runway_text(self) -> str:
-        """"11 h 40 min" style."""
-        if self.runway_minutes is None:
-            return "∞"
-        hours, minutes = divmod(self.runway_minutes, 60)
-        return f"{hours} h {minutes} min" if hours else f"{minutes} min"
-
-
-def price_quote(*, organization: Organization, gpu_type: str, gpu_count: int, mode: str) -> PriceQuote:
-    """Hourly price of ``gpu_count`` GPUs of ``gpu_type`` in ``mode`` now, and the wallet's runway at it
-    (whole minutes the balance covers, by the one charging rule). Raises ``PriceNotFound``."""
-    price = gpu_price_at(gpu_type=gpu_type, mode=mode)
-    balance = wallet_balance(organization=organization).total_micros
-    per_hour = cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=gpu_count, minutes=60)
-    runway = None
-    if per_hour > 0:
-        runway = balance * 60 // per_hour
-        while runway > 0 and cumulative_charge_micros(
-            price_per_gpu_hour_micros=price, gpus=gpu_count, minutes=runway
-        ) > balance:
-            runway -= 1
-    return PriceQuote(price, per_hour, balance, runway)
 
 
 def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
