@@ -454,8 +454,8 @@ def app_version_build(*, version_id: int) -> AppVersion:
     ``error = "<stage>: <cause>"`` (and ``deployment["failed_stage"]``), stops a started server, writes an
     audit row and raises ``BuildFailed``.
     """
-    from instances.inference import export_checkpoint
     from instances.selectors import checkpoint_by_id
+    from instances.serving import export_checkpoint
 
     version = AppVersion.objects.select_related("app").get(pk=version_id)
     if version.status != VersionStatus.BUILDING or version.kind != ServingKind.CHECKPOINT:

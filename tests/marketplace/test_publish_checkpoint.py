@@ -334,7 +334,7 @@ def test_a_build_that_fails_records_its_stage_and_cause_and_the_app_cannot_go_li
 def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, gpus: int) -> None:
     """A real cluster also runs admission (quotas, the NVIDIA device plugin) and needs the model PVC to exist;
     the schema checks field names, types and structure."""
-    from instances.inference import kubernetes_manifests
+    from instances.serving import kubernetes_manifests
 
     manifests = kubernetes_manifests(name="app-legal-drafting-v1", namespace="apps", gpus=gpus,
                                      image="registry.example/gpu-portal-runtime:1.0", model_claim="app-models",
@@ -343,7 +343,7 @@ def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, g
     for manifest in manifests:
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"][:4] == ["python", "-m", "instances.inference", "serve"]
+    assert container["command"][:4] == ["python", "-m", "instances.serving.server", "serve"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
     assert ("nvidia.com/gpu" in container["resources"]["limits"]) is bool(gpus)
     assert manifests[1]["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 8080}]
