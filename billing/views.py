@@ -23,8 +23,8 @@ from billing.payments import TopUpError, stripe_event_handle, stripe_event_recor
 from billing.pricing import DEFAULT_PRICES, PriceBook
 from billing.statements import statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
-from portal.charts import line_chart
-from portal.htmx import is_partial
+from portal.lib.charts import line_chart
+from portal.lib.htmx import is_partial
 from portal.selectors import organization_for_user
 
 log = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from datasets.errors import DatasetError, DatasetNotFound
 from datasets.forms import AgreementForm, CatalogFilterForm, MountForm, UploadForm
 from datasets.models import Dataset, DatasetVersion, LicenseVersion
 from datasets.uploads import SizeLimitUploadHandler
-from portal.htmx import is_partial
+from portal.lib.htmx import is_partial
 from portal.selectors import organization_for_user
 
 PAGE_SIZE = 20

@@ -21,10 +21,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound
 from instances import selectors, services
-from instances.charts import svg_line_chart
 from instances.forms import InstanceLaunchForm, JobLaunchForm
 from instances.models import GpuType, Instance, TrainingJob
-from portal.htmx import is_partial
+from portal.lib.charts import svg_line_chart
+from portal.lib.htmx import is_partial
 from portal.models import Organization
 from portal.selectors import get_scoped_or_404, organization_for_user
 

@@ -29,10 +29,10 @@ from billing.notices import open_notice
 from billing.pricing import burn_runway_minutes
 from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import SPEND_KINDS, daily_cost
-from portal.charts import stacked_bar_chart
 from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
-from portal.htmx import is_partial
+from portal.lib.charts import stacked_bar_chart
+from portal.lib.htmx import is_partial
 from portal.models import User
 from portal.selectors import api_tokens_for_user, organization_for_user
 from portal.services import (

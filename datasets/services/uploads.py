@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
+from datasets import tasks
 from datasets.choices import UPLOAD_TRANSITIONS, DeidStatus, Domain, UploadFormat, UploadStatus, Visibility
 from datasets.errors import (
     DatasetError,
@@ -55,13 +56,14 @@ def _chunks(file: Any) -> Any:
         yield chunk
 
 
-def upload_transition(upload: Upload, new: UploadStatus | str, **fields: Any) -> Upload:
-    """Move ``upload`` to status ``new`` if ``UPLOAD_TRANSITIONS`` allows it (compare-and-set on the old
-    status), saving ``fields`` too; raises ``InvalidTransition`` otherwise."""
+def upload_transition(*, upload: Upload, to: UploadStatus | str, **fields: Any) -> Upload:
+    """Move ``upload`` to status ``to`` if ``UPLOAD_TRANSITIONS`` allows it (compare-and-set on the old
+    status), saving ``fields`` too; raises ``InvalidTransition`` otherwise. (The signature every transition
+    function shares: keyword-only, the object by its noun, ``to``; the caller writes the audit row.)"""
     old = upload.status
-    if new not in UPLOAD_TRANSITIONS[old]:
-        raise InvalidTransition(f"upload {upload.pk}: {old} → {new} is not allowed")
-    fields = {**fields, "status": new, "updated_at": timezone.now()}
+    if to not in UPLOAD_TRANSITIONS[old]:
+        raise InvalidTransition(f"upload {upload.pk}: {old} → {to} is not allowed")
+    fields = {**fields, "status": to, "updated_at": timezone.now()}
     if Upload.objects.filter(pk=upload.pk, status=old).update(**fields) != 1:
         raise InvalidTransition(f"upload {upload.pk} changed status concurrently")
     for key, value in fields.items():
@@ -124,17 +126,11 @@ def upload_create(
             upload.save(update_fields=["stored_path"])
             audit_log(action="datasets.upload_create", actor=user, organization=organization, obj=upload,
                       extra={"format": str(fmt), "bytes": size, "keep_original": keep_original})
-            transaction.on_commit(lambda: _enqueue_stage(upload.pk, UPLOAD_STAGES[0]))
+            transaction.on_commit(lambda: tasks.upload_stage.delay(upload.pk, UPLOAD_STAGES[0]))
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
     return upload
-
-
-def _enqueue_stage(upload_id: int, stage: str) -> None:
-    from datasets.tasks import upload_stage
-
-    upload_stage.delay(upload_id, stage)
 
 
 def upload_retry(*, upload: Upload, user: User) -> Upload:
@@ -148,10 +144,10 @@ def upload_retry(*, upload: Upload, user: User) -> Upload:
     if stage == "validate":
         raise UploadRefused(_("This file was refused; correct it and upload it again."))
     with transaction.atomic():
-        upload_transition(upload, UploadStatus.PROCESSING, stage=stage, error={})
+        upload_transition(upload=upload, to=UploadStatus.PROCESSING, stage=stage, error={})
         audit_log(action="datasets.upload_retry", actor=user, organization=upload.organization, obj=upload,
                   extra={"stage": stage})
-        transaction.on_commit(lambda: _enqueue_stage(upload.pk, stage))
+        transaction.on_commit(lambda: tasks.upload_stage.delay(upload.pk, stage))
     return upload
 
 
@@ -165,7 +161,7 @@ def _upload_fail(upload: Upload, error: dict[str, Any]) -> None:
             shutil.rmtree(upload.original_path.parent, ignore_errors=True)
             upload.stored_path = ""
     with transaction.atomic():
-        upload_transition(upload, UploadStatus.FAILED, error=error, stored_path=upload.stored_path)
+        upload_transition(upload=upload, to=UploadStatus.FAILED, error=error, stored_path=upload.stored_path)
         audit_log(action="datasets.upload_fail", actor=None, organization=upload.organization, obj=upload,
                   extra={"stage": error.get("stage"), "code": error.get("code"), "message": error.get("message")})
 
@@ -184,14 +180,15 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
     if upload is None:
         return None
     if upload.status == UploadStatus.RECEIVED and stage == UPLOAD_STAGES[0]:
-        upload_transition(upload, UploadStatus.PROCESSING, stage=stage, percent=0)
+        upload_transition(upload=upload, to=UploadStatus.PROCESSING, stage=stage, percent=0)
     if upload.status != UploadStatus.PROCESSING:
         return upload
     Upload.objects.filter(pk=upload.pk).update(stage=stage, updated_at=timezone.now())
     work = upload.workdir
     work.mkdir(parents=True, exist_ok=True)
-    documents, deid, dedup = work / "documents.jsonl", work / "deidentified.jsonl", work / "deduplicated.jsonl"
-    tokenizer, shards = work / p.TOKENIZER_FILE, work / "shards"
+    original = upload.original_path
+    # only ``validate`` reads the source, and it refuses a missing one below
+    run = p.PipelineRun(original or work, work, upload.format, upload.text_column or None)  # type: ignore[arg-type]
     last = {"percent": -1}
     thread = threading.get_ident()
 
@@ -203,27 +200,13 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
 
     reports = dict(upload.report or {})
     try:
-        if stage == "validate":
-            original = upload.original_path
-            if original is None or not original.is_file():
-                raise p.PipelineError("validate", "the uploaded file is no longer stored", code="input")
-            reports[stage] = p.validate(original, documents, fmt=upload.format,  # type: ignore[arg-type]
-                                        text_column=upload.text_column or None, progress=progress)
-        elif stage == "deidentify":
-            reports[stage] = p.deidentify_file(documents, deid, progress=progress)
-        elif stage == "deduplicate":
-            reports[stage] = p.deduplicate(deid, dedup, progress=progress)
-        elif stage == "tokenizer":
-            reports[stage] = p.train_tokenizer(dedup, tokenizer, progress=progress)
-        elif stage == "shards":
-            reports[stage] = {k: v for k, v in p.write_shards(dedup, tokenizer, shards, progress=progress).items()
-                              if k != "shards"}
-        elif stage == "statistics":
-            reports[stage] = p.statistics(dedup, shards, work / "statistics.json", progress=progress)
-        elif stage == "finish":
+        if stage == "finish":
             return _upload_finish(upload, reports)
-        else:
-            raise ValueError(f"unknown upload stage {stage!r}")
+        if stage == "validate" and (original is None or not original.is_file()):
+            raise p.PipelineError("validate", "the uploaded file is no longer stored", code="input")
+        report = p.run_stage(stage, run, progress)
+        # the shard list stays in the shard folder's index, not in the upload's report
+        reports[stage] = {k: v for k, v in report.items() if k != "shards"} if stage == "shards" else report
     except p.PipelineError as exc:
         _upload_fail(upload, exc.as_dict())
         return upload
@@ -233,7 +216,7 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
     nxt = UPLOAD_STAGES[UPLOAD_STAGES.index(stage) + 1]
     Upload.objects.filter(pk=upload.pk).update(report=reports, percent=pipeline_percent(stage, 1, 1))
     upload.report = reports
-    transaction.on_commit(lambda: _enqueue_stage(upload.pk, nxt))
+    transaction.on_commit(lambda: tasks.upload_stage.delay(upload.pk, nxt))
     return upload
 
 
@@ -264,7 +247,7 @@ def _upload_finish(upload: Upload, reports: dict[str, Any]) -> Upload:
             sample=_first_text(work / "deduplicated.jsonl"), pipeline=_pipeline_counts(reports),
             acting_user=upload.user,
         )
-        upload_transition(upload, UploadStatus.READY, stage="finish", percent=100, dataset_version=version,
+        upload_transition(upload=upload, to=UploadStatus.READY, stage="finish", percent=100, dataset_version=version,
                           report=reports)
         audit_log(action="datasets.upload_ready", actor=upload.user, organization=org, obj=upload,
                   extra={"version": version.pk, "documents": version.documents})

@@ -30,12 +30,6 @@ def compute_backend() -> ComputeBackend:
     return get_backend(name, **options)
 
 
-def _enqueue(task_name: str, *args: Any) -> None:
-    from instances import tasks
-
-    getattr(tasks, task_name).delay(*args)
-
-
 def new_idempotency_key() -> str:
     """A random key (for callers that want one)."""
     return secrets.token_urlsafe(16)

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from instances import tasks
 from instances.choices import (
     HOLDS_CAPACITY,
     RESTING,
@@ -17,7 +18,6 @@ from instances.choices import (
 from instances.models import (
     TrainingJob,
 )
-from instances.services.backend import _enqueue
 from instances.services.errors import RollbackError
 from instances.services.reconcile import instance_stop, job_resume
 from portal.audit import audit_log
@@ -38,7 +38,7 @@ def job_restart(*, job: TrainingJob, acting_user: User | None = None, resume_ste
             job.save(update_fields=["resume_step"])
         if instance.status in RESTING:
             job_resume(job=job, reason=reason or _("restart"), acting_user=acting_user)
-            transaction.on_commit(lambda: _enqueue("schedule"))
+            transaction.on_commit(lambda: tasks.schedule.delay())
         elif instance.status in HOLDS_CAPACITY and instance.status != S.STOPPING:
             TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
             instance_stop(instance=instance, reason=reason or _("restart"), acting_user=acting_user)

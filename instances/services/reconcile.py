@@ -3,7 +3,6 @@ stops go through ``stopping`` with a final checkpoint."""
 
 from __future__ import annotations
 
-import functools
 import logging
 from datetime import datetime, timedelta
 
@@ -12,6 +11,7 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from instances import tasks
 from instances.backends.base import (
     BackendError,
     ComputeBackend,
@@ -34,7 +34,7 @@ from instances.models import (
 )
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
 from instances.services import backend as boundary
-from instances.services.backend import _enqueue, _setting
+from instances.services.backend import _setting
 from instances.services.inventory import nodes_sync
 from instances.services.scheduling import instances_schedule
 from instances.services.transitions import _job_finish, _try_transition, instance_transition
@@ -183,11 +183,11 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
             instance_transition(instance=instance, to=S.STOPPED, reason=reason, acting_user=acting_user,
                                 placement=[], queue_position=None)
             _job_finish(instance, JobOutcome.STOPPED)
-            transaction.on_commit(lambda: _enqueue("schedule"))
+            transaction.on_commit(lambda: tasks.schedule.delay())
         elif status in (S.PROVISIONING, S.RUNNING):
             instance_transition(instance=instance, to=S.STOPPING, reason=reason, acting_user=acting_user)
             TrainingJob.objects.filter(instance=instance).update(stop_requested=True, next_resume_at=None)
-            transaction.on_commit(functools.partial(_enqueue, "stop_instance", instance.pk))
+            transaction.on_commit(lambda: tasks.stop_instance.delay(instance.pk))
         else:
             return instance
         audit_log(action="instances.instance.stop", actor=acting_user, organization=instance.organization,

@@ -3,7 +3,6 @@ task that submits an attempt to the backend."""
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from datetime import datetime
 from typing import Any
@@ -12,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from instances import scheduler
+from instances import scheduler, tasks
 from instances.backends.base import (
     BackendError,
 )
@@ -30,7 +29,7 @@ from instances.models import (
 from instances.runtime.config import ConfigError
 from instances.selectors import gpu_quota_of, gpus_in_use, node_views
 from instances.services import backend as boundary
-from instances.services.backend import _enqueue, _setting
+from instances.services.backend import _setting
 from instances.services.runtime_config import attempt_token, job_spec_for
 from instances.services.transitions import _job_finish, _try_transition
 
@@ -69,7 +68,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
                     queue_position=None):
                 continue
             attempt = _attempt_create(inst, assignments)
-            transaction.on_commit(functools.partial(_enqueue, "launch_attempt", attempt.pk))
+            transaction.on_commit(lambda pk=attempt.pk: tasks.launch_attempt.delay(pk))
             placed.append(inst)
         for waiting in result.waiting:
             inst = by_id[waiting.request.request_id]
@@ -120,5 +119,5 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
     attempt.refresh_from_db()
     instance.refresh_from_db()
     if instance.status == S.STOPPING:  # stopped while we were submitting
-        _enqueue("stop_instance", instance.pk)
+        transaction.on_commit(lambda: tasks.stop_instance.delay(instance.pk))
     return attempt

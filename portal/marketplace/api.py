@@ -13,10 +13,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing.money import from_micros, to_micros
-from portal import strictjson
 from portal.api.errors import ApiError
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib import strictjson
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion

@@ -22,7 +22,7 @@ import requests
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from portal import strictjson
+from portal.lib import strictjson
 from portal.marketplace.choices import ServingKind
 from portal.marketplace.models import AppVersion
 

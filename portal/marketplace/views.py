@@ -15,8 +15,8 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from billing.money import from_micros, to_micros
-from portal.charts import bar_chart
-from portal.htmx import is_partial
+from portal.lib.charts import bar_chart
+from portal.lib.htmx import is_partial
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
@@ -122,7 +122,7 @@ def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
         if target == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC:
             target = AppState.IN_REVIEW
         try:
-            services.app_transition(app=app, to=target, user=request.user)  # type: ignore[arg-type]
+            services.app_transition(app=app, to=target, acting_user=request.user)  # type: ignore[arg-type]
             messages.success(request, _("The app is now %(state)s.") % {"state": AppState(target).label})
         except services.MarketplaceError as exc:
             messages.error(request, str(exc))
