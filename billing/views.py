@@ -25,6 +25,7 @@ from billing.statements import statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
 from portal.lib.charts import line_chart
 from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.selectors import organization_for_user
 
 log = logging.getLogger(__name__)
@@ -32,14 +33,14 @@ log = logging.getLogger(__name__)
 
 @login_required
 @require_POST
-def topup_start(request: HttpRequest, org: str) -> HttpResponse:
+def topup_start(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """Create a top-up and send the browser to Stripe Checkout."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     amount = request.POST.get("custom_amount") or request.POST.get("amount") or ""
     wallet_url = reverse("wallet", args=[organization.slug])
     try:
         topup = topup_create(
-            organization=organization, user=request.user, amount=amount.strip(),  # type: ignore[arg-type]
+            organization=organization, user=request.user, amount=amount.strip(),
             success_url=request.build_absolute_uri(wallet_url + "?topup=success"),
             cancel_url=request.build_absolute_uri(wallet_url + "?topup=cancelled"),
         )
@@ -110,10 +111,10 @@ def pricing(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def statement(request: HttpRequest, org: str, year: int, month: int) -> HttpResponse:
+def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> HttpResponse:
     """A month's statement as a page, or as CSV with ``?format=csv``."""
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     try:
         st = statement_build(organization=organization, year=year, month=month,
                              tz_name=request.user.timezone)  # type: ignore[union-attr]

@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from instances import services
 from instances.choices import NodeState
 from instances.models import Checkpoint, GpuQuota, GpuType, Image, Instance, InstanceTransition, Node, TrainingJob
+from portal.lib.http import AuthedHttpRequest
 
 
 @admin.register(GpuType)
@@ -28,9 +29,9 @@ class ImageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 def _set_state(state: str, label: Any) -> Any:
-    def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Node]) -> None:  # type: ignore[type-arg]
+    def action(modeladmin: admin.ModelAdmin, request: AuthedHttpRequest, queryset: QuerySet[Node]) -> None:  # type: ignore[type-arg]
         for node in queryset:
-            services.node_set_state(node=node, state=state, acting_user=request.user)  # type: ignore[arg-type]
+            services.node_set_state(node=node, state=state, acting_user=request.user)
         modeladmin.message_user(request, _("%(n)d node(s) updated.") % {"n": queryset.count()}, messages.SUCCESS)
 
     action.short_description = label  # type: ignore[attr-defined]

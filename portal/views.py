@@ -33,6 +33,7 @@ from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
 from portal.lib.charts import stacked_bar_chart
 from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.models import User
 from portal.selectors import api_tokens_for_user, organization_for_user
 from portal.services import (
@@ -86,7 +87,7 @@ def verify_email(request: HttpRequest, token: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def resend_verification(request: HttpRequest) -> HttpResponse:
+def resend_verification(request: AuthedHttpRequest) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     if not user.is_verified:
         send_verification_email(user=user)
@@ -95,14 +96,14 @@ def resend_verification(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
-    org = organization_for_user(user=request.user)  # type: ignore[arg-type]
+def home(request: AuthedHttpRequest) -> HttpResponse:
+    org = organization_for_user(user=request.user)
     return redirect("dashboard", org=org.slug)
 
 
 @login_required
-def dashboard(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     balance = wallet_balance(organization=organization)
     burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
@@ -114,8 +115,8 @@ def dashboard(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def wallet(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
     context = {
         "org": organization,
@@ -141,7 +142,7 @@ def wallet(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def api_tokens(request: HttpRequest) -> HttpResponse:
+def api_tokens(request: AuthedHttpRequest) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     form = ApiTokenForm(request.POST or None, user=user)
     created = None
@@ -159,7 +160,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+def api_token_revoke_view(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     token = api_tokens_for_user(user).filter(pk=pk).first()
     if token is None:  # another user's token is indistinguishable from a missing one
@@ -172,22 +173,22 @@ def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def placeholder(request: HttpRequest, org: str, section: str = "") -> HttpResponse:
+def placeholder(request: AuthedHttpRequest, org: str, section: str = "") -> HttpResponse:
     """Sections that later issues fill in (instances, jobs, datasets, apps): an honest empty state."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     return render(request, "portal/coming_soon.html", {"org": organization, "section": section})
 
 
 @login_required
-def members(request: HttpRequest, org: str) -> HttpResponse:
+def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The organization's members; owners and admins add existing accounts and remove members."""
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             membership_invite(organization=organization, email=form.cleaned_data["email"],
-                              role=Role(form.cleaned_data["role"]), acting_user=request.user)  # type: ignore[arg-type]
+                              role=Role(form.cleaned_data["role"]), acting_user=request.user)
         except MembershipError as exc:
             form.add_error(None, str(exc))
         else:
@@ -202,14 +203,14 @@ def members(request: HttpRequest, org: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def member_remove(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     membership = organization.memberships.filter(pk=pk).first()
     if membership is None:
         raise Http404("member not found")
     try:
-        membership_remove(membership=membership, acting_user=request.user)  # type: ignore[arg-type]
+        membership_remove(membership=membership, acting_user=request.user)
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
@@ -220,12 +221,12 @@ def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def organization_new(request: HttpRequest) -> HttpResponse:
+def organization_new(request: AuthedHttpRequest) -> HttpResponse:
     """Create a team organization (with its own wallet) owned by the current user."""
 
     form = OrganizationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        organization = organization_create(name=form.cleaned_data["name"], owner=request.user)  # type: ignore[arg-type]
+        organization = organization_create(name=form.cleaned_data["name"], owner=request.user)
         messages.success(request, _("Team created. Add members and top up its wallet."))
         return redirect("members", org=organization.slug)
     return render(request, "portal/organization_new.html", {"form": form}, status=400 if form.errors else 200)

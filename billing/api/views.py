@@ -18,6 +18,7 @@ from billing.payments import TopUpError, topup_create
 from billing.statements import statement_build
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib.http import AuthedRequest
 
 
 class UsageRecordList(generics.ListAPIView):  # type: ignore[type-arg]
@@ -67,13 +68,13 @@ class TopUpCreate(APIView):
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only."""
 
     @extend_schema(parameters=[ORG_PARAM], request=TopUpCreateSerializer, responses={201: TopUpSerializer})
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         serializer = TopUpCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
         try:
-            topup = topup_create(organization=org, user=request.user, amount=d["amount"],  # type: ignore[arg-type]
+            topup = topup_create(organization=org, user=request.user, amount=d["amount"],
                                  success_url=d["success_url"], cancel_url=d["cancel_url"])
         except TopUpError as exc:
             raise ApiError("invalid_amount", str(exc), 400) from exc

@@ -68,7 +68,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
                     queue_position=None):
                 continue
             attempt = _attempt_create(inst, assignments)
-            transaction.on_commit(lambda pk=attempt.pk: tasks.launch_attempt.delay(pk))
+            _launch_after_commit(attempt.pk)
             placed.append(inst)
         for waiting in result.waiting:
             inst = by_id[waiting.request.request_id]
@@ -78,6 +78,13 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
             Instance.objects.filter(pk=inst.pk, status=S.SCHEDULING).update(
                 queue_position=waiting.position, status_reason=waiting.reason[:300])
     return placed
+
+
+
+def _launch_after_commit(attempt_id: int) -> None:
+    """Enqueue the launch task of an attempt once the scheduling pass commits (a function, so that each
+    placement of the loop enqueues its own attempt)."""
+    transaction.on_commit(lambda: tasks.launch_attempt.delay(attempt_id))
 
 
 def _attempt_create(instance: Instance, placement: list[list[Any]]) -> JobAttempt:

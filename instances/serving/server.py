@@ -52,14 +52,16 @@ class Generator:
         self.tokenizer = Tokenizer.from_file(str(self.dir / TOKENIZER_FILE))
         self.device = torch.device(device or os.environ.get("INFERENCE_DEVICE")
                                    or ("cuda" if torch.cuda.is_available() else "cpu"))
-        self.model = AutoModelForCausalLM.from_pretrained(self.dir, local_files_only=True, dtype=torch.float32)
-        self.model.to(self.device)
-        self.model.eval()
+        model: Any = AutoModelForCausalLM.from_pretrained(self.dir, local_files_only=True, dtype=torch.float32)
+        model.to(self.device)
+        model.eval()
+        self.model = model
         self.torch = torch
         self.lock = threading.Lock()
         self.repetition_penalty = repetition_penalty
 
-    def generate(self, text: str, max_new_tokens: int) -> tuple[str, int]:
+    def generate(self, text: Any, max_new_tokens: Any) -> tuple[str, int]:
+        """Checks its arguments itself: they come straight from a request body."""
         if not isinstance(text, str) or not text:
             raise ValueError("text must be a non-empty string")
         if (
