@@ -1,4 +1,4 @@
-"""Billing console views (top-up) and the Stripe webhook endpoint."""
+"""Billing console views (wallet, top-up, pricing, statements) and the Stripe webhook endpoint."""
 
 from __future__ import annotations
 
@@ -6,8 +6,10 @@ import logging
 from decimal import Decimal
 
 import stripe
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -18,12 +20,13 @@ from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
 from billing.forms import TcoForm
-from billing.money import from_micros
+from billing.money import format_cny, from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
 from billing.pricing import DEFAULT_PRICES, PriceBook
-from billing.statements import statement_build, statement_csv
+from billing.selectors import ledger_lines, wallet_balance
+from billing.statements import SPEND_KINDS, daily_cost, statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
-from portal.lib.charts import line_chart
+from portal.lib.charts import line_chart, stacked_bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.selectors import organization_for_user
@@ -125,3 +128,30 @@ def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> Ht
         response["Content-Disposition"] = f'attachment; filename="statement-{organization.slug}-{year}-{month:02d}.csv"'
         return response
     return render(request, "billing/statement.html", {"org": organization, "st": st})
+
+
+@login_required
+def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
+    page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
+    context = {
+        "org": organization,
+        "balance": wallet_balance(organization=organization),
+        "page": page,
+        "stripe_configured": stripe_gateway.is_configured(),
+        "topup_presets": settings.TOP_UP_PRESETS,
+        "topup_min": settings.TOP_UP_MIN,
+        "topup_max": settings.TOP_UP_MAX,
+    }
+    if not is_partial(request):
+        costs = daily_cost(organization=organization, tz_name=request.user.timezone)
+        context["cost_chart"] = stacked_bar_chart(
+            [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
+            series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
+            fmt=format_cny, unit="CNY", total_label=_("Total"),
+        )
+        now = timezone.localtime()
+        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
+        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
+    template = "billing/wallet_table.html" if is_partial(request) else "billing/wallet.html"
+    return render(request, template, context)

@@ -1,4 +1,5 @@
-"""Console views of the portal app: signup, verification, dashboard, wallet, API tokens.
+"""Console views of the portal app: signup, verification, dashboard, API tokens, members (the wallet's
+page is ``billing.views.wallet``).
 
 One view serves the full page and its htmx partial (``request.htmx and not request.htmx.boosted``).
 Every organization-scoped page resolves the organization through ``organization_for_user`` (404 for
@@ -9,29 +10,22 @@ from __future__ import annotations
 
 from typing import cast
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from billing import stripe_gateway
 from billing.metering import burn_rates
-from billing.money import format_cny
 from billing.notices import open_notice
 from billing.pricing import burn_runway_minutes
-from billing.selectors import ledger_lines, wallet_balance
-from billing.statements import SPEND_KINDS, daily_cost
+from billing.selectors import wallet_balance
 from portal.choices import MANAGER_ROLES, Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
-from portal.lib.charts import stacked_bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.models import User
@@ -112,33 +106,6 @@ def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
     context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
                "runway_minutes": runway_minutes, "notice": open_notice(organization)}
     return render(request, "portal/dashboard.html", context)
-
-
-@login_required
-def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
-    page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
-    context = {
-        "org": organization,
-        "balance": wallet_balance(organization=organization),
-        "page": page,
-        "stripe_configured": stripe_gateway.is_configured(),
-        "topup_presets": settings.TOP_UP_PRESETS,
-        "topup_min": settings.TOP_UP_MIN,
-        "topup_max": settings.TOP_UP_MAX,
-    }
-    if not is_partial(request):
-        costs = daily_cost(organization=organization, tz_name=request.user.timezone)  # type: ignore[union-attr]
-        context["cost_chart"] = stacked_bar_chart(
-            [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
-            series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
-            fmt=format_cny, unit="CNY", total_label=_("Total"),
-        )
-        now = timezone.localtime()
-        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
-        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
-    template = "portal/wallet_table.html" if is_partial(request) else "portal/wallet.html"
-    return render(request, template, context)
 
 
 @login_required

@@ -12,8 +12,6 @@ router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),
-    path("wallet", views.WalletView.as_view(), name="api-wallet"),
-    path("wallet/ledger", views.LedgerView.as_view(), name="api-wallet-ledger"),
     path("schema", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", SpectacularRedocView.as_view(url_name="api-schema"), name="api-redoc"),
