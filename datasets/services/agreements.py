@@ -18,23 +18,13 @@ from datasets.errors import (
     LicenseFeeUnpaid,
     LicenseVersionOutdated,
 )
-from datasets.models import (
-    AccessRevocation,
-    Agreement,
-    Dataset,
-    LicenseVersion,
-)
-from datasets.selectors import (
-    revocation_for,
-    versions_visible_to,
-)
+from datasets.models import AccessRevocation, Agreement, Dataset, LicenseVersion
+from datasets.selectors import revocation_for, versions_visible_to
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
 from datasets.services.common import _require_member
-
-# --- agreements ------------------------------------------------------------------------------------------
 
 
 def agreement_accept(

@@ -7,23 +7,13 @@ from typing import TYPE_CHECKING, Any
 from django.db import transaction
 
 from datasets.choices import DeidStatus, Domain, Visibility
-from datasets.errors import (
-    DatasetError,
-)
-from datasets.models import (
-    Dataset,
-    DatasetVersion,
-    License,
-    LicenseVersion,
-)
+from datasets.errors import DatasetError
+from datasets.models import Dataset, DatasetVersion, License, LicenseVersion
 from datasets.services.common import text_sha256
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
-
-
-# --- catalog ---------------------------------------------------------------------------------------------
 
 
 def license_version_create(

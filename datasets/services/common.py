@@ -5,9 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from datasets.errors import (
-    DatasetNotFound,
-)
+from datasets.errors import DatasetNotFound
 from portal.selectors import membership_of
 
 if TYPE_CHECKING:

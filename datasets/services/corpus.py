@@ -11,16 +11,11 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 
 from datasets.choices import DeidStatus
-from datasets.models import (
-    Dataset,
-    DatasetVersion,
-)
+from datasets.models import Dataset, DatasetVersion
 
 if TYPE_CHECKING:
     from portal.models import User
 from datasets.services.catalog import dataset_create, dataset_version_create, license_version_create
-
-# --- corpus import ---------------------------------------------------------------------------------------
 
 STAGE_WEIGHTS: dict[str, tuple[int, int]] = {
     "validate": (0, 10),

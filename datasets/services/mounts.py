@@ -6,20 +6,14 @@ from typing import TYPE_CHECKING
 
 from django.db import transaction
 
-from datasets.errors import (
-    DatasetError,
-)
-from datasets.models import (
-    DatasetMount,
-)
+from datasets.errors import DatasetError
+from datasets.models import DatasetMount
 from datasets.selectors import dataset_version_for_org, mount_refusal
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
 from datasets.services.common import _require_member
-
-# --- mounts ----------------------------------------------------------------------------------------------
 
 
 def mount_attach(*, organization: Organization, user: User | None, version_id: int, consumer: str) -> DatasetMount:

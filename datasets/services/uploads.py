@@ -19,14 +19,8 @@ from django.utils.translation import gettext as _
 
 from datasets import tasks
 from datasets.choices import UPLOAD_TRANSITIONS, DeidStatus, Domain, UploadFormat, UploadStatus, Visibility
-from datasets.errors import (
-    DatasetError,
-    InvalidTransition,
-    UploadRefused,
-)
-from datasets.models import (
-    Upload,
-)
+from datasets.errors import DatasetError, InvalidTransition, UploadRefused
+from datasets.models import Upload
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
@@ -34,8 +28,6 @@ if TYPE_CHECKING:
 from datasets.services.catalog import dataset_create, dataset_version_create, license_version_create
 from datasets.services.common import _require_member
 from datasets.services.corpus import _first_text, _pipeline_counts, _relative, pipeline_percent
-
-# --- uploads ---------------------------------------------------------------------------------------------
 
 UPLOAD_STAGES = ("validate", "deidentify", "deduplicate", "tokenizer", "shards", "statistics", "finish")
 """Celery runs one task per stage, in this order; ``finish`` records the resulting private version."""

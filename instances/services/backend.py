@@ -9,17 +9,13 @@ from typing import Any
 
 from django.conf import settings
 
-from instances.backends.base import (
-    ComputeBackend,
-    get_backend,
-)
+from instances.backends.base import ComputeBackend, get_backend
 
 
 def _setting(name: str, default: Any) -> Any:
     return getattr(settings, name, default)
 
 
-# --- the compute backend (the one boundary tests replace) ---------------------------------------------------
 def compute_backend() -> ComputeBackend:
     """The configured backend: ``INSTANCES_BACKEND`` (``local`` | ``kubernetes``) with
     ``INSTANCES_BACKEND_OPTIONS``; the local backend's workspaces default to ``<PORTAL_DATA_DIR>/workspaces``."""

@@ -12,25 +12,14 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from instances.choices import (
-    AttemptState,
-    InstanceStatus,
-)
-from instances.models import (
-    Checkpoint,
-    Instance,
-    JobAttempt,
-    JobEvent,
-    JobMetric,
-    TrainingJob,
-)
+from instances.choices import AttemptState, InstanceStatus
+from instances.models import Checkpoint, Instance, JobAttempt, JobEvent, JobMetric, TrainingJob
 from instances.services.errors import CallbackRefused
 from instances.services.transitions import _try_transition
 
 S = InstanceStatus
 
 
-# --- runtime callbacks ----------------------------------------------------------------------------------------
 def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | None = None) -> dict[str, bool]:
     """Handle one runtime POST (contract in ``instances/runtime/reporting.py``): authenticate by the
     attempt's token, store each event once per ``(job, attempt, seq)`` and apply the new ones (metrics,

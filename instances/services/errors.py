@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 
-# --- errors ---------------------------------------------------------------------------------------------------
 class LaunchError(ValueError):
     """A launch request was refused before anything was created. ``code`` is machine-readable, ``field``
     names the offending input ("" for the request as a whole)."""

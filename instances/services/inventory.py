@@ -8,16 +8,9 @@ from datetime import datetime
 from django.db import transaction
 from django.utils import timezone
 
-from instances.backends.base import (
-    ComputeBackend,
-)
-from instances.choices import (
-    NodeState,
-)
-from instances.models import (
-    GpuType,
-    Node,
-)
+from instances.backends.base import ComputeBackend
+from instances.choices import NodeState
+from instances.models import GpuType, Node
 from instances.services import backend as boundary
 from portal.audit import audit_log
 from portal.models import User
@@ -25,7 +18,6 @@ from portal.models import User
 log = logging.getLogger(__name__)
 
 
-# --- inventory ------------------------------------------------------------------------------------------------
 def nodes_sync(*, backend: ComputeBackend | None = None, now: datetime | None = None) -> int:
     """Upsert ``Node`` rows from the backend's inventory (name, GPU type, GPUs, block, free GPUs). A node the
     backend reports as draining / cordoned is marked so; the portal's own cordon is never undone here. Nodes

@@ -10,14 +10,8 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import tasks
-from instances.choices import (
-    HOLDS_CAPACITY,
-    RESTING,
-    InstanceStatus,
-)
-from instances.models import (
-    TrainingJob,
-)
+from instances.choices import HOLDS_CAPACITY, RESTING, InstanceStatus
+from instances.models import TrainingJob
 from instances.services.errors import RollbackError
 from instances.services.reconcile import instance_stop, job_resume
 from portal.audit import audit_log

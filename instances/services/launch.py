@@ -16,18 +16,8 @@ from django.utils.translation import gettext as _
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import scheduler
-from instances.choices import (
-    Engine,
-    InstanceKind,
-    InstanceStatus,
-    ModelPreset,
-)
-from instances.models import (
-    GpuType,
-    Image,
-    Instance,
-    TrainingJob,
-)
+from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
+from instances.models import GpuType, Image, Instance, TrainingJob
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
 from instances.services.backend import _setting
@@ -41,7 +31,6 @@ from portal.models import Organization, User
 S = InstanceStatus
 
 
-# --- launch -------------------------------------------------------------------------------------------------
 @dataclass
 class LaunchSpec:
     """What a user asks for. ``gpu_type``: a catalog code; ``mode``: container | bare_metal; for a training

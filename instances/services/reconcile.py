@@ -12,26 +12,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import tasks
-from instances.backends.base import (
-    BackendError,
-    ComputeBackend,
-    JobStatus,
-    UnknownHandle,
-)
-from instances.choices import (
-    ATTEMPT_TERMINAL,
-    RESTING,
-    WATCHED,
-    AttemptState,
-    InstanceStatus,
-    JobOutcome,
-)
-from instances.models import (
-    Instance,
-    JobAttempt,
-    Node,
-    TrainingJob,
-)
+from instances.backends.base import BackendError, ComputeBackend, JobStatus, UnknownHandle
+from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
+from instances.models import Instance, JobAttempt, Node, TrainingJob
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
 from instances.services import backend as boundary
 from instances.services.backend import _setting
@@ -166,7 +149,6 @@ def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None
         return ok
 
 
-# --- stop, restart, rollback, checkpoint now ------------------------------------------------------------------
 def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None) -> Instance:
     """Stop an instance, final checkpoint first (the interface the budget guard calls).
 

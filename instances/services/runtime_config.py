@@ -10,13 +10,8 @@ from typing import Any
 
 from django.conf import settings
 
-from instances.backends.base import (
-    DatasetMount,
-    JobSpec,
-)
-from instances.models import (
-    JobAttempt,
-)
+from instances.backends.base import DatasetMount, JobSpec
+from instances.models import JobAttempt
 from instances.runtime.config import JobConfig
 from instances.services.backend import _setting
 
@@ -62,7 +57,6 @@ def attempt_token(attempt: JobAttempt) -> str:
     return "gpj_" + mac.hexdigest()
 
 
-# --- submit (launch task) ---------------------------------------------------------------------------------
 def runtime_config(attempt: JobAttempt) -> dict[str, Any]:
     """The runtime's config (``instances.runtime.config.JobConfig`` fields) for ``attempt`` of a job."""
     job = attempt.job

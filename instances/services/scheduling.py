@@ -12,20 +12,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import scheduler, tasks
-from instances.backends.base import (
-    BackendError,
-)
-from instances.choices import (
-    AttemptState,
-    InstanceStatus,
-    JobOutcome,
-)
-from instances.models import (
-    Instance,
-    JobAttempt,
-    Node,
-    TrainingJob,
-)
+from instances.backends.base import BackendError
+from instances.choices import AttemptState, InstanceStatus, JobOutcome
+from instances.models import Instance, JobAttempt, Node, TrainingJob
 from instances.runtime.config import ConfigError
 from instances.selectors import gpu_quota_of, gpus_in_use, node_views
 from instances.services import backend as boundary
@@ -36,7 +25,6 @@ from instances.services.transitions import _job_finish, _try_transition
 S = InstanceStatus
 
 
-# --- scheduling ---------------------------------------------------------------------------------------------
 def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
     """One pass of the gang scheduler over the queue (instances in ``scheduling``), FIFO with restricted
     backfill (``instances.scheduler.schedule_queue``). Placed instances move to ``provisioning`` with a new
@@ -78,7 +66,6 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
             Instance.objects.filter(pk=inst.pk, status=S.SCHEDULING).update(
                 queue_position=waiting.position, status_reason=waiting.reason[:300])
     return placed
-
 
 
 def _launch_after_commit(attempt_id: int) -> None:

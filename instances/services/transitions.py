@@ -9,24 +9,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from instances.choices import (
-    INSTANCE_TRANSITIONS,
-    IllegalTransition,
-    InstanceStatus,
-)
-from instances.models import (
-    Instance,
-    InstanceRunSegment,
-    InstanceTransition,
-    TrainingJob,
-)
+from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
+from instances.models import Instance, InstanceRunSegment, InstanceTransition, TrainingJob
 from portal.audit import audit_log
 from portal.models import User
 
 S = InstanceStatus
 
 
-# --- the one transition function ---------------------------------------------------------------------------
 def instance_transition(
     *,
     instance: Instance,
@@ -79,7 +69,7 @@ def _try_transition(instance: Instance, to: str, reason: str = "", **kw: Any) ->
     return True
 
 
-# --- reconcile ----------------------------------------------------------------------------------------------
 def _job_finish(instance: Instance, outcome: str) -> None:
+    """Record a job's final outcome and clear its pending requests (the instance has stopped or failed)."""
     TrainingJob.objects.filter(instance=instance).update(outcome=outcome, next_resume_at=None,
                                                          stop_requested=False, checkpoint_requested=False)

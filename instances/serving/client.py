@@ -7,8 +7,6 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-# --- calling a deployment ------------------------------------------------------------------------------------
-
 
 def generate(*, deployment: dict[str, Any], payload: dict[str, Any], timeout_s: float) -> dict[str, Any]:
     """POST ``payload`` to ``<deployment["url"]>/generate`` and return the server's JSON object.

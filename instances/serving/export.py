@@ -20,9 +20,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-# --- export ------------------------------------------------------------------------------------------------
-
-
 def _read_runtime_state(reader: Any) -> dict[str, Any]:
     import pickle
 

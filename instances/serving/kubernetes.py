@@ -11,8 +11,6 @@ from typing import Any
 
 from instances.serving.base import SERVER_MODULE, DeploymentError
 
-# --- Kubernetes ----------------------------------------------------------------------------------------------
-
 
 def kubernetes_manifests(
     *,

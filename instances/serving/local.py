@@ -16,8 +16,6 @@ from typing import Any
 from instances.serving.base import PROJECT_ROOT, SERVER_MODULE
 from instances.serving.client import healthy
 
-# --- local deployments ---------------------------------------------------------------------------------------
-
 # Popen objects of servers started by this process, so stopped ones are reaped rather than left as zombies.
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 

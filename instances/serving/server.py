@@ -22,9 +22,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
-# --- the model server ----------------------------------------------------------------------------------------
-
-
 REPETITION_PENALTY = 1.3  # CTRL's penalty (Keskar et al., 2019); 1.0 = plain greedy, which loops on small models
 
 
