@@ -130,8 +130,8 @@ def setup(price_micros: int, tag: str) -> tuple[str, str]:
                               description="echo", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
                               price_per_call_micros=price_micros, visibility="public")
     services.app_version_add(app=app, user=publisher, kind=ServingKind.ECHO)
-    services.app_transition(app=app, to=AppState.IN_REVIEW, user=publisher)
-    services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=publisher)
+    services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
     wallet_top_up(organization=caller_org, amount_micros=1_000_000_000_000, idempotency_key=f"bench-{tag}")
     token = api_token_create(user=caller, organization=caller_org, name="bench", scope=TokenScope.WRITE)
     return app.slug, token.plaintext

@@ -50,8 +50,8 @@ def tiny_export(out: Path) -> Path:
     """A loadable Hugging Face export: the ``tiny`` preset with random weights and a small BPE tokenizer."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from instances.inference import EXPORT_FORMAT, EXPORT_INFO, TOKENIZER_FILE
     from instances.runtime.model import build_model
+    from instances.serving import EXPORT_FORMAT, EXPORT_INFO, TOKENIZER_FILE
 
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
@@ -80,7 +80,7 @@ def main() -> None:
     settings.APP_SERVER_THREADS = args.threads
     call_command("migrate", verbosity=0)
 
-    from instances import inference
+    from instances import serving as inference
     from portal.marketplace import services, tasks
     from portal.marketplace.choices import ServingKind, VersionStatus
     from portal.marketplace.deployments import checkpoint_version_activate, deployment_backend

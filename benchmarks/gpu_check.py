@@ -19,8 +19,8 @@ FSDP2, NCCL + gloo on GPU, ``mixed_precision`` bf16, which applies on GPU only):
    the losses of run B before its interrupt (the same config run twice: the run-to-run noise floor);
    ``--deterministic`` starts the runtime through an entry script that first calls
    ``torch.use_deterministic_algorithms(True, warn_only=True)`` (the runtime itself has no such setting);
-4. ``python -m instances.inference export`` of run A's final checkpoint, then greedy generation from the
-   export: through ``instances.inference.Generator`` (the server's code path) and, on GPU, the same
+4. ``python -m instances.serving.export`` of run A's final checkpoint, then greedy generation from the
+   export: through ``instances.serving.server.Generator`` (the server's code path) and, on GPU, the same
    ``model.generate`` call with the exported model moved to CUDA (the Generator itself loads on CPU).
 
 Figures go to stdout and ``{out}/gpu_check.json``; the torchrun logs are copied to ``{out}``.
@@ -461,7 +461,7 @@ def main() -> int:
     export_dir = root / "export"
     t0 = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "instances.inference", "export", str(final_dir), str(export_dir)],
+        [sys.executable, "-m", "instances.serving.export", str(final_dir), str(export_dir)],
         cwd=REPO,
         env=env,
         capture_output=True,
@@ -478,7 +478,7 @@ def main() -> int:
         figures["export"] = {"seconds": round(export_s, 1), "bytes": info["bytes"], "parameters": info["parameters"]}
         log(f"export: {info['parameters'] / 1e6:.1f}M parameters, {info['bytes'] / 1e6:.0f} MB, {export_s:.1f} s")
 
-        from instances.inference import Generator
+        from instances.serving.server import Generator
 
         gen = Generator(export_dir)
         device = next(gen.model.parameters()).device

@@ -29,6 +29,7 @@ from billing.money import format_cny, to_micros
 from billing.services import LedgerError, credit_grant_create, ledger_adjust
 from portal.admin import ReadOnlyAdmin
 from portal.audit import audit_log
+from portal.lib.http import AuthedHttpRequest
 
 
 class EntryInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -80,7 +81,7 @@ class WalletAdmin(ReadOnlyAdmin):
         return False
 
     @admin.action(description="Post an adjustment (asks for amount and reason)")
-    def post_adjustment(self, request: HttpRequest, queryset: QuerySet[Wallet]) -> HttpResponse | None:
+    def post_adjustment(self, request: AuthedHttpRequest, queryset: QuerySet[Wallet]) -> HttpResponse | None:
         """Correct balances only through a new, balanced, audited transaction with a reason."""
         form = AdjustmentForm(request.POST if "apply" in request.POST else None)
         if "apply" in request.POST and form.is_valid():
@@ -90,7 +91,7 @@ class WalletAdmin(ReadOnlyAdmin):
                         organization=wallet.organization,
                         amount_micros=to_micros(form.cleaned_data["amount"]),
                         reason=form.cleaned_data["reason"],
-                        staff_user=request.user,  # type: ignore[arg-type]
+                        staff_user=request.user,
                         idempotency_key=f"adjustment:{uuid.uuid4()}",
                     )
                 except LedgerError as exc:

@@ -14,7 +14,6 @@ Rules (DESIGN.md §4, issue 6):
 
 from __future__ import annotations
 
-import bisect
 import hashlib
 import logging
 from collections import defaultdict
@@ -27,8 +26,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from billing.choices import TransactionKind
-from billing.models import GpuPrice, MeteringCursor, UsageRecord, Wallet
-from billing.pricing import minute_charge_micros
+from billing.models import MeteringCursor, UsageRecord, Wallet
+from billing.pricing import PriceBook, minute_charge_micros
 from billing.selectors import wallet_balance
 from billing.services import InsufficientFunds, wallet_spend
 from portal.audit import audit_log
@@ -60,25 +59,6 @@ class TickResult:
     shortfalls: dict[int, int] = field(default_factory=dict)
 
 
-class _PriceBook:
-    """Price-book rows for the needed (type, mode) pairs, looked up by bisect on ``effective_from``."""
-
-    def __init__(self, pairs: set[tuple[str, str]]) -> None:
-        self.rows: dict[tuple[str, str], tuple[list[datetime], list[int]]] = {}
-        types = {t for t, _ in pairs}
-        rows = GpuPrice.objects.filter(gpu_type__in=types).order_by("effective_from").values_list(
-            "gpu_type", "mode", "effective_from", "price_per_gpu_hour_micros")
-        for gpu_type, mode, start, price in rows:
-            times, prices = self.rows.setdefault((gpu_type, mode), ([], []))
-            times.append(start)
-            prices.append(price)
-
-    def at(self, gpu_type: str, mode: str, minute: datetime) -> int | None:
-        times, prices = self.rows.get((gpu_type, mode), ([], []))
-        i = bisect.bisect_right(times, minute) - 1
-        return prices[i] if i >= 0 else None
-
-
 def metering_tick(*, now: datetime | None = None) -> TickResult:
     """Charge every started, not yet charged instance-minute up to ``now``; returns a ``TickResult``.
 
@@ -96,7 +76,7 @@ def metering_tick(*, now: datetime | None = None) -> TickResult:
         return result
     cursors = {c.instance_id: c for c in MeteringCursor.objects.filter(
         instance_id__in={s["instance_id"] for s in segments})}
-    prices = _PriceBook({(s["gpu_type"], s["mode"]) for s in segments})
+    prices = PriceBook({s["gpu_type"] for s in segments})
 
     per_org: dict[int, list[UsageRecord]] = defaultdict(list)
     new_cursors: dict[int, MeteringCursor] = {}
@@ -199,7 +179,7 @@ def burn_rates(*, now: datetime | None = None, organization: Organization | None
     if organization is not None:
         rows = rows.filter(instance__organization_id=organization.pk)
     segments = list(rows)
-    prices = _PriceBook({(s["gpu_type"], s["mode"]) for s in segments})
+    prices = PriceBook({s["gpu_type"] for s in segments})
     per_org: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for s in segments:
         price = prices.at(s["gpu_type"], s["mode"], current) or 0

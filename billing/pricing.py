@@ -8,6 +8,8 @@ is ever lost or doubled: 120 minutes of 1 GPU at 5.00 CNY/GPU-hour is exactly 10
 
 from __future__ import annotations
 
+import bisect
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
@@ -18,10 +20,11 @@ from django.utils import timezone
 from billing.choices import RentalMode
 from billing.models import GpuPrice
 from billing.money import round_micros, to_micros
+from billing.selectors import wallet_balance
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
-    from portal.models import User
+    from portal.models import Organization, User
 
 # Seeded defaults (CNY per GPU-hour), editable in the back office as new price-book rows. Chosen in the
 # range of public on-demand list prices of Chinese GPU clouds in 2025-2026; bare metal is whole nodes.
@@ -54,16 +57,80 @@ def minute_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minute_in
     )
 
 
+class PriceBook:
+    """Price-book rows of some GPU types, looked up by bisect on ``effective_from``: the one price lookup
+    (the price quote, the pricing page and metering all read prices through it). One query on creation."""
+
+    def __init__(self, gpu_types: set[str]) -> None:
+        self.rows: dict[tuple[str, str], tuple[list[datetime], list[int]]] = {}
+        rows = GpuPrice.objects.filter(gpu_type__in=gpu_types).order_by("effective_from").values_list(
+            "gpu_type", "mode", "effective_from", "price_per_gpu_hour_micros")
+        for gpu_type, mode, start, price in rows:
+            times, prices = self.rows.setdefault((gpu_type, mode), ([], []))
+            times.append(start)
+            prices.append(price)
+
+    def at(self, gpu_type: str, mode: str, at: datetime) -> int | None:
+        """Micro-CNY per GPU-hour in force at ``at`` (the newest row with ``effective_from <= at``), or None."""
+        times, prices = self.rows.get((gpu_type, mode), ([], []))
+        i = bisect.bisect_right(times, at) - 1
+        return prices[i] if i >= 0 else None
+
+
 def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetime | None = None) -> int:
     """Price per GPU-hour in micro-CNY in force at ``at`` (default now). Raises ``PriceNotFound``."""
-    row = (
-        GpuPrice.objects.filter(gpu_type=gpu_type, mode=mode, effective_from__lte=at or timezone.now())
-        .order_by("-effective_from")
-        .first()
-    )
-    if row is None:
+    price = PriceBook({gpu_type}).at(gpu_type, mode, at or timezone.now())
+    if price is None:
         raise PriceNotFound(f"no price for {gpu_type} ({mode})")
-    return row.price_per_gpu_hour_micros
+    return price
+
+
+@dataclass(frozen=True)
+class PriceQuote:
+    """Price of a request: micro-CNY per hour for all its GPUs, and how long the balance lasts."""
+
+    price_per_gpu_hour_micros: int
+    price_per_hour_micros: int
+    balance_micros: int
+    runway_minutes: int | None  # None when the price is zero
+
+    @property
+    def runway_text(self) -> str:
+        """"11 h 40 min" style."""
+        if self.runway_minutes is None:
+            return "∞"
+        hours, minutes = divmod(self.runway_minutes, 60)
+        return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+
+
+def runway_minutes(*, balance_micros: int, price_per_gpu_hour_micros: int, gpus: int) -> int | None:
+    """Whole minutes ``balance_micros`` pays for ``gpus`` GPUs at one price, by the one charging rule
+    (:func:`cumulative_charge_micros`); None when the price is zero (the balance lasts for ever)."""
+    per_hour = cumulative_charge_micros(price_per_gpu_hour_micros=price_per_gpu_hour_micros, gpus=gpus, minutes=60)
+    if per_hour <= 0:
+        return None
+    runway = balance_micros * 60 // per_hour
+    while runway > 0 and cumulative_charge_micros(
+        price_per_gpu_hour_micros=price_per_gpu_hour_micros, gpus=gpus, minutes=runway
+    ) > balance_micros:
+        runway -= 1
+    return runway
+
+
+def burn_runway_minutes(*, balance_micros: int, per_minute_micros: int) -> int | None:
+    """Whole minutes ``balance_micros`` lasts at a burn rate of ``per_minute_micros`` (the dashboard's figure
+    for everything running at once, ``billing.metering.burn_rates``); None when nothing burns."""
+    return balance_micros // per_minute_micros if per_minute_micros else None
+
+
+def price_quote(*, organization: Organization, gpu_type: str, gpu_count: int, mode: str) -> PriceQuote:
+    """Hourly price of ``gpu_count`` GPUs of ``gpu_type`` in ``mode`` now, and the wallet's runway at it
+    (whole minutes the balance covers, by the one charging rule). Raises ``PriceNotFound``."""
+    price = gpu_price_at(gpu_type=gpu_type, mode=mode)
+    balance = wallet_balance(organization=organization).total_micros
+    per_hour = cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=gpu_count, minutes=60)
+    runway = runway_minutes(balance_micros=balance, price_per_gpu_hour_micros=price, gpus=gpu_count)
+    return PriceQuote(price, per_hour, balance, runway)
 
 
 def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,

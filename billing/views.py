@@ -1,4 +1,4 @@
-"""Billing console views (top-up) and the Stripe webhook endpoint."""
+"""Billing console views (wallet, top-up, pricing, statements) and the Stripe webhook endpoint."""
 
 from __future__ import annotations
 
@@ -6,24 +6,29 @@ import logging
 from decimal import Decimal
 
 import stripe
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
 from billing.forms import TcoForm
-from billing.money import from_micros
+from billing.money import format_cny, from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
-from billing.pricing import DEFAULT_PRICES, PriceNotFound, gpu_price_at
-from billing.statements import statement_build, statement_csv
+from billing.pricing import DEFAULT_PRICES, PriceBook
+from billing.selectors import ledger_lines, wallet_balance
+from billing.statements import SPEND_KINDS, daily_cost, statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
-from portal.charts import line_chart
-from portal.htmx import is_partial
+from portal.lib.charts import line_chart, stacked_bar_chart
+from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.selectors import organization_for_user
 
 log = logging.getLogger(__name__)
@@ -31,14 +36,14 @@ log = logging.getLogger(__name__)
 
 @login_required
 @require_POST
-def topup_start(request: HttpRequest, org: str) -> HttpResponse:
+def topup_start(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """Create a top-up and send the browser to Stripe Checkout."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     amount = request.POST.get("custom_amount") or request.POST.get("amount") or ""
     wallet_url = reverse("wallet", args=[organization.slug])
     try:
         topup = topup_create(
-            organization=organization, user=request.user, amount=amount.strip(),  # type: ignore[arg-type]
+            organization=organization, user=request.user, amount=amount.strip(),
             success_url=request.build_absolute_uri(wallet_url + "?topup=success"),
             cancel_url=request.build_absolute_uri(wallet_url + "?topup=cancelled"),
         )
@@ -77,14 +82,13 @@ def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
 
 
+    book, now = PriceBook(set(DEFAULT_PRICES)), timezone.now()
     rows = []
     for gpu_type in DEFAULT_PRICES:
         row: dict[str, object] = {"gpu_type": gpu_type}
         for mode in ("container", "bare_metal"):
-            try:
-                row[mode] = from_micros(gpu_price_at(gpu_type=gpu_type, mode=mode))
-            except PriceNotFound:
-                row[mode] = None
+            price = book.at(gpu_type, mode, now)
+            row[mode] = None if price is None else from_micros(price)
         rows.append(row)
     types = [str(r["gpu_type"]) for r in rows if r["container"] is not None]
     data = request.GET if "gpus" in request.GET else None
@@ -99,7 +103,7 @@ def pricing(request: HttpRequest) -> HttpResponse:
             server_overhead=d["server_overhead"] / 100,
             gpu_power_kw=d["gpu_power_kw"] if d["gpu_power_kw"] is not None else Decimal(GPU_POWER_KW[gpu_type]),
             pue=d["pue"], power_price=d["power_price"], staff_monthly=d["staff_monthly"],
-            rent_price_per_gpu_hour=from_micros(gpu_price_at(gpu_type=gpu_type)),
+            rent_price_per_gpu_hour=from_micros(book.at(gpu_type, "container", now) or 0),
         )
         result = tco_compare(inputs)
         chart = line_chart({"buy": [(m, float(v)) for m, v in result.buy_curve],
@@ -110,10 +114,10 @@ def pricing(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def statement(request: HttpRequest, org: str, year: int, month: int) -> HttpResponse:
+def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> HttpResponse:
     """A month's statement as a page, or as CSV with ``?format=csv``."""
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     try:
         st = statement_build(organization=organization, year=year, month=month,
                              tz_name=request.user.timezone)  # type: ignore[union-attr]
@@ -124,3 +128,30 @@ def statement(request: HttpRequest, org: str, year: int, month: int) -> HttpResp
         response["Content-Disposition"] = f'attachment; filename="statement-{organization.slug}-{year}-{month:02d}.csv"'
         return response
     return render(request, "billing/statement.html", {"org": organization, "st": st})
+
+
+@login_required
+def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
+    page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
+    context = {
+        "org": organization,
+        "balance": wallet_balance(organization=organization),
+        "page": page,
+        "stripe_configured": stripe_gateway.is_configured(),
+        "topup_presets": settings.TOP_UP_PRESETS,
+        "topup_min": settings.TOP_UP_MIN,
+        "topup_max": settings.TOP_UP_MAX,
+    }
+    if not is_partial(request):
+        costs = daily_cost(organization=organization, tz_name=request.user.timezone)
+        context["cost_chart"] = stacked_bar_chart(
+            [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
+            series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
+            fmt=format_cny, unit="CNY", total_label=_("Total"),
+        )
+        now = timezone.localtime()
+        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
+        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
+    template = "billing/wallet_table.html" if is_partial(request) else "billing/wallet.html"
+    return render(request, template, context)

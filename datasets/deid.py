@@ -54,6 +54,8 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
+_CHINA_TZ = dt.timezone(dt.timedelta(hours=8))  # China Standard Time, where the ID numbers are issued (no DST)
+
 PII_TYPES: tuple[str, ...] = (
     "EMAIL",
     "IP",
@@ -145,7 +147,7 @@ def id_number_valid(number: str, *, today: dt.date | None = None) -> bool:
         birth = dt.date(int(number[6:10]), int(number[10:12]), int(number[12:14]))
     except ValueError:
         return False
-    if not dt.date(1900, 1, 1) <= birth <= (today or dt.date.today()):
+    if not dt.date(1900, 1, 1) <= birth <= (today or dt.datetime.now(_CHINA_TZ).date()):
         return False
     return id_check_char(number[:17]) == number[17].upper()
 

@@ -7,9 +7,10 @@ from typing import TYPE_CHECKING
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from datasets.choices import Visibility
-from datasets.errors import DatasetNotFound
+from datasets.errors import AccessRevoked, AgreementRequired, DatasetError, DatasetNotFound, DatasetUnavailable
 from datasets.models import AccessRevocation, Agreement, Dataset, DatasetMount, DatasetVersion, LicenseVersion, Upload
 
 if TYPE_CHECKING:
@@ -21,6 +22,7 @@ __all__ = [
     "dataset_for_org",
     "dataset_version_for_org",
     "datasets_visible_to",
+    "mount_refusal",
     "mounts_for_consumer",
     "upload_for_org",
     "uploads_for_org",
@@ -95,22 +97,48 @@ def version_needs_agreement(organization: Organization, version: DatasetVersion)
     return version.dataset.publisher_id != organization.pk
 
 
+def mount_refusal(organization: Organization, version: DatasetVersion) -> tuple[Agreement | None, DatasetError | None]:
+    """The one place of the rule "a mount needs an agreement" (DESIGN §4), read by ``mount_attach`` (the check)
+    and :func:`versions_mountable_by` (the query): ``(agreement, refusal)``.
+
+    A version of another publisher's dataset is mountable only while the organization holds a current
+    agreement to the newest version of its license and its access was not revoked; the organization's own
+    datasets need none (``agreement`` None). ``refusal`` is None when the version may be mounted, else the
+    error to raise: ``AccessRevoked``, ``AgreementRequired`` (naming the dataset and license version) or
+    ``DatasetUnavailable`` (shard folder incomplete).
+    """
+    agreement: Agreement | None = None
+    if version_needs_agreement(organization, version):
+        if revocation_for(organization, version.dataset) is not None:
+            return None, AccessRevoked(
+                _("Access of %(org)s to %(dataset)s was revoked by the platform; contact support.")
+                % {"org": organization.name, "dataset": version.dataset.name}
+            )
+        lv = required_license_version(version)
+        agreement = agreement_current(organization, lv)  # no revocation: nothing to filter by
+        if agreement is None:
+            return None, AgreementRequired(
+                _("%(dataset)s needs an agreement to %(license)s version %(number)s before it can be mounted.")
+                % {"dataset": version.dataset.name, "license": lv.license.name, "number": lv.number}
+            )
+    if not version.shards_ready:
+        return agreement, DatasetUnavailable(f"the shard folder of {version} is not complete")
+    return agreement, None
+
+
 def versions_mountable_by(organization: Organization) -> QuerySet[DatasetVersion]:
     """Versions the organization may mount now: visible, shard folder complete (``index.json`` present),
-    and either its own dataset or covered by a current agreement to the license's newest version.
+    and either its own dataset or covered by a current agreement to the license's newest version
+    (:func:`mount_refusal`).
 
     Evaluated in Python over the visible versions (a catalog is small), returned as a queryset ordered by
     dataset name then newest version first.
     """
-    ok: list[int] = []
-    for version in versions_visible_to(organization):
-        if not version.shards_ready:
-            continue
-        if version_needs_agreement(organization, version):
-            lv = required_license_version(version)
-            if agreement_current(organization, lv, dataset=version.dataset) is None:
-                continue
-        ok.append(version.pk)
+    ok = [
+        version.pk
+        for version in versions_visible_to(organization)
+        if version.shards_ready and mount_refusal(organization, version)[1] is None  # cheap test first
+    ]
     return (
         DatasetVersion.objects.filter(pk__in=ok)
         .select_related("dataset", "license_version__license")

@@ -6,7 +6,7 @@ serves a page and its htmx partial. Every lookup is scoped to the organization i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -24,7 +24,8 @@ from datasets.errors import DatasetError, DatasetNotFound
 from datasets.forms import AgreementForm, CatalogFilterForm, MountForm, UploadForm
 from datasets.models import Dataset, DatasetVersion, LicenseVersion
 from datasets.uploads import SizeLimitUploadHandler
-from portal.htmx import is_partial
+from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.selectors import organization_for_user
 
 PAGE_SIZE = 20
@@ -59,9 +60,9 @@ def filter_catalog(qs: QuerySet[Dataset], params: Any) -> QuerySet[Dataset]:
 
 
 @login_required
-def catalog(request: HttpRequest, org: str) -> HttpResponse:
+def catalog(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The catalog: search, filters, pagination, empty state; the table alone for htmx."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     form = CatalogFilterForm(request.GET or None)
     qs = selectors.datasets_visible_to(organization).prefetch_related("versions__license_version__license")
     qs = filter_catalog(qs, request.GET)
@@ -80,10 +81,10 @@ def _dataset_or_404(organization: Any, pk: int) -> Dataset:
 
 
 @login_required
-def dataset_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def dataset_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Statistics, a (de-identified) sample, the license and its terms, attribution, versions and whether
     the organization holds a current agreement."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     dataset = _dataset_or_404(organization, pk)
     versions = list(dataset.versions.select_related("license_version__license"))
     version = versions[0] if versions else None
@@ -103,10 +104,10 @@ def dataset_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def agreement_modal(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """GET: the modal with the exact license text whose SHA-256 the agreement will record.
     POST: accept on behalf of the organization (``services.agreement_accept``)."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     dataset = _dataset_or_404(organization, pk)
     version = dataset.latest_version
     if version is None:
@@ -123,7 +124,7 @@ def agreement_modal(request: HttpRequest, org: str, pk: int) -> HttpResponse:
                 raise Http404("no such license version")
             try:
                 services.agreement_accept(
-                    organization=organization, user=request.user,  # type: ignore[arg-type]
+                    organization=organization, user=request.user,
                     license_version=lv, shown_text_sha256=form.cleaned_data["text_sha256"],
                     ip=request.META.get("REMOTE_ADDR"), user_agent=request.META.get("HTTP_USER_AGENT", ""),
                     dataset=dataset,
@@ -149,9 +150,9 @@ def agreement_modal(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def dataset_mount(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def dataset_mount(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Attach a version read-only to a consumer (``services.mount_attach``); refused without an agreement."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     dataset = _dataset_or_404(organization, pk)
     form = MountForm(request.POST)
     status = 200
@@ -161,7 +162,7 @@ def dataset_mount(request: HttpRequest, org: str, pk: int) -> HttpResponse:
     else:
         try:
             mount = services.mount_attach(
-                organization=organization, user=request.user,  # type: ignore[arg-type]
+                organization=organization, user=request.user,
                 version_id=form.cleaned_data["version"], consumer=form.cleaned_data["consumer"],
             )
         except DatasetNotFound:
@@ -184,15 +185,15 @@ def upload_list(request: HttpRequest, org: str) -> HttpResponse:
     """The organization's uploads and the upload form. The size-limit handler is installed before the body
     is read (hence CSRF is checked inside, after it)."""
     request.upload_handlers.insert(0, SizeLimitUploadHandler(request))
-    return _upload_list(request, org)
+    return _upload_list(cast(AuthedHttpRequest, request), org)  # its login_required refuses anonymous users
 
 
 @login_required
 @csrf_protect
-def _upload_list(request: HttpRequest, org: str) -> HttpResponse:
+def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     from django.conf import settings
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     limiter = next(h for h in request.upload_handlers if isinstance(h, SizeLimitUploadHandler))
     form = UploadForm()
     status = 200
@@ -206,7 +207,7 @@ def _upload_list(request: HttpRequest, org: str) -> HttpResponse:
             data = form.cleaned_data
             try:
                 upload = services.upload_create(
-                    organization=organization, user=request.user,  # type: ignore[arg-type]
+                    organization=organization, user=request.user,
                     file=data["file"], name=data["name"], fmt=data["format"], text_column=data["text_column"],
                     keep_original=data["keep_original"], domain=data["domain"], original_filename=data["file"].name,
                 )
@@ -224,16 +225,16 @@ def _upload_list(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def upload_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def upload_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """One upload with its progress; the progress partial is polled by htmx while it runs."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     try:
         upload = selectors.upload_for_org(organization, pk)
     except DatasetNotFound:
         raise Http404("not found") from None
     if request.method == "POST":
         try:
-            services.upload_retry(upload=upload, user=request.user)  # type: ignore[arg-type]
+            services.upload_retry(upload=upload, user=request.user)
         except DatasetError as exc:
             messages.error(request, str(exc))
         return redirect("upload_detail", org=organization.slug, pk=upload.pk)

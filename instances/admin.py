@@ -3,7 +3,7 @@ stop), jobs, checkpoints and quotas. Status fields are read-only: they change on
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import admin, messages
 from django.db.models import QuerySet
@@ -13,6 +13,8 @@ from django.utils.translation import gettext_lazy as _
 from instances import services
 from instances.choices import NodeState
 from instances.models import Checkpoint, GpuQuota, GpuType, Image, Instance, InstanceTransition, Node, TrainingJob
+from portal.lib.http import AuthedHttpRequest
+from portal.models import User
 
 
 @admin.register(GpuType)
@@ -28,9 +30,9 @@ class ImageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 
 def _set_state(state: str, label: Any) -> Any:
-    def action(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Node]) -> None:  # type: ignore[type-arg]
+    def action(modeladmin: admin.ModelAdmin, request: AuthedHttpRequest, queryset: QuerySet[Node]) -> None:  # type: ignore[type-arg]
         for node in queryset:
-            services.node_set_state(node=node, state=state, acting_user=request.user)  # type: ignore[arg-type]
+            services.node_set_state(node=node, state=state, acting_user=request.user)
         modeladmin.message_user(request, _("%(n)d node(s) updated.") % {"n": queryset.count()}, messages.SUCCESS)
 
     action.short_description = label  # type: ignore[attr-defined]
@@ -61,8 +63,8 @@ class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
 @admin.action(description=_("Force stop (final checkpoint first)"))
 def force_stop(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Instance]) -> None:  # type: ignore[type-arg]
     for instance in queryset:
-        services.instance_stop(instance=instance, reason=_("stopped by staff"), acting_user=request.user,
-                                   staff=True)  # type: ignore[arg-type]
+        services.instance_stop(instance=instance, reason=str(_("stopped by staff")),
+                               acting_user=cast(User, request.user), staff=True)
     modeladmin.message_user(request, _("%(n)d instance(s) stopping.") % {"n": queryset.count()}, messages.SUCCESS)
 
 

@@ -18,10 +18,10 @@ from portal.models import Organization
 
 def _bounded(label: Any, bound: Bound, *, initial: Any, **overrides: Any) -> forms.Field:
     """A form field for one entry of the bounds table (``instances.limits``), the API's bounds."""
-    limits = {"min_value": bound.low, "max_value": bound.high, **overrides}
+    low, high = overrides.get("min_value", bound.low), overrides.get("max_value", bound.high)
     if bound.kind is int:
-        return forms.IntegerField(label=label, initial=initial, **{k: int(v) for k, v in limits.items()})
-    return forms.FloatField(label=label, initial=initial, **limits)
+        return forms.IntegerField(label=label, initial=initial, min_value=int(low), max_value=int(high))
+    return forms.FloatField(label=label, initial=initial, min_value=low, max_value=high)
 
 
 class _CapacityForm(forms.Form):

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
@@ -21,25 +21,26 @@ from django.views.decorators.http import require_http_methods, require_POST
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound
 from instances import selectors, services
-from instances.charts import svg_line_chart
 from instances.forms import InstanceLaunchForm, JobLaunchForm
 from instances.models import GpuType, Instance, TrainingJob
-from portal.htmx import is_partial
+from portal.lib.charts import svg_line_chart
+from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
 from portal.selectors import get_scoped_or_404, organization_for_user
 
 
-def _org(request: HttpRequest, slug: str) -> Organization:
-    return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
+def _org(request: AuthedHttpRequest, slug: str) -> Organization:
+    return organization_for_user(user=request.user, slug=slug)
 
 
-def _job(request: HttpRequest, org: str, pk: int) -> tuple[Organization, TrainingJob]:
+def _job(request: AuthedHttpRequest, org: str, pk: int) -> tuple[Organization, TrainingJob]:
     organization = _org(request, org)
     qs = TrainingJob.objects.select_related("instance", "instance__gpu_type")
     return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
 
 
-def _instance(request: HttpRequest, org: str, pk: int) -> tuple[Organization, Instance]:
+def _instance(request: AuthedHttpRequest, org: str, pk: int) -> tuple[Organization, Instance]:
     organization = _org(request, org)
     qs = Instance.objects.select_related("gpu_type", "image")
     return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
@@ -69,7 +70,7 @@ def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
 
 
 @login_required
-def launch_quote(request: HttpRequest, org: str) -> HttpResponse:
+def launch_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The live price per hour, runway and queue estimate (htmx partial of the launch forms)."""
     organization = _org(request, org)
     return render(request, "instances/quote.html", {"org": organization, **_quote_context(organization, request.GET)})
@@ -77,16 +78,16 @@ def launch_quote(request: HttpRequest, org: str) -> HttpResponse:
 
 # --- instances ----------------------------------------------------------------------------------------------
 @login_required
-def instance_list(request: HttpRequest, org: str) -> HttpResponse:
+def instance_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     ctx = {"org": organization, "instances": selectors.instances_for_org(organization)[:100]}
     return render(request, "instances/instance_table.html" if is_partial(request) else "instances/instance_list.html",
                   ctx)
 
 
-def _launch(request: HttpRequest, organization: Organization, form: Any) -> Instance | None:
+def _launch(request: AuthedHttpRequest, organization: Organization, form: Any) -> Instance | None:
     try:
-        return services.instance_launch(organization=organization, user=request.user,  # type: ignore[arg-type]
+        return services.instance_launch(organization=organization, user=request.user,
                                         spec=form.to_spec())
     except services.LaunchError as exc:
         field = {"dataset_version_ids": "datasets", "hyperparameters": None}.get(exc.field, exc.field)
@@ -95,7 +96,7 @@ def _launch(request: HttpRequest, organization: Organization, form: Any) -> Inst
 
 
 @login_required
-def instance_new(request: HttpRequest, org: str) -> HttpResponse:
+def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     form = InstanceLaunchForm(request.POST or None, initial={"gpu_type": "cpu-local"})
     if request.method == "POST" and form.is_valid():
@@ -109,7 +110,7 @@ def instance_new(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def instance_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def instance_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
     ctx = {"org": organization, "instance": instance, "transitions": instance.transitions.order_by("-id")[:50]}
     template = "instances/instance_status.html" if is_partial(request) else "instances/instance_detail.html"
@@ -118,11 +119,11 @@ def instance_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def instance_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
     if request.method == "POST":
         services.instance_stop(instance=instance, reason=_("stopped by %(user)s") % {"user": request.user},
-                               acting_user=request.user)  # type: ignore[arg-type]
+                               acting_user=request.user)
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
         return redirect("instance_detail", org=organization.slug, pk=instance.pk)
     return render(request, "instances/confirm.html", {
@@ -133,14 +134,14 @@ def instance_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 # --- jobs ---------------------------------------------------------------------------------------------------
 @login_required
-def job_list(request: HttpRequest, org: str) -> HttpResponse:
+def job_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     ctx = {"org": organization, "jobs": selectors.jobs_for_org(organization)[:100]}
     return render(request, "instances/job_table.html" if is_partial(request) else "instances/job_list.html", ctx)
 
 
 @login_required
-def job_new(request: HttpRequest, org: str) -> HttpResponse:
+def job_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     form = JobLaunchForm(request.POST or None, organization=organization, initial={"gpu_type": "cpu-local"})
     if request.method == "POST" and form.is_valid():
@@ -154,7 +155,7 @@ def job_new(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def job_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     curve = selectors.loss_curve(job)
     ctx = {
@@ -172,11 +173,11 @@ def job_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def job_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def job_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
         services.instance_stop(instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user},
-                               acting_user=request.user)  # type: ignore[arg-type]
+                               acting_user=request.user)
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
     return render(request, "instances/confirm.html", {
@@ -187,10 +188,10 @@ def job_stop(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def job_restart(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def job_restart(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
-        services.job_restart(job=job, acting_user=request.user)  # type: ignore[arg-type]
+        services.job_restart(job=job, acting_user=request.user)
         messages.info(request, _("%(name)s restarts from its newest checkpoint.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
     return render(request, "instances/confirm.html", {
@@ -201,13 +202,13 @@ def job_restart(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def job_rollback(request: HttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
+def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     cp = get_scoped_or_404(job.checkpoints.all(), organization=organization, org_field="job__organization",
                            pk=checkpoint)
     if request.method == "POST":
         try:
-            services.job_rollback(job=job, checkpoint_id=cp.pk, acting_user=request.user)  # type: ignore[arg-type]
+            services.job_rollback(job=job, checkpoint_id=cp.pk, acting_user=request.user)
         except services.RollbackError as exc:
             messages.error(request, str(exc))
         else:
@@ -221,15 +222,15 @@ def job_rollback(request: HttpRequest, org: str, pk: int, checkpoint: int) -> Ht
 
 @login_required
 @require_POST
-def job_checkpoint_now(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def job_checkpoint_now(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
-    services.job_checkpoint_now(job=job, acting_user=request.user)  # type: ignore[arg-type]
+    services.job_checkpoint_now(job=job, acting_user=request.user)
     messages.info(request, _("Checkpoint requested: the job saves after its current step."))
     return redirect("job_detail", org=organization.slug, pk=job.pk)
 
 
 @login_required
-def job_logs(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def job_logs(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     return render(request, "instances/job_logs.html", {"org": organization, "job": job,
                                                        "logs": selectors.job_logs_tail(job, lines=400)})

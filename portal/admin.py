@@ -112,7 +112,7 @@ class AppAdmin(StaffAuditMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
         for app in queryset:
             try:
-                app_transition(app=app, to=to, user=request.user, reason=reason, staff=True)  # type: ignore[arg-type]
+                app_transition(app=app, to=to, acting_user=request.user, reason=reason, staff=True)  # type: ignore[arg-type]
                 self.message_user(request, f"{app}: {to}")
             except MarketplaceError as exc:
                 self.message_user(request, f"{app}: {exc}", level="error")

@@ -22,9 +22,9 @@ from billing.money import to_micros
 from billing.services import credit_grant_create, wallet_create
 from portal.audit import audit_log
 from portal.choices import Role, TokenScope
+from portal.lib.slugs import ascii_slug
 from portal.models import ApiToken, Membership, Organization, TrialClaim, User
 from portal.permissions import Action, PermissionRefused, authorize, role_allows
-from portal.slugs import ascii_slug
 
 VERIFY_SALT = "portal.email-verification"
 TOKEN_PREFIX = "gpp"  # noqa: S105 - the public prefix of API tokens, not a secret

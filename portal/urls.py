@@ -32,7 +32,6 @@ urlpatterns = [
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
     path("o/<slug:org>/", views.dashboard, name="dashboard"),
-    path("o/<slug:org>/wallet/", views.wallet, name="wallet"),
     path("o/<slug:org>/members/", views.members, name="members"),
     path("o/<slug:org>/members/<int:pk>/remove/", views.member_remove, name="member_remove"),
     path("teams/new/", views.organization_new, name="organization_new"),

@@ -1,4 +1,5 @@
-"""Console views of the portal app: signup, verification, dashboard, wallet, API tokens.
+"""Console views of the portal app: signup, verification, dashboard, API tokens, members (the wallet's
+page is ``billing.views.wallet``).
 
 One view serves the full page and its htmx partial (``request.htmx and not request.htmx.boosted``).
 Every organization-scoped page resolves the organization through ``organization_for_user`` (404 for
@@ -13,25 +14,21 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db import IntegrityError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from billing import stripe_gateway
 from billing.metering import burn_rates
-from billing.money import format_cny
 from billing.notices import open_notice
-from billing.selectors import ledger_lines, wallet_balance
-from billing.statements import SPEND_KINDS, daily_cost
-from portal.charts import stacked_bar_chart
+from billing.pricing import burn_runway_minutes
+from billing.selectors import wallet_balance
 from portal.choices import Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
-from portal.htmx import is_partial
+from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.models import User
 from portal.permissions import Action, PermissionRefused, allowed_actions
 from portal.selectors import api_tokens_for_user, organization_for_user
@@ -86,7 +83,7 @@ def verify_email(request: HttpRequest, token: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def resend_verification(request: HttpRequest) -> HttpResponse:
+def resend_verification(request: AuthedHttpRequest) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     if not user.is_verified:
         send_verification_email(user=user)
@@ -100,51 +97,25 @@ def home(request: HttpRequest) -> HttpResponse:
     if not request.user.is_authenticated:
         return render(request, "portal/landing.html", {"trial_credit": settings.TRIAL_CREDIT,
                                                        "trial_days": settings.TRIAL_CREDIT_DAYS})
-    org = organization_for_user(user=request.user)  # type: ignore[arg-type]
+    org = organization_for_user(user=cast(User, request.user))
     return redirect("dashboard", org=org.slug)
 
 
 @login_required
-def dashboard(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     balance = wallet_balance(organization=organization)
     burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
-    runway_minutes = balance.total_micros // burn.per_minute_micros if burn and burn.per_minute_micros else None
+    runway_minutes = burn_runway_minutes(balance_micros=balance.total_micros,
+                                         per_minute_micros=burn.per_minute_micros if burn else 0)
     context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
                "runway_minutes": runway_minutes, "notice": open_notice(organization)}
     return render(request, "portal/dashboard.html", context)
 
 
 @login_required
-def wallet(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
-    context = {
-        "org": organization,
-        "balance": wallet_balance(organization=organization),
-        "page": page,
-        "stripe_configured": stripe_gateway.is_configured(),
-        "topup_presets": settings.TOP_UP_PRESETS,
-        "topup_min": settings.TOP_UP_MIN,
-        "topup_max": settings.TOP_UP_MAX,
-    }
-    if not is_partial(request):
-        costs = daily_cost(organization=organization, tz_name=request.user.timezone)  # type: ignore[union-attr]
-        context["cost_chart"] = stacked_bar_chart(
-            [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
-            series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
-            fmt=format_cny, unit="CNY", total_label=_("Total"),
-        )
-        now = timezone.localtime()
-        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
-        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
-    template = "portal/wallet_table.html" if is_partial(request) else "portal/wallet.html"
-    return render(request, template, context)
-
-
-@login_required
-def api_tokens(request: HttpRequest) -> HttpResponse:
+def api_tokens(request: AuthedHttpRequest) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     form = ApiTokenForm(request.POST or None, user=user)
     created = None
@@ -167,7 +138,7 @@ def api_tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
+def api_token_revoke_view(request: AuthedHttpRequest, pk: int) -> HttpResponse:
     user: User = request.user  # type: ignore[assignment]
     token = api_tokens_for_user(user).filter(pk=pk).first()
     if token is None:  # another user's token is indistinguishable from a missing one
@@ -180,22 +151,22 @@ def api_token_revoke_view(request: HttpRequest, pk: int) -> HttpResponse:
 
 
 @login_required
-def placeholder(request: HttpRequest, org: str, section: str = "") -> HttpResponse:
+def placeholder(request: AuthedHttpRequest, org: str, section: str = "") -> HttpResponse:
     """Sections that later issues fill in (instances, jobs, datasets, apps): an honest empty state."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     return render(request, "portal/coming_soon.html", {"org": organization, "section": section})
 
 
 @login_required
-def members(request: HttpRequest, org: str) -> HttpResponse:
+def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The organization's members; owners and admins add existing accounts and remove members."""
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             membership_invite(organization=organization, email=form.cleaned_data["email"],
-                              role=Role(form.cleaned_data["role"]), acting_user=request.user)  # type: ignore[arg-type]
+                              role=Role(form.cleaned_data["role"]), acting_user=request.user)
         except MembershipError as exc:
             form.add_error(None, str(exc))
         else:
@@ -210,14 +181,14 @@ def members(request: HttpRequest, org: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
+def member_remove(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     membership = organization.memberships.filter(pk=pk).first()
     if membership is None:
         raise Http404("member not found")
     try:
-        membership_remove(membership=membership, acting_user=request.user)  # type: ignore[arg-type]
+        membership_remove(membership=membership, acting_user=request.user)
     except MembershipError as exc:
         messages.error(request, str(exc))
     else:
@@ -228,12 +199,12 @@ def member_remove(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 
 
 @login_required
-def organization_new(request: HttpRequest) -> HttpResponse:
+def organization_new(request: AuthedHttpRequest) -> HttpResponse:
     """Create a team organization (with its own wallet) owned by the current user."""
 
     form = OrganizationForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        organization = organization_create(name=form.cleaned_data["name"], owner=request.user)  # type: ignore[arg-type]
+        organization = organization_create(name=form.cleaned_data["name"], owner=request.user)
         messages.success(request, _("Team created. Add members and top up its wallet."))
         return redirect("members", org=organization.slug)
     return render(request, "portal/organization_new.html", {"form": form}, status=400 if form.errors else 200)

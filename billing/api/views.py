@@ -12,12 +12,22 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from billing import stripe_gateway
-from billing.api.serializers import StatementSerializer, TopUpCreateSerializer, TopUpSerializer, UsageRecordSerializer
-from billing.models import UsageRecord
+from billing.api.serializers import (
+    LedgerLineSerializer,
+    StatementSerializer,
+    TopUpCreateSerializer,
+    TopUpSerializer,
+    UsageRecordSerializer,
+    WalletSerializer,
+)
+from billing.models import CreditGrant, LedgerEntry, UsageRecord
+from billing.money import from_micros
 from billing.payments import TopUpError, topup_create
+from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import statement_build
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib.http import AuthedRequest
 
 
 class UsageRecordList(generics.ListAPIView):  # type: ignore[type-arg]
@@ -67,13 +77,13 @@ class TopUpCreate(APIView):
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only."""
 
     @extend_schema(parameters=[ORG_PARAM], request=TopUpCreateSerializer, responses={201: TopUpSerializer})
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         serializer = TopUpCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
         try:
-            topup = topup_create(organization=org, user=request.user, amount=d["amount"],  # type: ignore[arg-type]
+            topup = topup_create(organization=org, user=request.user, amount=d["amount"],
                                  success_url=d["success_url"], cancel_url=d["cancel_url"])
         except TopUpError as exc:
             raise ApiError("invalid_amount", str(exc), 400) from exc
@@ -83,3 +93,39 @@ class TopUpCreate(APIView):
         except stripe_gateway.StripeUnavailable as exc:
             raise ApiError("payment_provider_error", str(exc), 502) from exc
         return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)
+
+
+class WalletView(APIView):
+    """The organization's wallet: total, trial (unexpired grants) and paid balance, and grants."""
+
+    @extend_schema(parameters=[ORG_PARAM], responses=WalletSerializer)
+    def get(self, request: Request) -> Response:
+        org = request_organization(request)
+        bal = wallet_balance(organization=org)
+        grants = CreditGrant.objects.filter(wallet__organization=org).select_related("account").order_by("-id")
+        data = {
+            "organization": org.slug,
+            "currency": "CNY",
+            "balance": str(from_micros(bal.total_micros)),
+            "trial_balance": str(from_micros(bal.trial_micros)),
+            "paid_balance": str(from_micros(bal.paid_micros)),
+            "balance_micros": bal.total_micros,
+            "trial_expires_at": bal.next_expiry,
+            "grants": grants,
+        }
+        return Response(WalletSerializer(data).data)
+
+
+class LedgerView(generics.ListAPIView):  # type: ignore[type-arg]
+    """The organization's wallet ledger lines, newest first, cursor-paginated."""
+
+    serializer_class = LedgerLineSerializer
+
+    @extend_schema(parameters=[ORG_PARAM])
+    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
+        return super().get(request, *args, **kwargs)
+
+    def get_queryset(self):  # type: ignore[no-untyped-def]
+        if getattr(self, "swagger_fake_view", False):
+            return LedgerEntry.objects.none()
+        return ledger_lines(organization=request_organization(self.request))

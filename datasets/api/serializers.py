@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rest_framework import serializers
 
 from datasets.choices import Domain, UploadFormat
 from datasets.models import Agreement, Dataset, DatasetMount, DatasetVersion, LicenseVersion, Upload
+
+if TYPE_CHECKING:
+    from portal.models import Organization
 
 
 class LicenseVersionSerializer(serializers.ModelSerializer[LicenseVersion]):
@@ -92,7 +95,9 @@ class DatasetSerializer(serializers.ModelSerializer[Dataset]):
 
 class AgreementSerializer(serializers.ModelSerializer[Agreement]):
     user = serializers.EmailField(source="user.email", read_only=True)
-    organization = serializers.SlugRelatedField(slug_field="slug", read_only=True)
+    organization: serializers.SlugRelatedField[Organization] = serializers.SlugRelatedField(
+        slug_field="slug", read_only=True
+    )
     license_version = serializers.IntegerField(source="license_version_id", read_only=True)
 
     class Meta:

@@ -35,6 +35,7 @@ from datasets.errors import (
 from datasets.models import Agreement, Dataset, DatasetVersion, LicenseVersion, Upload
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib.http import AuthedRequest
 
 
 def api_error(exc: DatasetError) -> ApiError:
@@ -176,7 +177,7 @@ class AgreementListCreateView(generics.ListCreateAPIView):  # type: ignore[type-
         try:
             agreement = services.agreement_accept(
                 organization=org,
-                user=request.user,
+                user=request.user,  # type: ignore[arg-type]
                 license_version=lv,  # type: ignore[arg-type]
                 shown_text_sha256=body.validated_data["text_sha256"],
                 ip=client_ip(request),
@@ -195,13 +196,13 @@ class MountCreateView(generics.GenericAPIView):  # type: ignore[type-arg]
     serializer_class = MountSerializer
 
     @extend_schema(parameters=[ORG_PARAM], request=MountCreateSerializer, responses={201: MountSerializer})
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    def post(self, request: AuthedRequest, *args: Any, **kwargs: Any) -> Response:
         body = MountCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         try:
             mount = services.mount_attach(
                 organization=request_organization(request),
-                user=request.user,  # type: ignore[arg-type]
+                user=request.user,
                 version_id=body.validated_data["version"],
                 consumer=body.validated_data["consumer"],
             )
@@ -270,10 +271,10 @@ class UploadRetryView(generics.GenericAPIView):  # type: ignore[type-arg]
     serializer_class = UploadSerializer
 
     @extend_schema(parameters=[ORG_PARAM], request=None, responses=UploadSerializer)
-    def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
+    def post(self, request: AuthedRequest, *args: Any, **kwargs: Any) -> Response:
         try:
             upload = selectors.upload_for_org(request_organization(request), kwargs["pk"])
-            upload = services.upload_retry(upload=upload, user=request.user)  # type: ignore[arg-type]
+            upload = services.upload_retry(upload=upload, user=request.user)
         except DatasetError as exc:
             raise api_error(exc) from None
         return Response(UploadSerializer(upload).data)

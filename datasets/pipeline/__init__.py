@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -57,8 +58,10 @@ __all__ = [
     "FORMATS",
     "MAX_REPORTED_ERRORS",
     "STAGES",
+    "STAGE_TABLE",
     "TOKENIZER_FILE",
     "PipelineError",
+    "PipelineRun",
     "ProgressFn",
     "corpus_files",
     "count_documents",
@@ -72,14 +75,80 @@ __all__ = [
     "read_corpus_file",
     "read_corpus_folder",
     "run_pipeline",
+    "run_stage",
     "statistics",
     "train_tokenizer",
     "validate",
     "write_shards",
 ]
 
-STAGES = ("validate", "deidentify", "deduplicate", "tokenizer", "shards", "statistics")
+@dataclass(frozen=True)
+class PipelineRun:
+    """One run of the pipeline: its input, parameters and the files each stage reads and writes in ``workdir``
+    (``documents.jsonl`` validated, ``deidentified.jsonl``, ``deduplicated.jsonl``, ``tokenizer.json``,
+    ``shards/``, ``statistics.json``)."""
+
+    source: Path
+    workdir: Path
+    fmt: Literal["jsonl", "txt", "csv"]
+    text_column: str | None = None
+    vocab_size: int = DEFAULT_VOCAB_SIZE
+    validate_options: dict[str, Any] = field(default_factory=dict)
+    tokenizer_file: Path | None = None  # an existing tokenizer to reuse instead of training one
+
+    @property
+    def documents(self) -> Path:
+        return self.workdir / "documents.jsonl"
+
+    @property
+    def deidentified(self) -> Path:
+        return self.workdir / "deidentified.jsonl"
+
+    @property
+    def deduplicated(self) -> Path:
+        return self.workdir / "deduplicated.jsonl"
+
+    @property
+    def tokenizer(self) -> Path:
+        return self.tokenizer_file or self.workdir / TOKENIZER_FILE
+
+    @property
+    def shards(self) -> Path:
+        return self.workdir / "shards"
+
+    @property
+    def statistics(self) -> Path:
+        return self.workdir / "statistics.json"
+
+
+# The one stage table: ``run_pipeline`` (synchronous, corpus import) and the upload pipeline (one Celery task
+# per stage, ``datasets.services.upload_run_stage``) both run a stage through it. Each entry names the stage
+# function by the package's global, looked up at call time (tests replace one, e.g. ``train_tokenizer``).
+STAGE_TABLE: dict[str, Callable[[PipelineRun, ProgressFn | None], dict[str, Any]]] = {
+    "validate": lambda r, progress: validate(
+        r.source, r.documents, fmt=r.fmt, text_column=r.text_column, progress=progress, **r.validate_options
+    ),
+    "deidentify": lambda r, progress: deidentify_file(r.documents, r.deidentified, progress=progress),
+    "deduplicate": lambda r, progress: deduplicate(r.deidentified, r.deduplicated, progress=progress),
+    "tokenizer": lambda r, progress: train_tokenizer(
+        r.deduplicated, r.tokenizer, vocab_size=r.vocab_size, progress=progress
+    ),
+    "shards": lambda r, progress: write_shards(r.deduplicated, r.tokenizer, r.shards, progress=progress),
+    "statistics": lambda r, progress: statistics(r.deduplicated, r.shards, r.statistics, progress=progress),
+}
+
+STAGES = tuple(STAGE_TABLE)
 """Stage names in order, as used in ``PipelineError.stage`` and in ``run_pipeline``'s report."""
+
+
+def run_stage(stage: str, run: PipelineRun, progress: ProgressFn | None = None) -> dict[str, Any]:
+    """Run one stage of ``run`` (``STAGE_TABLE``); returns its report. Raises ``PipelineError`` from the stage
+    and ``ValueError`` for an unknown stage name."""
+    try:
+        step = STAGE_TABLE[stage]
+    except KeyError:
+        raise ValueError(f"unknown pipeline stage {stage!r}") from None
+    return step(run, progress)
 
 
 def run_pipeline(
@@ -104,42 +173,26 @@ def run_pipeline(
     reports every stage.
     Raises ``PipelineError`` from the failing stage; ``validate_options`` go to ``validate``.
     """
-    upload, workdir = Path(upload), Path(workdir)
-    workdir.mkdir(parents=True, exist_ok=True)
+    run = PipelineRun(Path(upload), Path(workdir), fmt, text_column, vocab_size, validate_options,
+                      Path(tokenizer) if tokenizer is not None else None)
+    run.workdir.mkdir(parents=True, exist_ok=True)
 
     def cb(stage: str) -> ProgressFn | None:
         if on_progress is None:
             return None
         return lambda done, total: on_progress(stage, done, total)
 
-    documents = workdir / "documents.jsonl"
-    deid = workdir / "deidentified.jsonl"
-    dedup = workdir / "deduplicated.jsonl"
-    shards = workdir / "shards"
     reports: dict[str, dict[str, Any]] = {}
-    finished_later = (workdir / "statistics.json").is_file() and not documents.exists()
-    if finished_later:
-        for stage, path in (("validate", documents), ("deidentify", deid)):
+    finished_later = run.statistics.is_file() and not run.documents.exists()
+    for stage in STAGES:
+        if finished_later and stage in ("validate", "deidentify"):
+            path = run.documents if stage == "validate" else run.deidentified
             saved = json.loads(report_path(path).read_text(encoding="utf-8"))["report"]
             reports[stage] = {**saved, "reused": True}
-    else:
-        reports["validate"] = validate(
-            upload,
-            documents,
-            fmt=fmt,
-            text_column=text_column,
-            progress=cb("validate"),
-            **validate_options,
-        )
-        reports["deidentify"] = deidentify_file(documents, deid, progress=cb("deidentify"))
-    reports["deduplicate"] = deduplicate(deid, dedup, progress=cb("deduplicate"))
-    if tokenizer is None:
-        tokenizer = workdir / TOKENIZER_FILE
-        reports["tokenizer"] = train_tokenizer(dedup, tokenizer, vocab_size=vocab_size, progress=cb("tokenizer"))
-    else:
-        reports["tokenizer"] = {"reused": True, "file": str(tokenizer)}
-    reports["shards"] = write_shards(dedup, tokenizer, shards, progress=cb("shards"))
-    reports["statistics"] = statistics(dedup, shards, workdir / "statistics.json", progress=cb("statistics"))
+        elif stage == "tokenizer" and run.tokenizer_file is not None:
+            reports[stage] = {"reused": True, "file": str(tokenizer)}
+        else:
+            reports[stage] = run_stage(stage, run, cb(stage))
     if not keep_identified:
-        documents.unlink(missing_ok=True)  # its report stays: it holds counts only
+        run.documents.unlink(missing_ok=True)  # its report stays: it holds counts only
     return reports

@@ -32,6 +32,7 @@ from instances.models import Instance, TrainingJob
 from portal.api.errors import ApiError
 from portal.api.parsers import loads_checked
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib.http import AuthedRequest
 
 IDEMPOTENCY_PARAM = OpenApiParameter("Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
                                      description="A retried create with the same key returns the first result.")
@@ -73,10 +74,10 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
 
     @extend_schema(request=None, responses=InstanceSerializer)
     @action(detail=True, methods=["post"])
-    def stop(self, request: Request, pk: str) -> Response:
+    def stop(self, request: AuthedRequest, pk: str) -> Response:
         instance = self.get_object()
         instance = services.instance_stop(instance=instance, reason="stopped through the API",
-                                          acting_user=request.user)  # type: ignore[arg-type]
+                                          acting_user=request.user)
         return Response(InstanceSerializer(instance).data)
 
 
@@ -101,36 +102,36 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
 
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"])
-    def stop(self, request: Request, pk: str) -> Response:
+    def stop(self, request: AuthedRequest, pk: str) -> Response:
         job = self.get_object()
         services.instance_stop(instance=job.instance, reason="stopped through the API",
-                               acting_user=request.user)  # type: ignore[arg-type]
+                               acting_user=request.user)
         job.refresh_from_db()
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"])
-    def restart(self, request: Request, pk: str) -> Response:
-        job = services.job_restart(job=self.get_object(), acting_user=request.user)  # type: ignore[arg-type]
+    def restart(self, request: AuthedRequest, pk: str) -> Response:
+        job = services.job_restart(job=self.get_object(), acting_user=request.user)
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=RollbackSerializer, responses=JobSerializer)
     @action(detail=True, methods=["post"])
-    def rollback(self, request: Request, pk: str) -> Response:
+    def rollback(self, request: AuthedRequest, pk: str) -> Response:
         job = self.get_object()
         data = RollbackSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             job = services.job_rollback(job=job, checkpoint_id=data.validated_data["checkpoint"],
-                                        acting_user=request.user)  # type: ignore[arg-type]
+                                        acting_user=request.user)
         except services.RollbackError as exc:
             raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"], url_path="checkpoint")
-    def checkpoint_now(self, request: Request, pk: str) -> Response:
-        job = services.job_checkpoint_now(job=self.get_object(), acting_user=request.user)  # type: ignore[arg-type]
+    def checkpoint_now(self, request: AuthedRequest, pk: str) -> Response:
+        job = services.job_checkpoint_now(job=self.get_object(), acting_user=request.user)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=CheckpointSerializer(many=True))

@@ -77,6 +77,18 @@ def object_name(job_id: str, attempt: int) -> str:
     return f"gp-{slug}-a{attempt}"
 
 
+def load_api_client(*, in_cluster: bool = False, kubeconfig: str | None = None) -> Any:
+    """The one Kubernetes client loader (the compute backend and the model deployments both use it): an
+    ``ApiClient`` from the in-cluster service account, or from ``kubeconfig`` (default ``~/.kube/config``)."""
+    from kubernetes import client, config
+
+    if in_cluster:
+        config.load_incluster_config()
+    else:
+        config.load_kube_config(config_file=kubeconfig)
+    return client.ApiClient()
+
+
 class KubernetesBackend(ComputeBackend):
     """Runs job attempts as Indexed Jobs on a cluster through the official ``kubernetes`` client.
 
@@ -137,13 +149,7 @@ class KubernetesBackend(ComputeBackend):
     def api_client(self) -> Any:
         """The ``ApiClient``, built on first use from in-cluster config or a kubeconfig."""
         if self._api_client is None:
-            from kubernetes import client, config
-
-            if self.in_cluster:
-                config.load_incluster_config()
-            else:
-                config.load_kube_config(config_file=self.kubeconfig)
-            self._api_client = client.ApiClient()
+            self._api_client = load_api_client(in_cluster=self.in_cluster, kubeconfig=self.kubeconfig)
         return self._api_client
 
     def _core(self) -> Any:

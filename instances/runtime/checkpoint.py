@@ -20,6 +20,7 @@ newer partial folder never causes an older complete one to be deleted.
 
 from __future__ import annotations
 
+import builtins  # the store's ``list`` method shadows the builtin in its annotations
 import hashlib
 import json
 import re
@@ -84,11 +85,11 @@ class CheckpointStore:
             out.append(StepFolder(int(m.group(1)), path, complete, PIN_MARKER in names))
         return sorted(out, key=lambda f: f.step)
 
-    def complete(self) -> list[StepFolder]:
+    def complete(self) -> builtins.list[StepFolder]:
         """Complete folders, oldest first."""
         return [f for f in self.list() if f.complete]
 
-    def partial(self) -> list[StepFolder]:
+    def partial(self) -> builtins.list[StepFolder]:
         """Partial (uncommitted) folders, oldest first."""
         return [f for f in self.list() if not f.complete]
 
@@ -190,7 +191,7 @@ class CheckpointStore:
         self.fs.mv(path, aside, recursive=True)
         return aside
 
-    def roll_back(self, step: int) -> list[str]:
+    def roll_back(self, step: int) -> builtins.list[str]:
         """Move every ``step-N`` folder with N > ``step`` into ``rolled-back-<unix time>/``. Returns the moved paths."""
         newer = [f for f in self.list() if f.step > step]
         if not newer:
@@ -204,7 +205,7 @@ class CheckpointStore:
             moved.append(target)
         return moved
 
-    def prune(self, keep_last: int) -> list[str]:
+    def prune(self, keep_last: int) -> builtins.list[str]:
         """Apply keep-last-K: delete complete unpinned folders beyond the newest ``keep_last``, and
         partial folders older than the newest complete one. Returns the deleted paths."""
         folders = self.list()

@@ -50,7 +50,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) -> torch.nn.Module:
+def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) -> Any:
     """Build a ``LlamaForCausalLM`` on CPU in float32.
 
     ``name_or_path``: a key of ``PRESETS`` (random init from ``seed``, vocabulary ``vocab_size``,
@@ -70,7 +70,7 @@ def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) 
             **PRESETS[name_or_path],
         )
         torch.manual_seed(seed)
-        model = LlamaForCausalLM(cfg)
+        model: Any = LlamaForCausalLM(cfg)  # a PreTrainedModel; its stubs type config attributes as Tensor
     else:
         folder = Path(name_or_path)
         if not (folder / "config.json").is_file():

@@ -15,20 +15,14 @@ one optimizer step. A checkpoint "at step N" holds the state after N optimizer s
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import math
 import os
 import pickle
-import random
-import signal
-import threading
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
-import numpy as np
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
@@ -38,6 +32,7 @@ from instances.runtime import exitcodes
 from instances.runtime.checkpoint import CheckpointCorrupt, CheckpointStore
 from instances.runtime.config import JobConfig
 from instances.runtime.data import TokenSampler
+from instances.runtime.loop import NoLoadableCheckpoint, ResumeRefused, Signals, lr_lambda, restore_rng, rng_blob
 from instances.runtime.model import build_model, decoder_layers, parameter_count
 from instances.runtime.reporting import Reporter
 
@@ -45,77 +40,6 @@ from instances.runtime.reporting import Reporter
 # save at this step and touches ``{workdir}/paused-before-commit``, so a test can SIGKILL mid-save.
 PAUSE_BEFORE_COMMIT_ENV = "RUNTIME_TEST_PAUSE_BEFORE_COMMIT_AT_STEP"
 FLAG_NAMES = ("term", "usr1", "portal_checkpoint", "portal_stop", "interval")
-
-
-class ResumeRefused(RuntimeError):
-    """A checkpoint exists but cannot be resumed exactly (different data-parallel degree or data layout)."""
-
-
-class NoLoadableCheckpoint(RuntimeError):
-    """Every complete checkpoint failed to load; nothing to fall back to."""
-
-
-@dataclass
-class Signals:
-    """Flags set by signal handlers (read by the loop once per iteration)."""
-
-    term: bool = False
-    usr1: bool = False
-    term_at: float = 0.0
-    handlers: dict[int, Any] = field(default_factory=dict)
-    grace_timer: threading.Timer | None = None
-
-    def install(self, grace_s: float, on_grace_expired: Any) -> None:
-        def on_term(signum: int, frame: Any) -> None:
-            if not self.term:
-                self.term = True
-                self.term_at = time.monotonic()
-                self.grace_timer = threading.Timer(grace_s, on_grace_expired)
-                self.grace_timer.daemon = True
-                self.grace_timer.start()
-
-        def on_usr1(signum: int, frame: Any) -> None:
-            self.usr1 = True
-
-        self.handlers[signal.SIGTERM] = signal.signal(signal.SIGTERM, on_term)
-        self.handlers[signal.SIGUSR1] = signal.signal(signal.SIGUSR1, on_usr1)
-
-
-def lr_lambda(cfg: JobConfig, total_steps: int) -> Any:
-    """Multiplier of ``cfg.lr`` at a step: linear warm-up over ``warmup_steps`` from 1/warmup, then cosine
-    from 1 to ``min_lr_ratio`` at ``total_steps`` (held there afterwards)."""
-
-    def f(step: int) -> float:
-        if cfg.warmup_steps and step < cfg.warmup_steps:
-            return (step + 1) / cfg.warmup_steps
-        span = max(1, total_steps - cfg.warmup_steps)
-        progress = min(1.0, (step - cfg.warmup_steps) / span)
-        return cfg.min_lr_ratio + (1 - cfg.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
-
-    return f
-
-
-def rng_blob() -> bytes:
-    """This rank's RNG states (Python, NumPy global, torch CPU and CUDA) as bytes."""
-    state: dict[str, Any] = {
-        "python": random.getstate(),
-        "numpy": np.random.get_state(),
-        "torch": torch.get_rng_state(),
-        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
-    }
-    buf = io.BytesIO()
-    torch.save(state, buf)
-    return buf.getvalue()
-
-
-def restore_rng(blob: bytes) -> None:
-    """Inverse of ``rng_blob``."""
-    state = torch.load(io.BytesIO(blob), weights_only=False)
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
-    if state["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 class Trainer:
@@ -222,7 +146,7 @@ class Trainer:
         if cfg.engine == "ddp":
             from torch.nn.parallel import DistributedDataParallel as DDP
 
-            self.model = DDP(model, device_ids=[self.local_rank] if self.use_cuda else None)
+            self.model: Any = DDP(model, device_ids=[self.local_rank] if self.use_cuda else None)
         elif cfg.engine == "fsdp":
             from torch.distributed.device_mesh import init_device_mesh
             from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
@@ -345,7 +269,7 @@ class Trainer:
             state = {**self._model_optim_state(), "runtime": blob}
             if asynchronous:
                 resp = dcp.async_save(state, storage_writer=self._writer(step), process_group=self.ckpt_pg)
-                upload: Future[Any] = getattr(resp, "upload_completion", resp)
+                upload = cast("Future[Any]", getattr(resp, "upload_completion", resp))
                 self._pending = self._commit_pool.submit(self._commit_after, upload, step, loss)
             else:
                 dcp.save(state, storage_writer=self._writer(step), process_group=self.ckpt_pg)

@@ -17,9 +17,9 @@ from rest_framework.response import Response
 
 
 class _PublicReadOnly:
-    http_method_names = ["get", "head"]
-    authentication_classes: list[Any] = []
-    permission_classes = [AllowAny]
+    http_method_names: Any = ["get", "head"]
+    authentication_classes: Any = []
+    permission_classes: Any = [AllowAny]
 
     def finalize_response(self, request: Request, response: Any, *args: Any, **kwargs: Any) -> Any:
         if isinstance(response, Response) and response.status_code >= 400:

@@ -15,7 +15,7 @@ from django.conf import settings
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from portal import strictjson
+from portal.lib import strictjson
 
 MAX_DEPTH = 32
 

@@ -10,8 +10,6 @@ router.register("tokens", views.ApiTokenViewSet, basename="api-token")
 
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),
-    path("wallet", views.WalletView.as_view(), name="api-wallet"),
-    path("wallet/ledger", views.LedgerView.as_view(), name="api-wallet-ledger"),
     path("schema", docs.SchemaView.as_view(), name="api-schema"),
     path("docs", docs.SwaggerDocsView.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc", docs.RedocView.as_view(url_name="api-schema"), name="api-redoc"),

@@ -1,18 +1,15 @@
-"""Partner API views of the portal: me, wallet, wallet ledger, API tokens."""
+"""Partner API views of the portal: me, API tokens, and the organization every API view acts for
+(``request_organization``); the wallet's views are in ``billing.api.views``."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import generics, mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
-from billing.models import CreditGrant, LedgerEntry
-from billing.money import from_micros
-from billing.selectors import ledger_lines, wallet_balance
 from portal.api.errors import ApiError
-from portal.api.serializers import ApiTokenSerializer, LedgerLineSerializer, MeSerializer, WalletSerializer
+from portal.api.serializers import ApiTokenSerializer, MeSerializer
 from portal.models import ApiToken, Organization
 from portal.selectors import organization_for_user
 from portal.services import api_token_revoke
@@ -50,42 +47,6 @@ class MeView(generics.RetrieveAPIView):  # type: ignore[type-arg]
 
     def get_object(self):  # type: ignore[no-untyped-def]
         return self.request.user
-
-
-class WalletView(APIView):
-    """The organization's wallet: total, trial (unexpired grants) and paid balance, and grants."""
-
-    @extend_schema(parameters=[ORG_PARAM], responses=WalletSerializer)
-    def get(self, request: Request) -> Response:
-        org = request_organization(request)
-        bal = wallet_balance(organization=org)
-        grants = CreditGrant.objects.filter(wallet__organization=org).select_related("account").order_by("-id")
-        data = {
-            "organization": org.slug,
-            "currency": "CNY",
-            "balance": str(from_micros(bal.total_micros)),
-            "trial_balance": str(from_micros(bal.trial_micros)),
-            "paid_balance": str(from_micros(bal.paid_micros)),
-            "balance_micros": bal.total_micros,
-            "trial_expires_at": bal.next_expiry,
-            "grants": grants,
-        }
-        return Response(WalletSerializer(data).data)
-
-
-class LedgerView(generics.ListAPIView):  # type: ignore[type-arg]
-    """The organization's wallet ledger lines, newest first, cursor-paginated."""
-
-    serializer_class = LedgerLineSerializer
-
-    @extend_schema(parameters=[ORG_PARAM])
-    def get(self, request: Request, *args: object, **kwargs: object) -> Response:
-        return super().get(request, *args, **kwargs)
-
-    def get_queryset(self):  # type: ignore[no-untyped-def]
-        if getattr(self, "swagger_fake_view", False):
-            return LedgerEntry.objects.none()
-        return ledger_lines(organization=request_organization(self.request))
 
 
 class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,

@@ -17,6 +17,7 @@ from portal.api.errors import ApiError
 from portal.api.parsers import loads_checked
 from portal.api.throttling import TokenRateThrottle
 from portal.api.views import ORG_PARAM, request_organization
+from portal.lib.http import AuthedRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion
@@ -102,7 +103,7 @@ class AppInvoke(APIView):
 
     @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
                    request=dict[str, Any], responses=dict[str, Any])
-    def post(self, request: Request, slug: str) -> Response:
+    def post(self, request: AuthedRequest, slug: str) -> Response:
         org = request_organization(request)
         app = app_for(org, slug)
         length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -113,7 +114,7 @@ class AppInvoke(APIView):
         except ValueError as exc:
             raise ApiError("invalid_json", str(exc), 400) from exc
         try:
-            result = calls.app_invoke(app=app, caller=org, user=request.user,  # type: ignore[arg-type]
+            result = calls.app_invoke(app=app, caller=org, user=request.user,
                                       payload=payload, idempotency_key=request.headers.get("Idempotency-Key") or None)
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
@@ -143,12 +144,12 @@ class PublisherVersions(APIView):
         return Response(VersionSerializer(app.versions.all(), many=True).data)
 
     @extend_schema(request=VersionCreateSerializer, responses={201: VersionSerializer})
-    def post(self, request: Request, slug: str) -> Response:
+    def post(self, request: AuthedRequest, slug: str) -> Response:
         app = app_of_publisher(request_organization(request), slug)
         s = VersionCreateSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         try:
-            version, secret = services.app_version_add(app=app, user=request.user,  # type: ignore[arg-type]
+            version, secret = services.app_version_add(app=app, user=request.user,
                                                        kind=s.validated_data["kind"],
                                                        endpoint_url=s.validated_data["endpoint_url"])
         except services.MarketplaceError as exc:
@@ -207,14 +208,14 @@ class AppPublish(APIView):
                        "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
                        description="A retried publish with the same key and body returns the first result.")],
                    request=PublishSerializer, responses={202: dict[str, Any], 200: dict[str, Any]})
-    def post(self, request: Request) -> Response:
+    def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         s = PublishSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         d = s.validated_data
         try:
             result = services.app_publish_from_checkpoint_once(
-                organization=org, user=request.user,  # type: ignore[arg-type]
+                organization=org, user=request.user,
                 idempotency_key=request.headers.get("Idempotency-Key") or "", job_id=d["job_id"],
                 checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
                 description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),

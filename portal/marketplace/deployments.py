@@ -1,7 +1,7 @@
 """The model servers behind checkpoint app versions: which backend runs them, stopping the superseded one,
 and the periodic health check that restarts a dead server.
 
-The boundary is ``instances.inference`` (``LocalDeployments`` / ``KubernetesDeployments``); this module keeps
+The boundary is ``instances.serving`` (``LocalDeployments`` / ``KubernetesDeployments``); this module keeps
 the marketplace's record of each server in ``AppVersion.deployment`` (a JSON dict) and its history in audit rows.
 
 ``AppVersion.deployment`` keys kept here, beside the backend's own (``backend``, ``name``, ``url``, ``pid`` …):
@@ -37,7 +37,7 @@ from portal.marketplace.choices import AppState, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppVersion
 
 if TYPE_CHECKING:
-    from instances.inference import Deployments
+    from instances.serving import Deployments
 
 log = logging.getLogger(__name__)
 
@@ -54,9 +54,9 @@ def deployment_backend() -> Deployments:
     Local servers live under ``APP_DEPLOYMENTS_DIR`` (default ``<DATA_DIR>/deployments``) with
     ``APP_SERVER_THREADS`` threads each; Kubernetes reads exports from ``<DATA_DIR>/apps`` (``model_root``),
     where the claim ``model_claim`` must be mounted on the workers. Raises ``ValueError`` for an unknown
-    backend and ``instances.inference.DeploymentError`` for missing Kubernetes options.
+    backend and ``instances.serving.DeploymentError`` for missing Kubernetes options.
     """
-    from instances.inference import get_deployments
+    from instances.serving import get_deployments
 
     name = str(getattr(settings, "APP_DEPLOYMENTS_BACKEND", "local"))
     options = dict(getattr(settings, "APP_DEPLOYMENTS_OPTIONS", {}) or {})
@@ -193,7 +193,7 @@ def app_deployments_check(*, now: datetime | None = None) -> dict[str, int]:
 
 def _answers(backend: Deployments, deployment: dict[str, Any]) -> tuple[bool, str]:
     """(healthy, cause when not) of one deployment."""
-    from instances.inference import healthy
+    from instances.serving import healthy
 
     if not backend.alive(deployment):
         return False, "the model server is not running"

@@ -9,8 +9,8 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from portal import strictjson
 from portal.api.parsers import json_problem
+from portal.lib import strictjson
 from portal.marketplace.choices import AppCategory, AppVisibility
 
 DEFAULT_INPUT = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 20000}}}

@@ -18,12 +18,12 @@ from django.db import IntegrityError, transaction
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
+from portal.lib.slugs import ascii_slug
 from portal.marketplace import deployments, serving
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppPublishRequest, AppVersion
 from portal.models import Organization, User
 from portal.permissions import Action, PermissionRefused, authorize
-from portal.slugs import ascii_slug
 
 
 class MarketplaceError(Exception):
@@ -212,14 +212,14 @@ def license_problems(lineage: list[dict[str, Any]]) -> list[str]:
     return problems
 
 
-def app_transition(*, app: App, to: str, user: User | None, reason: str = "", staff: bool = False) -> App:
+def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | None, staff: bool = False) -> App:
     """Move ``app`` to state ``to`` if the transition table allows it.
 
     A public app, or one with a price, is refused (``LicenseForbidsPublishing``, naming the licenses)
     when its active version's training data forbids commercial use or derivative models; a public app
     needs staff review (``in_review`` → ``published`` by staff only).
     """
-    authorize(user=user, organization=app.publisher, action=Action.APPS_PUBLISH, staff=staff)
+    authorize(user=acting_user, organization=app.publisher, action=Action.APPS_PUBLISH, staff=staff)
     with transaction.atomic():
         app = App.objects.select_for_update().get(pk=app.pk)
         if to not in APP_TRANSITIONS.get(app.state, frozenset()):
@@ -239,7 +239,7 @@ def app_transition(*, app: App, to: str, user: User | None, reason: str = "", st
             if to == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC and not staff:
                 raise IllegalAppTransition(_("A public app goes live after staff review: submit it for review."))
         App.objects.filter(pk=app.pk).update(state=to, state_reason=reason[:300])
-        audit_log(action="marketplace.app_transition", actor=user, organization=app.publisher, obj=app,
+        audit_log(action="marketplace.app_transition", actor=acting_user, organization=app.publisher, obj=app,
                   extra={"from": app.state, "to": to, "reason": reason}, staff=staff)
     app.refresh_from_db()
     return app
@@ -430,14 +430,9 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
         audit_log(action="marketplace.publish_from_checkpoint", actor=user, organization=organization, obj=version,
                   extra={"job": checkpoint.job_id, "checkpoint": checkpoint.pk, "step": checkpoint.step,
                          "datasets": [d["dataset_version_id"] for d in lineage]})
-        version_id = version.pk
+        from portal.marketplace import tasks  # tasks import calls, which imports this module
 
-        def enqueue() -> None:
-            from portal.marketplace.tasks import app_version_build as build
-
-            build.delay(version_id)
-
-        transaction.on_commit(enqueue)
+        transaction.on_commit(lambda: tasks.app_version_build.delay(version.pk))
     app.refresh_from_db()
     version.refresh_from_db()
     return app, version
@@ -461,8 +456,8 @@ def app_version_build(*, version_id: int) -> AppVersion:
     ``error = "<stage>: <cause>"`` (and ``deployment["failed_stage"]``), stops a started server, writes an
     audit row and raises ``BuildFailed``.
     """
-    from instances.inference import export_checkpoint
     from instances.selectors import checkpoint_by_id
+    from instances.serving import export_checkpoint
 
     version = AppVersion.objects.select_related("app").get(pk=version_id)
     if version.status != VersionStatus.BUILDING or version.kind != ServingKind.CHECKPOINT:

@@ -4,7 +4,7 @@ Kinds: ``external`` — POST JSON to the publisher's HTTPS endpoint with ``X-Por
 t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`` (the scheme Stripe uses for webhooks, so
 publishers can verify with any Stripe-style helper) and ``X-Portal-Call-Id``; ``echo`` — returns
 ``{"output": <input>}`` in-process (demos and the overhead benchmark); ``checkpoint`` — a model served by
-an inference deployment of the instances app (``instances.inference``).
+an inference deployment of the instances app (``instances.serving``).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import requests
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from portal import strictjson
+from portal.lib import strictjson
 from portal.marketplace.choices import ServingKind
 from portal.marketplace.models import AppVersion
 
@@ -92,10 +92,10 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
             raise BackendError(_("endpoint answered JSON that is not an object"))
         return data
     if version.kind == ServingKind.CHECKPOINT:
-        from instances import inference  # the instances app's serving interface (imports torch: keep lazy)
+        from instances import serving as model_serving  # the instances app's serving interface (keep lazy)
 
         try:
-            return inference.generate(deployment=version.deployment, payload=payload, timeout_s=timeout_s)
+            return model_serving.generate(deployment=version.deployment, payload=payload, timeout_s=timeout_s)
         except TimeoutError as exc:
             raise BackendTimeout(f"no answer within {timeout_s:g} s") from exc
         except (OSError, ValueError, RuntimeError) as exc:

@@ -8,15 +8,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.db import transaction
 from django.db.models import Q
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from billing.money import from_micros, to_micros
-from portal.charts import bar_chart
-from portal.htmx import is_partial
+from portal.lib.charts import bar_chart
+from portal.lib.htmx import is_partial
+from portal.lib.http import AuthedHttpRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
@@ -31,8 +32,8 @@ from portal.selectors import organization_for_user
 
 
 @login_required
-def app_list(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def app_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     qs = apps_visible_to(organization)
     q = request.GET.get("q", "").strip()
     category = request.GET.get("category", "")
@@ -47,8 +48,8 @@ def app_list(request: HttpRequest, org: str) -> HttpResponse:
 
 
 @login_required
-def app_detail(request: HttpRequest, org: str, slug: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     app = app_for(organization, slug)
     context = {"org": organization, "app": app, "form": TryForm(initial={"payload": app.example_request or {}}),
                "is_publisher": app.publisher_id == organization.pk, "version": app.versions.filter(active=True).first()}
@@ -62,9 +63,9 @@ def app_detail(request: HttpRequest, org: str, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
+def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
     """The console's "try it": the same service as the API, billed the same way."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     app = app_for(organization, slug)
     form = TryForm(request.POST)
     context: dict[str, object] = {"org": organization, "app": app, "form": form}
@@ -72,7 +73,7 @@ def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
         context["error"] = _("The request exceeds %(n)d bytes.") % {"n": settings.APP_MAX_REQUEST_BYTES}
     elif form.is_valid():
         try:
-            result = calls.app_invoke(app=app, caller=organization, user=request.user,  # type: ignore[arg-type]
+            result = calls.app_invoke(app=app, caller=organization, user=request.user,
                                          payload=form.cleaned_data["payload"])
             context["result"] = result
         except services.MarketplaceError as exc:
@@ -81,20 +82,20 @@ def app_try(request: HttpRequest, org: str, slug: str) -> HttpResponse:
 
 
 @login_required
-def app_create(request: HttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+def app_create(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    organization = organization_for_user(user=request.user, slug=org)
     form = AppForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
         try:
             with transaction.atomic():  # an app whose version is refused is not kept
                 app = services.app_create(
-                    publisher=organization, user=request.user, name=d["name"],  # type: ignore[arg-type]
+                    publisher=organization, user=request.user, name=d["name"],
                     category=d["category"], description=d["description"], input_schema=d["input_schema"],
                     output_schema=d["output_schema"], price_per_call_micros=to_micros(d["price_per_call"]),
                     visibility=d["visibility"])
                 _version, secret = services.app_version_add(
-                    app=app, user=request.user,  # type: ignore[arg-type]
+                    app=app, user=request.user,
                     kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO,
                     endpoint_url=d["endpoint_url"])
         except services.MarketplaceError as exc:
@@ -109,9 +110,9 @@ def app_create(request: HttpRequest, org: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
+def app_state(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
     """Publisher actions: publish (private), submit for review (public), unpublish."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     app = app_of_publisher(organization, slug)
     action = request.POST.get("action")
     targets = {"publish": AppState.PUBLISHED, "review": AppState.IN_REVIEW, "unpublish": AppState.DRAFT}
@@ -122,7 +123,7 @@ def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
         if target == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC:
             target = AppState.IN_REVIEW
         try:
-            services.app_transition(app=app, to=target, user=request.user)  # type: ignore[arg-type]
+            services.app_transition(app=app, to=target, acting_user=request.user)
             messages.success(request, _("The app is now %(state)s.") % {"state": AppState(target).label})
         except services.MarketplaceError as exc:
             messages.error(request, str(exc))
@@ -130,10 +131,10 @@ def app_state(request: HttpRequest, org: str, slug: str) -> HttpResponse:
 
 
 @login_required
-def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int) -> HttpResponse:
+def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id: int) -> HttpResponse:
     """"Publish as app" from a job's checkpoint list: shows the training datasets and their licenses, then
     creates the app; the model is exported and served in the background (progress on the app page)."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     try:
         checkpoint = services._checkpoint_of(organization, job_id, checkpoint_id)
     except services.CheckpointNotFound as exc:
@@ -147,7 +148,7 @@ def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int)
         d = form.cleaned_data
         try:
             app = services.app_publish_from_checkpoint(
-                organization=organization, user=request.user, job_id=job_id,  # type: ignore[arg-type]
+                organization=organization, user=request.user, job_id=job_id,
                 checkpoint_id=checkpoint_id, name=d["name"], category=d["category"], description=d["description"],
                 price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"],
                 price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]))
@@ -162,16 +163,16 @@ def app_publish(request: HttpRequest, org: str, job_id: int, checkpoint_id: int)
 
 
 @login_required
-def call_list(request: HttpRequest, org: str) -> HttpResponse:
+def call_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The organization's app calls (newest first, 25 a page, htmx partial for the table), this month's spend
     against its monthly cap, and — for owners and admins — the form that sets the cap."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = organization_for_user(user=request.user, slug=org)
     own = organization.app_monthly_cap_micros
     form = CallCapForm(request.POST or None, initial={"cap": from_micros(own) if own is not None else None})
     if request.method == "POST" and form.is_valid():
         cap = form.cleaned_data["cap"]
         try:
-            services.app_call_cap_set(organization=organization, user=request.user,  # type: ignore[arg-type]
+            services.app_call_cap_set(organization=organization, user=request.user,
                                       cap_micros=to_micros(cap) if cap is not None else None)
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))

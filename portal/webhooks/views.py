@@ -15,7 +15,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
 from portal.choices import MANAGER_ROLES
-from portal.htmx import is_partial
+from portal.lib.htmx import is_partial
 from portal.models import Organization
 from portal.selectors import get_scoped_or_404, membership_of, organization_for_user
 from portal.webhooks import services

@@ -216,14 +216,14 @@ def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch
     from django.core.management import call_command
     from instances_support import FakeBackend
 
-    from instances import services
     from instances.models import GpuType, Instance, Node
+    from instances.services import backend as boundary
 
     call_command("seed_catalog", verbosity=0)
     capsys.readouterr()  # its summary lines
     Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
     backend = FakeBackend()
-    monkeypatch.setattr(services, "compute_backend", lambda: backend)
+    monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
 
     code, out, err = run_main(capsys, "--json", "instances", "launch", "--gpu-type", "cpu-local", "--name", "box",
                               "--no-wait", "--idempotency-key", "cli-1", "--", "python", "-c", "print(1)")
@@ -257,12 +257,13 @@ def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(logged_in: str, 
 
     from instances import services
     from instances.models import GpuType, Node, TrainingJob
+    from instances.services import backend as boundary
 
     call_command("seed_catalog", verbosity=0)
     capsys.readouterr()
     Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
     backend = FakeBackend()
-    monkeypatch.setattr(services, "compute_backend", lambda: backend)
+    monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
 
     code, out, err = run_main(capsys, "jobs", "launch", "--gpu-type", "cpu-local", "--dataset", str(licensed.pk),
                               "--name", "rb", "--hp", "max_steps=12", "--no-wait")
@@ -309,8 +310,8 @@ def test_apps_invoke_prints_the_output_and_the_cost(live_server: Any, alice: Any
                               output_schema={"type": "object"}, price_per_call_micros=500_000,
                               visibility=AppVisibility.PUBLIC)
     services.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
-    services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
-    services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
+    services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
     org = organization_for_user(user=charlie)
     wallet_top_up(organization=org, amount_micros=10_000_000, idempotency_key="cli-topup")
     token = api_token_create(user=charlie, organization=org, name="cli", scope=TokenScope.WRITE).plaintext

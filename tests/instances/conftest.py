@@ -71,8 +71,8 @@ def licensed(funded: Any, alice: Any, dataset_version: Any) -> Any:
 
 @pytest.fixture
 def fake_backend(monkeypatch: pytest.MonkeyPatch) -> FakeBackend:
-    from instances import services
+    from instances.services import backend as boundary
 
     backend = FakeBackend()
-    monkeypatch.setattr(services, "compute_backend", lambda: backend)
+    monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
     return backend

@@ -52,10 +52,10 @@ def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000, visi
 
 def _publish(app, alice):
     if app.visibility == AppVisibility.PUBLIC:
-        services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
-        services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+        services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
     else:
-        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
     app.refresh_from_db()
     return app
 
@@ -182,17 +182,17 @@ def test_publishing_is_refused_when_a_training_license_forbids_commercial_use_bu
                 "derivative_models": True, "attribution": "Data: Legal corpus"}]
     app, _, _ = _app(alice, alice_org, lineage=lineage)
     with pytest.raises(services.LicenseForbidsPublishing, match=r"Research only v1.*does not allow commercial use"):
-        services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
+        services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
     app.refresh_from_db()
     assert app.state == AppState.DRAFT and app.attributions == ["Data: Legal corpus"]
     private, _, _ = _app(alice, alice_org, lineage=lineage, price=0, visibility=AppVisibility.PRIVATE)
-    assert services.app_transition(app=private, to=AppState.PUBLISHED, user=alice).state == AppState.PUBLISHED
+    assert services.app_transition(app=private, to=AppState.PUBLISHED, acting_user=alice).state == AppState.PUBLISHED
 
 
 def test_a_public_app_goes_live_only_after_staff_review(alice, alice_org):
     app, _, _ = _app(alice, alice_org)
     with pytest.raises(services.IllegalAppTransition, match="staff review"):
-        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
 
 
 def test_outsiders_cannot_invoke_a_private_app_nor_read_another_publishers_usage(alice, alice_org, caller, charlie):

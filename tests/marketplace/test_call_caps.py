@@ -23,8 +23,8 @@ def echo_app(charlie):
                               input_schema=SCHEMA, output_schema={"type": "object"}, price_per_call_micros=500_000,
                               visibility=AppVisibility.PUBLIC)
     services.app_version_add(app=app, user=charlie, kind=ServingKind.ECHO)
-    services.app_transition(app=app, to=AppState.IN_REVIEW, user=charlie)
-    return services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=charlie)
+    return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
 
 
 @pytest.fixture

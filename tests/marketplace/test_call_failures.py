@@ -39,8 +39,8 @@ def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000):
                               input_schema=SCHEMA, output_schema={"type": "object"}, price_per_call_micros=price,
                               visibility=AppVisibility.PUBLIC)
     services.app_version_add(app=app, user=alice, kind=kind, endpoint_url=url)
-    services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
-    return services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
+    services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
+    return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
 
 
 def _client(user, org) -> APIClient:

@@ -36,7 +36,7 @@ def _published_app(price_micros: int):
                               input_schema=SCHEMA, output_schema={"type": "object"},
                               price_per_call_micros=price_micros, visibility=AppVisibility.PRIVATE)
     services.app_version_add(app=app, user=publisher, kind=ServingKind.ECHO)
-    return services.app_transition(app=app, to=AppState.PUBLISHED, user=publisher), org
+    return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=publisher), org
 
 
 def _caller(micros: int):

@@ -2,8 +2,8 @@
 health check (``portal.marketplace.tasks.app_deployments_check``) restarts a dead server, gives up after
 ``APP_SERVER_MAX_RESTARTS`` failures in a row, and is safe to run twice at once.
 
-Most tests replace the deployment boundary (``instances.inference``'s backends) with ``FakeDeployments``; one
-kills a real local model server process (``python -m instances.inference serve`` on a tiny, randomly
+Most tests replace the deployment boundary (``instances.serving``'s backends) with ``FakeDeployments``; one
+kills a real local model server process (``python -m instances.serving.server serve`` on a tiny, randomly
 initialised Llama export — a real server, real generation; training it first would only add time) and lets
 the task bring it back. A real cluster adds what ``test_kubernetes_deployments.py`` describes.
 """
@@ -80,7 +80,7 @@ class FakeDeployments:
 
 @pytest.fixture
 def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDeployments:
-    from instances import inference
+    from instances import serving as inference
     from portal.marketplace import deployments
 
     backend = FakeDeployments()
@@ -125,7 +125,7 @@ def _actions(version: Any) -> list[str]:
 def test_publishing_a_new_checkpoint_version_stops_the_previous_versions_server_after_commit(
         settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any,
         monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any) -> None:
-    from instances import inference
+    from instances import serving as inference
     from portal.marketplace import services
 
     def export(src: Any, out: Any, progress: Any = None, **kw: Any) -> dict[str, Any]:  # the slow test exports
@@ -379,8 +379,8 @@ def tiny_export(tmp_path: Path) -> Path:
     byte-level BPE tokenizer (300 ids) trained on ~20 kB of the legal corpus (or a fixed text without it)."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
-    from instances.inference import EXPORT_FORMAT, EXPORT_INFO, TOKENIZER_FILE
     from instances.runtime.model import build_model
+    from instances.serving import EXPORT_FORMAT, EXPORT_INFO, TOKENIZER_FILE
 
     texts = ["第一条 为了规范合同行为，保护当事人的合法权益，制定本法。"] * 20
     if LEGAL.exists():
@@ -404,7 +404,7 @@ def tiny_export(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_a_killed_local_model_server_is_restarted_by_the_task_and_the_version_answers_again(
         settings: Any, tmp_path: Path, tiny_export: Path, alice: Any, alice_org: Any) -> None:
-    from instances import inference
+    from instances import serving as inference
     from portal.marketplace import services, tasks
     from portal.marketplace.deployments import deployment_backend
 

@@ -1,4 +1,4 @@
-"""Inference deployments on Kubernetes (``instances.inference.KubernetesDeployments``) without a cluster.
+"""Inference deployments on Kubernetes (``instances.serving.KubernetesDeployments``) without a cluster.
 
 The API server is replaced by a local HTTP stand-in (pytest-httpserver) spoken to through the official client,
 as the compute backend's tests do (``tests/instances/test_kubernetes_backend.py``); the bodies the client sends
@@ -20,7 +20,7 @@ from kubernetes import client
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
-from instances.inference import (
+from instances.serving import (
     RESTART_ANNOTATION,
     DeploymentError,
     KubernetesDeployments,

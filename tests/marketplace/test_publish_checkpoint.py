@@ -184,7 +184,7 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
         version.refresh_from_db()
         assert version.deployment["pid"] == pid
 
-        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
         wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="publish-topup")
         bob_api = _api(bob, alice_org)
         payload = {"text": PROMPT, "max_new_tokens": 12}
@@ -234,11 +234,11 @@ def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_co
 
     reason = "Chinese laws (Legal corpus license) does not allow commercial use"
     with pytest.raises(services.LicenseForbidsPublishing) as refused:
-        services.app_transition(app=apps["public"], to=AppState.IN_REVIEW, user=alice)
+        services.app_transition(app=apps["public"], to=AppState.IN_REVIEW, acting_user=alice)
     assert refused.value.details == [reason]
     with pytest.raises(services.LicenseForbidsPublishing, match=re.escape(reason)):
-        services.app_transition(app=apps["paid"], to=AppState.PUBLISHED, user=alice)
-    assert services.app_transition(app=apps["private"], to=AppState.PUBLISHED, user=alice).state == "published"
+        services.app_transition(app=apps["paid"], to=AppState.PUBLISHED, acting_user=alice)
+    assert services.app_transition(app=apps["private"], to=AppState.PUBLISHED, acting_user=alice).state == "published"
     apps["public"].refresh_from_db()
     apps["paid"].refresh_from_db()
     assert (apps["public"].state, apps["paid"].state) == ("draft", "draft")
@@ -250,7 +250,7 @@ def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_co
                                    description="", input_schema={"type": "object"}, output_schema={"type": "object"},
                                    price_per_call_micros=10_000, visibility="private")
     services.app_version_add(app=paid_app, user=alice, kind="echo")
-    services.app_transition(app=paid_app, to=AppState.PUBLISHED, user=alice)
+    services.app_transition(app=paid_app, to=AppState.PUBLISHED, acting_user=alice)
     with pytest.raises(services.LicenseForbidsPublishing, match=re.escape(reason)):
         services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
                                              checkpoint_id=cp.pk, app_slug=paid_app.slug)
@@ -323,7 +323,7 @@ def test_a_build_that_fails_records_its_stage_and_cause_and_the_app_cannot_go_li
     assert version.deployment["failed_stage"] == "export"
     assert not (tmp_path / "apps" / app.slug / "v1").exists()
     with pytest.raises(services.MarketplaceError, match="no ready version"):
-        services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
 
 
 # --- Kubernetes ----------------------------------------------------------------------------------------------
@@ -334,7 +334,7 @@ def test_a_build_that_fails_records_its_stage_and_cause_and_the_app_cannot_go_li
 def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, gpus: int) -> None:
     """A real cluster also runs admission (quotas, the NVIDIA device plugin) and needs the model PVC to exist;
     the schema checks field names, types and structure."""
-    from instances.inference import kubernetes_manifests
+    from instances.serving import kubernetes_manifests
 
     manifests = kubernetes_manifests(name="app-legal-drafting-v1", namespace="apps", gpus=gpus,
                                      image="registry.example/gpu-portal-runtime:1.0", model_claim="app-models",
@@ -343,7 +343,7 @@ def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, g
     for manifest in manifests:
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
-    assert container["command"][:4] == ["python", "-m", "instances.inference", "serve"]
+    assert container["command"][:4] == ["python", "-m", "instances.serving.server", "serve"]
     assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
     assert ("nvidia.com/gpu" in container["resources"]["limits"]) is bool(gpus)
     assert manifests[1]["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 8080}]

@@ -65,9 +65,9 @@ def _app(alice, alice_org, url, *, per_call=100_000, per_1k=2_000_000, visibilit
                               visibility=visibility)
     services.app_version_add(app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url=url, lineage=lineage)
     if visibility == AppVisibility.PUBLIC:
-        services.app_transition(app=app, to=AppState.IN_REVIEW, user=alice)
-        return services.app_transition(app=app, to=AppState.PUBLISHED, user=None, staff=True)
-    return services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+        services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
+        return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
+    return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
 
 
 def test_a_call_holds_its_token_allowance_and_is_charged_for_the_tokens_reported(alice, alice_org, caller, charlie,

@@ -112,7 +112,8 @@ def test_huge_or_negative_checkpoint_intervals_are_400(api, field, value):
 def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike(api, alice, alice_org, name,
                                                                                  value, why):
     from instances.forms import JobLaunchForm
-    from instances.services import LaunchError, LaunchSpec, _validate_training
+    from instances.services import LaunchError, LaunchSpec
+    from instances.services.launch import _validate_training
 
     body = {"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [1], "hyperparameters": {name: value}}
     result = _envelope(api.post("/api/v1/jobs", body, format="json"), 400, "invalid")
@@ -169,7 +170,7 @@ def test_an_app_call_with_a_nul_in_its_input_is_a_400_and_costs_nothing(api, ali
                               input_schema={"type": "object"}, output_schema={"type": "object"},
                               price_per_call_micros=10_000)
     services.app_version_add(app=app, user=alice, kind=ServingKind.ECHO)
-    services.app_transition(app=app, to=AppState.PUBLISHED, user=alice)
+    services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
     response = api.post(f"/api/v1/apps/{app.slug}/invoke", '{"text": "a\\u0000b"}', content_type="application/json")
     body = _envelope(response, 400, "invalid_json")
     assert "NUL" in body["error"]["message"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from billing.money import format_cny
-from portal.charts import Segment, stacked_bar_chart
+from portal.lib.charts import Segment, stacked_bar_chart
 
 SERIES = [("usage", "GPU usage"), ("app_call", "App call")]
 

@@ -71,4 +71,4 @@ def _ensure_broker_folders() -> None:
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         folder = settings.CELERY_BROKER_TRANSPORT_OPTIONS.get(key)
         if folder:
-            Path(folder).mkdir(parents=True, exist_ok=True)
+            Path(str(folder)).mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,95 @@
+"""Training-job operations a user asks for: restart, rollback to a checkpoint, checkpoint now, and the
+checkpoint-timer backstop."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from instances import tasks
+from instances.choices import HOLDS_CAPACITY, RESTING, InstanceStatus
+from instances.models import TrainingJob
+from instances.services.errors import RollbackError
+from instances.services.reconcile import instance_stop, job_resume
+from portal.audit import audit_log
+from portal.models import User
+from portal.permissions import authorize_change
+
+S = InstanceStatus
+
+
+def job_restart(*, job: TrainingJob, acting_user: User | None = None, resume_step: int = -1,
+                reason: str = "") -> TrainingJob:
+    """Restart a job from its newest complete checkpoint (or ``resume_step``): a resting instance is queued
+    at once; a running one is stopped first (with a final checkpoint) and queued when it has stopped."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
+    with transaction.atomic():
+        job = TrainingJob.objects.select_for_update().get(pk=job.pk)
+        instance = job.instance
+        if resume_step >= 0:
+            job.resume_step = resume_step
+            job.save(update_fields=["resume_step"])
+        if instance.status in RESTING:
+            job_resume(job=job, reason=reason or _("restart"), acting_user=acting_user)
+            transaction.on_commit(lambda: tasks.schedule.delay())
+        elif instance.status in HOLDS_CAPACITY and instance.status != S.STOPPING:
+            TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
+            instance_stop(instance=instance, reason=reason or _("restart"), acting_user=acting_user)
+        elif instance.status == S.STOPPING:
+            TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
+        audit_log(action="instances.job.restart", actor=acting_user, organization=job.organization, obj=job,
+                  extra={"resume_step": resume_step})
+    job.refresh_from_db()
+    return job
+
+
+def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | None = None) -> TrainingJob:
+    """Restart ``job`` from one of its complete checkpoints: later checkpoints are set aside (the runtime
+    moves their folders away, the portal marks them ``rolled_back``), and the next attempt starts with the
+    runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
+    is not a complete, current checkpoint of this job."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
+    try:
+        cp_id = int(checkpoint_id)
+    except (TypeError, ValueError):
+        raise RollbackError(_("Unknown checkpoint.")) from None
+    cp = job.checkpoints.filter(pk=cp_id, complete=True, rolled_back=False).first()
+    if cp is None:
+        raise RollbackError(_("Unknown checkpoint."))
+    with transaction.atomic():
+        job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
+        audit_log(action="instances.job.rollback", actor=acting_user, organization=job.organization, obj=job,
+                  extra={"checkpoint": cp.pk, "step": cp.step})
+        return job_restart(job=job, acting_user=acting_user, resume_step=cp.step,
+                           reason=_("rollback to step %(step)d") % {"step": cp.step})
+
+
+def job_checkpoint_now(*, job: TrainingJob, acting_user: User | None = None) -> TrainingJob:
+    """Ask the running job for a checkpoint now: answered to the runtime on its next callback (within its
+    ``report_interval_s``)."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
+    with transaction.atomic():
+        TrainingJob.objects.filter(pk=job.pk).update(checkpoint_requested=True)
+        audit_log(action="instances.job.checkpoint_now", actor=acting_user, organization=job.organization,
+                  obj=job)
+    job.refresh_from_db()
+    return job
+
+
+def checkpoint_timers(*, now: datetime | None = None) -> int:
+    """Backstop for the runtime's own interval: a running job whose newest checkpoint (or start) is older than
+    1.5 × its interval is asked for a checkpoint. Returns how many were asked."""
+    now = now or timezone.now()
+    asked = 0
+    for job in TrainingJob.objects.filter(instance__status=S.RUNNING, checkpoint_requested=False,
+                                          checkpoint_every_minutes__gt=0).select_related("instance"):
+        newest = job.checkpoints.order_by("-created_at").values_list("created_at", flat=True).first()
+        since = newest or job.instance.transitions.filter(to_status=S.RUNNING).order_by("-id").values_list(
+            "created_at", flat=True).first()
+        if since and now - since > timedelta(minutes=1.5 * job.checkpoint_every_minutes):
+            asked += TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=False).update(
+                checkpoint_requested=True)
+    return asked

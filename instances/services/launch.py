@@ -1,0 +1,208 @@
+"""Launch: validate a request (GPU type, count, mode, quota, runtime config, datasets, balance) and create
+the instance and its training job; the price quote shown before launch."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from billing.choices import RentalMode
+from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
+from instances import limits, scheduler
+from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
+from instances.models import GpuType, Image, Instance, TrainingJob
+from instances.runtime.config import ConfigError, JobConfig
+from instances.selectors import gpu_quota_of
+from instances.services.backend import _setting
+from instances.services.errors import LaunchError
+from instances.services.runtime_config import HYPERPARAMETER_DEFAULTS, _config_core
+from instances.services.scheduling import instances_schedule
+from instances.services.transitions import instance_transition
+from portal.audit import audit_log
+from portal.models import Organization, User
+from portal.permissions import Action, authorize
+
+S = InstanceStatus
+
+
+@dataclass
+class LaunchSpec:
+    """What a user asks for. ``gpu_type``: a catalog code; ``mode``: container | bare_metal; for a training
+    job (``kind="training"``): ``dataset_version_ids``, ``model_preset``, ``engine``, ``hyperparameters``
+    (runtime config fields), checkpoint interval (minutes, default 30; steps, default 0 = none) and
+    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image)."""
+
+    name: str
+    gpu_type: str
+    gpu_count: int
+    mode: str = RentalMode.CONTAINER
+    kind: str = InstanceKind.TRAINING
+    image: str = ""
+    command: list[str] = field(default_factory=list)
+    dataset_version_ids: list[int] = field(default_factory=list)
+    model_preset: str = ModelPreset.TINY
+    engine: str = Engine.FSDP
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    checkpoint_every_minutes: int = 30
+    checkpoint_every_steps: int = 0
+    keep_last: int = 3
+    idempotency_key: str = ""
+
+
+def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
+    """Every check of a launch, with no writes. Raises :class:`LaunchError`."""
+    gpu_type = GpuType.objects.filter(code=spec.gpu_type, active=True).first()
+    if gpu_type is None:
+        raise LaunchError("unknown_gpu_type", _("Unknown GPU type %(code)s.") % {"code": spec.gpu_type}, "gpu_type")
+    if not isinstance(spec.gpu_count, int) or not 1 <= spec.gpu_count <= scheduler.MAX_GANG_GPUS:
+        raise LaunchError("invalid_gpu_count", _("The GPU count must be between 1 and %(max)d.")
+                          % {"max": scheduler.MAX_GANG_GPUS}, "gpu_count")
+    if spec.mode not in RentalMode.values:
+        raise LaunchError("invalid_mode", _("Unknown mode %(mode)s.") % {"mode": spec.mode}, "mode")
+    node_size = gpu_type.gpus_per_node
+    if (spec.mode == RentalMode.BARE_METAL or spec.gpu_count >= node_size) and spec.gpu_count % node_size:
+        raise LaunchError("not_multiple", _("Whole-node requests need a multiple of %(n)d GPUs.") % {"n": node_size},
+                          "gpu_count")
+    image = None
+    if spec.image:
+        image = Image.objects.filter(name=spec.image).first()
+        if image is None:
+            raise LaunchError("unknown_image", _("Unknown image %(name)s.") % {"name": spec.image}, "image")
+    quota = gpu_quota_of(organization)
+    if quota is not None and spec.gpu_count > quota:
+        raise LaunchError("exceeds_quota", _("The request for %(n)d GPUs exceeds your organization's GPU quota of "
+                          "%(q)d.") % {"n": spec.gpu_count, "q": quota}, "gpu_count")
+    if spec.kind == InstanceKind.INTERACTIVE:
+        if not spec.command or not all(isinstance(a, str) and a for a in spec.command):
+            raise LaunchError("invalid", _("An interactive instance needs a command."), "command")
+    elif spec.kind == InstanceKind.TRAINING:
+        _validate_training(organization, spec)
+    else:
+        raise LaunchError("invalid", _("Unknown kind %(kind)s.") % {"kind": spec.kind}, "kind")
+    try:
+        quote = price_quote(organization=organization, gpu_type=gpu_type.code, gpu_count=spec.gpu_count,
+                            mode=spec.mode)
+    except PriceNotFound:
+        raise LaunchError("no_price", _("%(code)s has no price for this mode.") % {"code": gpu_type.code},
+                          "gpu_type") from None
+    minutes = int(_setting("INSTANCES_MIN_RUNWAY_MINUTES", 10))
+    needed = cumulative_charge_micros(price_per_gpu_hour_micros=quote.price_per_gpu_hour_micros,
+                                      gpus=spec.gpu_count, minutes=minutes)
+    if quote.balance_micros < needed:
+        from billing.money import format_cny
+
+        raise LaunchError("insufficient_funds", _(
+            "Your balance of %(balance)s CNY does not cover the first %(minutes)d minutes (%(needed)s CNY). "
+            "Top up your wallet first.") % {"balance": format_cny(quote.balance_micros), "minutes": minutes,
+                                            "needed": format_cny(needed)})
+    return gpu_type, image
+
+
+def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
+    if spec.model_preset not in ModelPreset.values:
+        raise LaunchError("invalid", _("Unknown model preset %(p)s.") % {"p": spec.model_preset}, "model_preset")
+    if spec.engine not in Engine.values:
+        raise LaunchError("invalid", _("Unknown engine %(e)s.") % {"e": spec.engine}, "engine")
+    try:  # the one table of bounds, shared with the console form and the API serializers
+        limits.launch_values_validate({"keep_last": spec.keep_last,
+                                       "checkpoint_every_minutes": spec.checkpoint_every_minutes,
+                                       "checkpoint_every_steps": spec.checkpoint_every_steps})
+        limits.hyperparameters_validate(spec.hyperparameters)
+    except limits.LimitError as exc:
+        raise LaunchError("invalid", str(exc), exc.field) from None
+    try:  # the runtime's own validation, with placeholder paths
+        JobConfig.from_dict({**_config_core(spec.model_preset, spec.engine, spec.hyperparameters,
+                                            spec.checkpoint_every_minutes, spec.checkpoint_every_steps,
+                                            spec.keep_last), "data": ["/placeholder"], "checkpoint_dir": "/ckpt"})
+    except ConfigError as exc:
+        raise LaunchError("invalid", str(exc), "hyperparameters") from None
+    if not spec.dataset_version_ids:
+        raise LaunchError("invalid", _("A training job needs at least one dataset."), "dataset_version_ids")
+    from datasets.selectors import versions_mountable_by
+
+    ids = [int(v) for v in spec.dataset_version_ids]
+    allowed = set(versions_mountable_by(organization).filter(pk__in=ids).values_list("pk", flat=True))
+    for vid in ids:
+        if vid not in allowed:
+            raise LaunchError("dataset_agreement_required", _(
+                "Dataset version %(id)d is not available to your organization: accept its license first.")
+                % {"id": vid}, "dataset_version_ids")
+
+
+def instance_launch(*, organization: Organization, user: User | None, spec: LaunchSpec) -> Instance:
+    """Validate ``spec`` (GPU type, count 1…1024, mode, quota, datasets with agreements, runtime config,
+    price and a balance covering ``INSTANCES_MIN_RUNWAY_MINUTES``) and only then create the instance (and
+    its training job with dataset mounts), queue it and run a scheduling pass; a placed instance's launch
+    task is enqueued after commit. Nothing is charged here (metering charges running minutes).
+
+    With ``spec.idempotency_key`` a second call returns the first call's instance. Raises
+    :class:`LaunchError` (nothing written), ``PermissionRefused`` when the user's role may not launch.
+    """
+    authorize(user=user, organization=organization, action=Action.INSTANCES_LAUNCH)
+    if spec.idempotency_key:
+        existing = Instance.objects.filter(organization=organization, idempotency_key=spec.idempotency_key).first()
+        if existing is not None:
+            return existing
+    gpu_type, image = _validate_launch(organization, spec)
+    try:
+        with transaction.atomic():
+            now = timezone.now()
+            instance = Instance.objects.create(
+                organization=organization, created_by=user, name=spec.name or f"{gpu_type.code}×{spec.gpu_count}",
+                kind=spec.kind, gpu_type=gpu_type, gpu_count=spec.gpu_count, mode=spec.mode, image=image,
+                command=list(spec.command), submitted_at=now, idempotency_key=spec.idempotency_key,
+            )
+            if spec.kind == InstanceKind.TRAINING:
+                job = TrainingJob.objects.create(
+                    instance=instance, organization=organization, name=instance.name,
+                    model_preset=spec.model_preset, engine=spec.engine,
+                    hyperparameters={**HYPERPARAMETER_DEFAULTS, **spec.hyperparameters},
+                    dataset_version_ids=[int(v) for v in spec.dataset_version_ids],
+                    checkpoint_every_minutes=spec.checkpoint_every_minutes,
+                    checkpoint_every_steps=spec.checkpoint_every_steps, keep_last=spec.keep_last,
+                )
+                job.checkpoint_uri = str(Path(_setting("INSTANCES_CHECKPOINT_ROOT",
+                                                       Path(settings.DATA_DIR) / "checkpoints")) / f"job-{job.pk}")
+                job.mounts = _attach_datasets(job, user)
+                job.save(update_fields=["checkpoint_uri", "mounts"])
+            audit_log(action="instances.instance.launch", actor=user, organization=organization, obj=instance,
+                      extra={"gpu_type": gpu_type.code, "gpus": spec.gpu_count, "mode": spec.mode,
+                             "kind": spec.kind})
+            instance_transition(instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"),
+                                acting_user=user, now=now)
+            instances_schedule()
+    except IntegrityError:
+        if spec.idempotency_key:
+            existing = Instance.objects.filter(organization=organization,
+                                               idempotency_key=spec.idempotency_key).first()
+            if existing is not None:
+                return existing
+        raise
+    instance.refresh_from_db()
+    return instance
+
+
+def _attach_datasets(job: TrainingJob, user: User | None) -> list[dict[str, Any]]:
+    """Mount each dataset version through the dataset app's service; returns JSON-ready mount records.
+
+    ``datasets.services.mount_attach`` raises ``DatasetNotFound`` / ``AgreementRequired``; both become a
+    :class:`LaunchError` and roll the launch back.
+    """
+    from datasets import services as ds
+    from datasets.errors import DatasetError
+
+    mounts = []
+    for vid in job.dataset_version_ids:
+        try:
+            m = ds.mount_attach(organization=job.organization, user=user, version_id=vid,
+                                consumer=f"instances.trainingjob:{job.pk}")
+        except DatasetError as exc:
+            raise LaunchError("dataset_agreement_required", str(exc), "dataset_version_ids") from exc
+        mounts.append({"version_id": vid, "name": f"ds-{vid}", "shard_dir": str(m.shard_dir)})
+    return mounts

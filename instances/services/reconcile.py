@@ -1,0 +1,249 @@
+"""Reconcile, resume and stop: what the backend says becomes transitions; resting jobs are queued again;
+stops go through ``stopping`` with a final checkpoint."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from instances import tasks
+from instances.backends.base import BackendError, ComputeBackend, JobStatus, UnknownHandle
+from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
+from instances.models import Instance, JobAttempt, Node, TrainingJob
+from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
+from instances.services import backend as boundary
+from instances.services.backend import _setting
+from instances.services.inventory import nodes_sync
+from instances.services.scheduling import instances_schedule
+from instances.services.transitions import _job_finish, _try_transition, instance_transition
+from portal.audit import audit_log
+from portal.models import User
+from portal.permissions import authorize_change
+from portal.webhooks.services import webhook_emit
+
+log = logging.getLogger(__name__)
+S = InstanceStatus
+
+
+def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | None = None) -> Instance:
+    """Apply what the backend says about ``attempt`` to it and its instance (idempotent).
+
+    running → the instance is ``running``. finished → ``stopped`` (job outcome finished). stopped → ``stopped``
+    (or a restart when a rollback / restart asked for it). preempted, or processes gone without an exit code
+    and without a stop request (a lost node) → ``preempted``, resumed after ``INSTANCES_PREEMPT_RESUME_DELAY_S``
+    without touching the crash budget. A crash → ``failed``; resumed with exponential backoff
+    (``INSTANCES_RESUME_BACKOFF_S`` × 2^(n-1)) while ``crash_count`` ≤ ``INSTANCES_MAX_CRASH_RESUMES``.
+    A config error or a refused resume is not retried.
+    """
+    now = now or timezone.now()
+    instance = attempt.instance
+    instance.refresh_from_db()
+    if status.state == "running":
+        if instance.status == S.PROVISIONING:
+            _try_transition(instance, S.RUNNING, _("running"), now=now)
+        JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
+        return instance
+    if not status.terminal:
+        return instance
+    with transaction.atomic():
+        claimed = JobAttempt.objects.filter(pk=attempt.pk).exclude(state__in=ATTEMPT_TERMINAL).update(
+            state=status.state, exit_code=status.exit_code, message=status.message[:300],
+            ended_at=status.finished_at or now,
+        )
+        if not claimed:
+            return instance
+        instance.refresh_from_db()
+        if instance.status not in WATCHED:
+            return instance
+        job = TrainingJob.objects.select_for_update().filter(instance=instance).first()
+        state = status.state
+        lost_node = state == "failed" and status.exit_code is None and instance.status != S.STOPPING
+        if state == "succeeded":
+            _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
+            _job_finish(instance, JobOutcome.FINISHED)
+            webhook_emit(organization=instance.organization, event_type="job.finished",
+                         data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number})
+        elif state == "stopped" or instance.status == S.STOPPING:
+            _try_transition(instance, S.STOPPED, status.message or _("stopped"), now=now, placement=[])
+            if job is not None and job.restart_after_stop:
+                TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=False, stop_requested=False,
+                                                             next_resume_at=now, outcome=JobOutcome.NONE)
+            else:
+                _job_finish(instance, JobOutcome.STOPPED)
+        elif state == "preempted" or lost_node:
+            reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
+            _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
+            webhook_emit(organization=instance.organization, event_type="job.preempted", data={
+                "job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number, "message": reason})
+            delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
+            if job is not None:
+                TrainingJob.objects.filter(pk=job.pk).update(
+                    preempt_count=F("preempt_count") + 1, next_resume_at=now + timedelta(seconds=delay),
+                    stop_requested=False, checkpoint_requested=False)
+        else:  # crashed
+            _try_transition(instance, S.FAILED, status.message, now=now, placement=[])
+            webhook_emit(organization=instance.organization, event_type="job.failed", data={"job_id": attempt.job_id,
+                         "instance_id": instance.pk, "attempt": attempt.number, "exit_code": status.exit_code,
+                         "message": status.message[:300]})
+            if job is None:
+                return instance
+            no_retry = status.exit_code in (EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED)
+            crashes = job.crash_count + 1
+            limit = int(_setting("INSTANCES_MAX_CRASH_RESUMES", 3))
+            if no_retry or crashes > limit:
+                TrainingJob.objects.filter(pk=job.pk).update(crash_count=crashes, outcome=JobOutcome.FAILED,
+                                                             next_resume_at=None)
+            else:
+                backoff = float(_setting("INSTANCES_RESUME_BACKOFF_S", 30)) * 2 ** (crashes - 1)
+                TrainingJob.objects.filter(pk=job.pk).update(crash_count=crashes,
+                                                             next_resume_at=now + timedelta(seconds=backoff))
+    instance.refresh_from_db()
+    return instance
+
+
+def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend | None = None) -> dict[str, int]:
+    """The periodic reconcile: backend status of every watched attempt → transitions; resume jobs whose
+    resume time has come; run a scheduling pass. Safe to run twice or concurrently (every change is a
+    compare-and-set). Returns counts ``{"observed", "resumed", "placed"}``."""
+    now = now or timezone.now()
+    backend = backend or boundary.compute_backend()
+    if not Node.objects.exists():  # a fresh install: take the inventory now rather than at the next sync
+        nodes_sync(backend=backend, now=now)
+    observed = 0
+    for attempt in JobAttempt.objects.filter(instance__status__in=WATCHED).exclude(handle="").exclude(
+            state__in=ATTEMPT_TERMINAL).select_related("instance"):
+        try:
+            st = backend.status(attempt.handle)
+        except UnknownHandle as exc:
+            st = JobStatus("failed", None, f"backend lost the job: {exc}")
+        except BackendError as exc:
+            log.warning("reconcile: status of %s failed: %s", attempt.handle, exc)
+            continue
+        attempt_observe(attempt=attempt, status=st, now=now)
+        observed += 1
+    # instances stopping without a submitted attempt (stopped during provisioning) end now
+    for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):
+        _try_transition(inst, S.STOPPED, _("stopped before start"), now=now, placement=[])
+    resumed = 0
+    due = TrainingJob.objects.filter(instance__status__in=RESTING, next_resume_at__lte=now,
+                                     outcome=JobOutcome.NONE).select_related("instance")
+    for job in due:
+        if job_resume(job=job, reason=_("automatic resume"), now=now):
+            resumed += 1
+    placed = instances_schedule(now=now)
+    return {"observed": observed, "resumed": resumed, "placed": len(placed)}
+
+
+def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None,
+               now: datetime | None = None) -> bool:
+    """Queue a resting job's instance again (``scheduling``); its next attempt resumes from the newest
+    complete checkpoint, or from ``job.resume_step`` after a rollback. Returns False if the instance was
+    not resting (someone else resumed or stopped it)."""
+    with transaction.atomic():
+        instance = job.instance
+        instance.refresh_from_db()
+        if instance.status not in RESTING:
+            return False
+        TrainingJob.objects.filter(pk=job.pk).update(next_resume_at=None, outcome=JobOutcome.NONE)
+        ok = _try_transition(instance, S.SCHEDULING, reason, acting_user=acting_user, now=now,
+                             submitted_at=now or timezone.now())
+        if ok:
+            audit_log(action="instances.job.resume", actor=acting_user, organization=job.organization, obj=job,
+                      extra={"reason": reason, "resume_step": job.resume_step})
+            webhook_emit(organization=job.organization, event_type="job.resumed", data={
+                "job_id": job.pk, "instance_id": instance.pk, "reason": reason, "resume_step": job.resume_step})
+        return ok
+
+
+def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None,
+                  staff: bool = False) -> Instance:
+    """Stop an instance, final checkpoint first (the interface the budget guard calls).
+
+    Waiting (pending / scheduling) or resting (failed / preempted) instances stop at once (an auto-resume is
+    cancelled). A provisioning or running one moves to ``stopping``: the runtime is asked to checkpoint and
+    exit (callback ``stop_requested``) and the stop task then stops the backend attempt (SIGTERM, whose
+    handler also saves a checkpoint, then SIGKILL after the grace period). Stopping a stopping or stopped
+    instance changes nothing. Returns the refreshed instance. Raises ``PermissionRefused`` when
+    ``acting_user``'s role may not stop this instance (another member's needs ``instances.manage_any``;
+    ``staff=True`` only from the back office).
+    """
+    authorize_change(user=acting_user, organization=instance.organization, created_by_id=instance.created_by_id,
+                     staff=staff)
+    with transaction.atomic():
+        instance.refresh_from_db()
+        status = instance.status
+        if status in (S.PENDING, S.SCHEDULING, S.FAILED, S.PREEMPTED):
+            instance_transition(instance=instance, to=S.STOPPED, reason=reason, acting_user=acting_user,
+                                placement=[], queue_position=None)
+            _job_finish(instance, JobOutcome.STOPPED)
+            transaction.on_commit(lambda: tasks.schedule.delay())
+        elif status in (S.PROVISIONING, S.RUNNING):
+            instance_transition(instance=instance, to=S.STOPPING, reason=reason, acting_user=acting_user)
+            TrainingJob.objects.filter(instance=instance).update(stop_requested=True, next_resume_at=None)
+            transaction.on_commit(lambda: tasks.stop_instance.delay(instance.pk))
+        else:
+            return instance
+        audit_log(action="instances.instance.stop", actor=acting_user, organization=instance.organization,
+                  obj=instance, extra={"reason": reason, "from": status})
+    instance.refresh_from_db()
+    return instance
+
+
+def instance_stop_backend(*, instance_id: int) -> Instance:
+    """The stop task: stop the current attempt on the backend (grace ``INSTANCES_STOP_GRACE_S``), record the
+    outcome, then offer the freed capacity to the queue. Idempotent."""
+    instance = Instance.objects.get(pk=instance_id)
+    if instance.status != S.STOPPING:
+        return instance
+    attempt = instance.attempts.exclude(handle="").order_by("-number").first()
+    if attempt is None:
+        _try_transition(instance, S.STOPPED, _("stopped before start"), placement=[])
+    else:
+        backend = boundary.compute_backend()
+        try:
+            st = backend.stop(attempt.handle, float(_setting("INSTANCES_STOP_GRACE_S", 120)))
+        except UnknownHandle as exc:
+            st = JobStatus("stopped", None, str(exc))
+        if not st.terminal:
+            return instance  # the reconcile finishes it when the backend does
+        attempt_observe(attempt=attempt, status=st)
+    instances_reconcile_queue()
+    instance.refresh_from_db()
+    return instance
+
+
+def instances_reconcile_queue() -> None:
+    """Resume jobs that are due and offer capacity to the queue (after a stop freed some)."""
+    now = timezone.now()
+    for job in TrainingJob.objects.filter(instance__status__in=RESTING, next_resume_at__lte=now,
+                                          outcome=JobOutcome.NONE).select_related("instance"):
+        job_resume(job=job, reason=_("restart"), now=now)
+    instances_schedule(now=now)
+
+
+def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
+    """Stop every attempt still running on the *local* backend (SIGTERM: the runtime saves a checkpoint and
+    exits as preempted), e.g. when the embedded product (``manage.py runportal``) shuts down, so that no
+    training process outlives it. The next reconcile sees them as preempted and resumes them on restart.
+    Returns the handles stopped. Does nothing for the Kubernetes backend, whose pods outlive workers.
+    """
+    if _setting("INSTANCES_BACKEND", "local") != "local":
+        return []
+    backend = boundary.compute_backend()
+    handles = list(JobAttempt.objects.filter(backend="local", state__in=["pending", "running"])
+                   .exclude(handle="").values_list("handle", flat=True))
+    grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
+    stopped = []
+    for handle in handles:
+        try:
+            backend.stop(handle, grace)
+        except Exception:  # a vanished workspace must not keep the others running
+            log.exception("could not stop local attempt %s", handle)
+            continue
+        stopped.append(handle)
+    return stopped

@@ -1,0 +1,98 @@
+"""What an attempt runs with: the runtime config (hyperparameters, data, checkpoints, callback token) and
+the backend ``JobSpec``."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from typing import Any
+
+from django.conf import settings
+
+from instances import limits
+from instances.backends.base import DatasetMount, JobSpec
+from instances.models import JobAttempt
+from instances.runtime.config import JobConfig
+from instances.services.backend import _setting
+
+# Hyperparameters a user may set (runtime config fields) and their defaults for a new job.
+HYPERPARAMETER_DEFAULTS: dict[str, Any] = {
+    "seq_len": 1024,
+    "micro_batch": 8,
+    "grad_accum": 1,
+    "max_steps": 1000,
+    "lr": 3e-4,
+    "warmup_steps": 100,
+    "seed": 0,
+}
+HYPERPARAMETER_FIELDS = limits.HYPERPARAMETER_FIELDS
+
+
+def _config_core(preset: str, engine: str, hyper: dict[str, Any], every_min: int, every_steps: int,
+                 keep_last: int) -> dict[str, Any]:
+    return {
+        "model": preset,
+        "engine": engine,
+        **HYPERPARAMETER_DEFAULTS,
+        **hyper,
+        "checkpoint_every_minutes": float(every_min),
+        "checkpoint_every_steps": every_steps,
+        "keep_last": keep_last,
+    }
+
+
+def attempt_token(attempt: JobAttempt) -> str:
+    """The bearer token of an attempt: HMAC-SHA256 of its id, keyed by ``SECRET_KEY``.
+
+    Recomputable by the launch task (so a retried launch writes the same config the first submit used),
+    never stored: the database holds only its SHA-256. Each attempt has its own token, so a leftover
+    process of an old attempt cannot report into a new one.
+    """
+    message = f"gpu-portal:attempt:{attempt.pk}:{attempt.instance_id}:{attempt.number}"
+    mac = hmac.new(settings.SECRET_KEY.encode(), message.encode(), hashlib.sha256)
+    return "gpj_" + mac.hexdigest()
+
+
+def runtime_config(attempt: JobAttempt) -> dict[str, Any]:
+    """The runtime's config (``instances.runtime.config.JobConfig`` fields) for ``attempt`` of a job."""
+    job = attempt.job
+    assert job is not None
+    site = str(_setting("SITE_URL", "http://127.0.0.1:8000")).rstrip("/")
+    local = attempt.backend == "local"
+    data = [m["shard_dir"] if local else f"/data/{m['name']}" for m in job.mounts]
+    cfg = {
+        **_config_core(job.model_preset, job.engine, job.hyperparameters, job.checkpoint_every_minutes,
+                       job.checkpoint_every_steps, job.keep_last),
+        "data": data,
+        "checkpoint_dir": job.checkpoint_uri,
+        "callback_url": f"{site}/api/v1/runtime/jobs/{job.pk}",
+        "job_token": attempt_token(attempt),
+        "attempt": attempt.number,
+        "resume_step": attempt.resume_from_step,
+        "extra": {"job_id": job.pk, "instance_id": attempt.instance_id},
+    }
+    JobConfig.from_dict(cfg)  # refuse here rather than in the job
+    return cfg
+
+
+def job_spec_for(attempt: JobAttempt) -> JobSpec:
+    """The backend ``JobSpec`` of an attempt: runtime config (or the user's command), placement, mounts."""
+    instance = attempt.instance
+    placement = tuple((str(n), int(g)) for n, g in attempt.placement) or (("local", instance.gpu_count),)
+    job = attempt.job
+    mounts = tuple(DatasetMount(m["name"], m["shard_dir"], f"/data/{m['name']}") for m in (job.mounts if job else []))
+    return JobSpec(
+        job_id=f"job-{job.pk}" if job else f"instance-{instance.pk}",
+        attempt=attempt.number,
+        image=instance.image.reference if instance.image else _setting("INSTANCES_DEFAULT_IMAGE", "gpu-portal/runtime"),
+        placement=placement,
+        nproc_per_node=max(g for _, g in placement),
+        config_json=json.dumps(runtime_config(attempt)) if job else None,
+        command=list(instance.command) if not job else None,
+        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+             "OMP_NUM_THREADS": str(_setting("INSTANCES_OMP_THREADS", 1))},
+        dataset_mounts=mounts,
+        checkpoint_uri=job.checkpoint_uri if job else "",
+        termination_grace_s=int(_setting("INSTANCES_STOP_GRACE_S", 120)),
+    )
