@@ -10,6 +10,8 @@ Invariants:
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -141,11 +143,17 @@ class GpuPrice(models.Model):
 class TopUp(models.Model):
     """A wallet top-up paid through Stripe Checkout.
 
-    Its ``idempotency_key`` (``topup:<id>``) is stored before Stripe is called and sent as the request's
-    ``Idempotency-Key``; the wallet is credited only by a verified ``checkout.session.completed`` webhook,
-    with the same key on the ledger posting, so each payment credits exactly once. Refunds and disputes
-    debit the paid balance (``refunded_micros``); what the paid balance could not cover is recorded in
-    ``unrecovered_micros`` for staff.
+    Its ``idempotency_key`` (``topup:<stripe_key_uuid>``, a random UUID stored with the row before Stripe is
+    called) is sent as Stripe's ``Idempotency-Key``: unique across databases, so a restored or copied database
+    sharing the Stripe account never collides. The wallet is credited only by a verified
+    ``checkout.session.completed`` webhook whose session id equals ``stripe_session_id`` (organization and
+    amount checked too), with the ledger key ``topup:<id>``, so each payment credits exactly once;
+    ``stripe_payment_intent`` is set only on that verified path and is how refunds and disputes find the
+    top-up. Refunds and disputes debit the paid balance (``refunded_micros``); what the paid balance could not
+    cover is recorded in ``unrecovered_micros`` for staff.
+
+    ``request_key`` / ``request_sha256``: the API's ``Idempotency-Key`` (unique per organization) and the hash
+    of the request body it came with, so a retried request answers with this top-up.
     """
 
     organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="top_ups")
@@ -153,6 +161,9 @@ class TopUp(models.Model):
     amount_micros = models.BigIntegerField()
     status = models.CharField(max_length=20, choices=TopUpStatus.choices, default=TopUpStatus.CREATED)
     idempotency_key = models.CharField(max_length=80, unique=True, null=True)
+    stripe_key_uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    request_key = models.CharField(max_length=200, blank=True, default="")
+    request_sha256 = models.CharField(max_length=64, blank=True, default="")
     stripe_session_id = models.CharField(max_length=255, unique=True, null=True, blank=True)
     stripe_payment_intent = models.CharField(max_length=255, unique=True, null=True, blank=True)
     checkout_url = models.URLField(max_length=1000, blank=True)
@@ -164,9 +175,26 @@ class TopUp(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["organization", "request_key"], condition=~models.Q(
+            request_key=""), name="uniq_topup_request_key")]
 
     def __str__(self) -> str:
         return f"top-up {self.pk} of {self.organization}"
+
+
+class StripePayment(models.Model):
+    """One row per Stripe payment intent: the lock every event of that payment takes first.
+
+    Completion, async success / failure, refunds and disputes of one payment all run ``INSERT … ON CONFLICT
+    DO NOTHING`` then ``SELECT … FOR UPDATE`` on this row inside their transaction, so they serialize and any
+    interleaving gives the same ledger (``billing.payments``).
+    """
+
+    payment_intent = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.payment_intent
 
 
 class StripeEvent(models.Model):
@@ -195,13 +223,18 @@ class PaymentReversal(models.Model):
     ``reference`` is ``refund:<charge id>`` (``target_micros`` = the cumulative amount refunded, as Stripe
     reports it) or ``dispute:<dispute id>``. ``applied_micros`` is how much of the target has been debited
     or recorded as unrecoverable; a reversal that arrives before its payment's completion waits with
-    ``applied_micros = 0`` and is applied right after the credit.
+    ``applied_micros = 0`` and is applied right after the credit (or by the periodic sweep).
+    ``debited_micros`` is the part of ``applied_micros`` actually taken from the paid balance (the rest was
+    unrecoverable). A dispute closed as won (``outcome = "won"``) has its target set to 0 for good: what was
+    debited is credited back once; a lost one stays debited.
     """
 
     payment_intent = models.CharField(max_length=255, db_index=True)
     reference = models.CharField(max_length=255, unique=True)
     target_micros = models.BigIntegerField()
     applied_micros = models.BigIntegerField(default=0)
+    debited_micros = models.BigIntegerField(default=0)
+    outcome = models.CharField(max_length=10, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

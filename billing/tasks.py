@@ -30,3 +30,11 @@ def metering_tick() -> dict[str, int]:
     notices = low_balance_notices()
     return {"records": result.records, "charged_micros": result.charged_micros, "stopped": len(stopped),
             "notices": notices}
+
+
+@shared_task
+def payment_reversals_sweep() -> int:
+    """Apply refunds and disputes still unapplied whose payment is credited; returns how many."""
+    from billing.payments import payment_reversals_sweep as sweep
+
+    return sweep()

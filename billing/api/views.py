@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from billing import stripe_gateway
 from billing.api.serializers import StatementSerializer, TopUpCreateSerializer, TopUpSerializer, UsageRecordSerializer
 from billing.models import UsageRecord
-from billing.payments import TopUpError, topup_create
+from billing.payments import TopUpError, TopUpKeyReused, topup_create_once
 from billing.statements import statement_build
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM, request_organization
@@ -64,17 +64,26 @@ class StatementView(APIView):
 
 
 class TopUpCreate(APIView):
-    """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only."""
+    """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
-    @extend_schema(parameters=[ORG_PARAM], request=TopUpCreateSerializer, responses={201: TopUpSerializer})
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a 409
+    ``idempotency_key_reused``."""
+
+    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+                   request=TopUpCreateSerializer, responses={201: TopUpSerializer, 200: TopUpSerializer})
     def post(self, request: Request) -> Response:
         org = request_organization(request)
         serializer = TopUpCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
         try:
-            topup = topup_create(organization=org, user=request.user, amount=d["amount"],  # type: ignore[arg-type]
-                                 success_url=d["success_url"], cancel_url=d["cancel_url"])
+            result = topup_create_once(
+                organization=org, user=request.user, amount=d["amount"],  # type: ignore[arg-type]
+                success_url=d["success_url"], cancel_url=d["cancel_url"],
+                idempotency_key=request.headers.get("Idempotency-Key") or "")
+        except TopUpKeyReused as exc:
+            raise ApiError("idempotency_key_reused", str(exc), 409) from exc
         except TopUpError as exc:
             raise ApiError("invalid_amount", str(exc), 400) from exc
         except stripe_gateway.StripeNotConfigured as exc:
@@ -82,4 +91,5 @@ class TopUpCreate(APIView):
                            503) from exc
         except stripe_gateway.StripeUnavailable as exc:
             raise ApiError("payment_provider_error", str(exc), 502) from exc
-        return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)
+        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
+        return Response(TopUpSerializer(result.topup).data, status=code)
