@@ -243,15 +243,22 @@ class PaymentReversal(models.Model):
 
 
 class UsageRecord(models.Model):
-    """One charged instance-minute. Unique per (instance, minute): a second tick charges nothing.
+    """One charged instance-minute: minute ``minute_index`` (0-based) of run segment ``segment_id``, which
+    started at ``minute`` (= the segment's start + ``minute_index`` minutes; per *started* minute of use, so
+    a segment of 4 min 24 s has minutes 0…4). Unique per (segment, minute index): a second tick charges
+    nothing.
 
-    ``minute`` is the UTC start of the minute. ``price_minute_index`` is k when this is the k-th minute
-    of the instance charged at ``price_per_gpu_hour_micros`` in a row, so that ``amount_micros`` is
-    ``cumulative(k) - cumulative(k-1)`` (see ``billing.pricing``). ``instance_id`` refers to
-    ``instances.Instance`` by value, so billing keeps no foreign key into the instances app.
+    ``price_minute_index`` is k when this is the k-th minute of the instance charged at
+    ``price_per_gpu_hour_micros`` in a row, so that ``amount_micros`` is ``cumulative(k) - cumulative(k-1)``
+    (see ``billing.pricing``). ``amount_micros`` is the full price of the minute; the ledger transaction may
+    have covered less (a shortfall, shown on the statement). ``instance_id`` and ``segment_id`` refer to
+    ``instances.Instance`` / ``InstanceRunSegment`` by value, so billing keeps no foreign key into the
+    instances app. Rows written before per-started-minute billing have no segment.
     """
 
     instance_id = models.BigIntegerField()
+    segment_id = models.BigIntegerField(null=True)
+    minute_index = models.PositiveIntegerField(null=True)
     organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="usage_records")
     minute = models.DateTimeField()
     gpu_type = models.CharField(max_length=40)
@@ -264,27 +271,66 @@ class UsageRecord(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["instance_id", "minute"], name="uniq_usage_minute")]
-        indexes = [models.Index(fields=["organization", "minute"])]
+        constraints = [models.UniqueConstraint(fields=["segment_id", "minute_index"], name="uniq_usage_segment_minute")]
+        indexes = [models.Index(fields=["organization", "minute"]), models.Index(fields=["instance_id", "minute"])]
 
     def __str__(self) -> str:
-        return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M}"
+        return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M:%S}"
 
 
 class MeteringCursor(models.Model):
-    """Per instance: the last minute charged and the run at one price, so a tick only looks forward.
+    """Per instance: the segment and number of its minutes charged, the last minute's start and the run at
+    one price, so a tick only looks forward.
 
-    Updated in the same transaction as the usage records it summarizes; the unique constraint on
-    ``UsageRecord`` stays the guarantee against double charging.
+    Read after the tick has locked the organization's wallet and updated in the same transaction as the
+    usage records it summarizes; the unique constraint on ``UsageRecord`` stays the guarantee against
+    double charging. ``segment_id`` is null for cursors written by clock-minute metering (before per
+    started minute): their ``last_minute`` is then the start of the last charged clock minute.
     """
 
     instance_id = models.BigIntegerField(primary_key=True)
+    segment_id = models.BigIntegerField(null=True)
+    segment_minutes = models.PositiveIntegerField(default=0)
     last_minute = models.DateTimeField()
     price_per_gpu_hour_micros = models.BigIntegerField()
     price_minute_index = models.PositiveIntegerField()
 
     def __str__(self) -> str:
         return f"instance {self.instance_id} charged to {self.last_minute:%Y-%m-%d %H:%M}"
+
+
+class UsageWriteOff(models.Model):
+    """Minutes of a run segment older than the metering lookback when a tick first saw them (workers were
+    down longer than ``METERING_LOOKBACK_HOURS``): not charged, audited, and shown on the statement of the
+    month of ``first_minute``. ``amount_micros`` is what they would have cost. One row per (segment, first
+    minute index)."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="+")
+    instance_id = models.BigIntegerField()
+    segment_id = models.BigIntegerField()
+    first_minute_index = models.PositiveIntegerField()
+    first_minute = models.DateTimeField()
+    minutes = models.PositiveIntegerField()
+    amount_micros = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["segment_id", "first_minute_index"], name="uniq_write_off")]
+        indexes = [models.Index(fields=["organization", "first_minute"])]
+
+    def __str__(self) -> str:
+        return f"{self.minutes} min of instance {self.instance_id} written off"
+
+
+class MeteringWatermark(models.Model):
+    """Per metering shard: the time up to which a tick has looked, so the next one (after any outage) also
+    sees segments that ended before its lookback window and writes their minutes off instead of losing them."""
+
+    shard = models.CharField(max_length=20, primary_key=True)
+    scanned_until = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.shard}: {self.scanned_until}"
 
 
 class LowBalanceNotice(models.Model):

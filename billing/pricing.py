@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from billing.choices import RentalMode
 from billing.models import GpuPrice
-from billing.money import round_micros, to_micros
+from billing.money import to_micros
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
@@ -41,7 +41,9 @@ def cumulative_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minut
     """Exact price of ``minutes`` minutes of ``gpus`` GPUs, rounded once, half-up, to a micro-CNY."""
     if minutes < 0 or gpus < 0 or price_per_gpu_hour_micros < 0:
         raise ValueError("minutes, gpus and price must be non-negative")
-    return round_micros(Decimal(price_per_gpu_hour_micros) * gpus * minutes / 60)
+    # round_half_up(x / 60) for an integer x >= 0 is (x + 30) // 60: exact integer arithmetic, the same
+    # value as ``round_micros(Decimal(x) / 60)`` (tested), fast enough for 100,000 minutes a tick.
+    return (price_per_gpu_hour_micros * gpus * minutes + 30) // 60
 
 
 def minute_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minute_index: int) -> int:

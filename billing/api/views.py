@@ -59,7 +59,8 @@ class StatementView(APIView):
             st = statement_build(organization=org, year=year, month=month, tz_name=tz_name)
         except ValueError as exc:
             raise ApiError("invalid", str(exc), 400) from exc
-        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage]}
+        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage],
+                "write_offs": [asdict(x) for x in st.write_offs]}
         return Response(StatementSerializer(data).data)
 
 
