@@ -37,6 +37,22 @@ class PriceNotFound(LookupError):
     """No price-book row for this GPU type and mode at that time."""
 
 
+class BackdatedPrice(ValueError):
+    """A price-book row whose effective time is in the past: minutes already charged would disagree with the
+    book. Nothing is written; a correction of past usage is an audited adjustment of the wallet instead."""
+
+
+def price_effective_validate(*, effective_from: datetime, now: datetime | None = None) -> None:
+    """Raise ``BackdatedPrice`` (with the message staff see) unless ``effective_from`` ≥ ``now``."""
+    now = now or timezone.now()
+    if effective_from < now:
+        raise BackdatedPrice(
+            f"A price cannot take effect in the past ({effective_from:%Y-%m-%d %H:%M:%S %Z} is before now,"
+            f" {now:%Y-%m-%d %H:%M:%S %Z}): minutes already charged would disagree with the price book. Choose a"
+            " time from now on; correct past usage with an adjustment on the wallet (Wallets → Post adjustment)."
+        )
+
+
 def cumulative_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minutes: int) -> int:
     """Exact price of ``minutes`` minutes of ``gpus`` GPUs, rounded once, half-up, to a micro-CNY."""
     if minutes < 0 or gpus < 0 or price_per_gpu_hour_micros < 0:
@@ -70,12 +86,15 @@ def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetim
 
 def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
                   created_by: User | None = None) -> GpuPrice:
-    """Add a price-book row (a price change never rewrites past rows)."""
-
+    """Add a price-book row in force from ``effective_from`` (default now). A price change never rewrites past
+    rows nor past minutes: an effective time before now raises ``BackdatedPrice`` and nothing is written."""
+    now = timezone.now()
+    effective_from = effective_from or now
+    price_effective_validate(effective_from=effective_from, now=now)
     with transaction.atomic():
         row = GpuPrice.objects.create(
             gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
-            effective_from=effective_from or timezone.now(), created_by=created_by,
+            effective_from=effective_from, created_by=created_by,
         )
         audit_log(action="billing.price_set", actor=created_by, obj=row,
                   extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)})

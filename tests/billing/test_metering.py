@@ -26,7 +26,8 @@ MIN = timedelta(minutes=1)
 
 
 @pytest.fixture
-def a100(db):
+def a100(db, time_machine):
+    time_machine.move_to(T0 - timedelta(days=30))  # the price row is entered when it takes effect
     gpu_type, _ = GpuType.objects.get_or_create(code="A100-80G-SXM", defaults={"name": "A100", "memory_gib": 80})
     gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="5.00", effective_from=T0 - timedelta(days=30))
     return gpu_type
@@ -96,6 +97,7 @@ def test_a_duplicate_tick_charges_nothing(funded, a100, time_machine):
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="two concurrent beat processes need PostgreSQL locks")
 def test_two_beat_processes_ticking_in_parallel_charge_60_minutes(alice_org, time_machine):
     gpu_type = GpuType.objects.create(code="A100-80G-SXM", name="A100", memory_gib=80)
+    time_machine.move_to(T0 - timedelta(days=1))
     gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="5.00", effective_from=T0 - timedelta(days=1))
     wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="topup")
     inst = _instance(alice_org, gpu_type, start=T0, end=T0 + timedelta(minutes=59, seconds=30))
