@@ -11,6 +11,11 @@ from typing import Any
 
 from django.db import connection
 
+try:
+    import psycopg
+except ImportError:  # SQLite-only installations
+    psycopg = None  # type: ignore[assignment]
+
 #: SQLite's limit on bound parameters per statement is 32,766 (since 3.32); stay well under it.
 _SQLITE_MAX_PARAMS = 30_000
 
@@ -41,9 +46,14 @@ def bulk_insert(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[S
                 if kind == "jsonb":
                     values = [json.dumps(v, sort_keys=True, default=str) for v in values]
                 arrays.append(values)
-            unnest = ", ".join(f"%s::{kind}[]" for _, kind in columns)
-            cursor.execute(f"INSERT INTO {table} ({names}) SELECT * FROM unnest({unnest}){tail}", arrays)
-            return list(cursor.fetchall()) if returning else []
+            # ``%b``: psycopg sends the arrays in binary, without quoting each text element (several times
+            # faster for 100,000 rows; https://www.psycopg.org/psycopg3/docs/basic/params.html#binary-data).
+            # Django's cursors bind parameters client-side (quoting every element); a plain psycopg cursor on
+            # the same connection and transaction binds server-side.
+            unnest = ", ".join(f"%b::{kind}[]" for _, kind in columns)
+            with psycopg.Cursor(connection.connection) as raw:
+                raw.execute(f"INSERT INTO {table} ({names}) SELECT * FROM unnest({unnest}){tail}", arrays)
+                return list(raw.fetchall()) if returning else []
         per = max(1, _SQLITE_MAX_PARAMS // len(columns))
         one = "(" + ", ".join(["%s"] * len(columns)) + ")"
         kinds = [kind for _, kind in columns]

@@ -430,3 +430,33 @@ def test_late_ticks_across_local_midnight_keep_each_months_usage_and_ledger_equa
         assert [line.rsplit(",", 1)[1] for line in csv_text.splitlines() if line.startswith("ledger,usage,")] == [
             "-2.500000"]
     ledger_invariants()
+
+
+@pytest.mark.django_db
+def test_small_chunks_and_organization_shards_charge_exactly_what_one_big_pass_does(alice, alice_org, a100,
+                                                                                   time_machine, ledger_invariants):
+    from portal.services import organization_create
+
+    orgs = [alice_org, *(organization_create(name=f"lab {i}", owner=alice) for i in (1, 2))]
+    time_machine.move_to(T0 - timedelta(days=1))
+    for i, org in enumerate(orgs):
+        credit_grant_create(organization=org, amount_micros=1_000_000, expires_at=T0 + timedelta(minutes=7 + i),
+                            kind=GrantKind.TRIAL, idempotency_key=f"trial-{i}")
+        wallet_top_up(organization=org, amount_micros=100_000_000, idempotency_key=f"topup-{i}")
+    instances = [_instance(org, a100, gpus=g, start=T0 + timedelta(seconds=7 * g)) for org in orgs for g in (1, 3)]
+    now = T0 + timedelta(minutes=30, seconds=10)
+    time_machine.move_to(now)
+    results = [metering_tick(now=now, shard=(k, 2), chunk_rows=7) for k in (0, 1)]  # a 30-minute catch-up
+    assert sum(r.passes for r in results) > len(orgs)  # many small transactions
+    assert metering_tick(now=now).records == 0  # nothing left for an unsharded tick
+    for inst in instances:
+        minutes = 31 if inst.gpu_count == 1 else 30  # started at 10:00:07 / 10:00:21
+        assert _usage(inst) == (minutes, cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000,
+                                                                  gpus=inst.gpu_count, minutes=minutes))
+    for i, org in enumerate(orgs):  # each grant paid exactly for the minutes begun before its expiry
+        grant_spent = -sum(LedgerEntry.objects.filter(account__grant__wallet__organization=org,
+                                                      transaction__kind="usage").values_list("amount_micros",
+                                                                                             flat=True))
+        before = list(UsageRecord.objects.filter(organization=org, minute__lt=T0 + timedelta(minutes=7 + i)))
+        assert grant_spent == min(1_000_000, sum(r.amount_micros for r in before))
+    ledger_invariants()
