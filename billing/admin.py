@@ -23,6 +23,7 @@ from billing.models import (
     LedgerTransaction,
     StripeEvent,
     TopUp,
+    UsageWriteOff,
     Wallet,
 )
 from billing.money import format_cny, to_micros
@@ -201,3 +202,10 @@ class TopUpAdmin(ReadOnlyAdmin):
     list_display = ["id", "organization", "amount_micros", "status", "refunded_micros", "unrecovered_micros",
                     "created_at", "paid_at"]
     list_filter = ["status"]
+
+
+@admin.register(UsageWriteOff)
+class UsageWriteOffAdmin(ReadOnlyAdmin):
+    """Minutes not charged because they began before the metering lookback when first seen (audited too)."""
+
+    list_display = ["created_at", "organization", "instance_id", "first_minute", "minutes", "amount_micros"]

@@ -272,7 +272,7 @@ class UsageRecord(models.Model):
     class Meta:
         ordering = ["-id"]
         constraints = [models.UniqueConstraint(fields=["segment_id", "minute_index"], name="uniq_usage_segment_minute")]
-        indexes = [models.Index(fields=["organization", "minute"]), models.Index(fields=["instance_id", "minute"])]
+        indexes = [models.Index(fields=["organization", "minute"])]
 
     def __str__(self) -> str:
         return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M:%S}"
