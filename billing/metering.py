@@ -246,8 +246,7 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
     if not rows and not write_offs:
         return False
     postings, txn_of, charged = _postings(rows, wallets, grants, now, revenue_id, result)
-    tracked = {account for w in wallets.values() for account in (w[0],)} | {
-        g[0] for gs in grants.values() for g in gs}
+    tracked = {paid_account for paid_account, _ in wallets.values()} | {g[0] for gs in grants.values() for g in gs}
     ids = ledger_post_many(postings=postings, tracked_account_ids=tracked) if postings else {}
     usage = [(org, *row, ids.get(txn_of[(org, row[1], row[2])])) for org, org_rows in rows.items()
              for row in org_rows]
