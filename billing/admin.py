@@ -23,6 +23,7 @@ from billing.models import (
     LedgerTransaction,
     StripeEvent,
     TopUp,
+    UsageWriteOff,
     Wallet,
 )
 from billing.money import format_cny, to_micros
@@ -104,10 +105,35 @@ class WalletAdmin(ReadOnlyAdmin):
                        "opts": self.model._meta, **self.admin_site.each_context(request)})
 
 
+class GpuPriceForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A new price-book row; its effective time may not be in the past (``price_effective_validate``)."""
+
+    class Meta:
+        model = GpuPrice
+        fields = ["gpu_type", "mode", "price_per_gpu_hour_micros", "effective_from"]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        soon = timezone.now().replace(second=0, microsecond=0) + timedelta(minutes=5)
+        self.fields["effective_from"].initial = soon
+
+    def clean_effective_from(self) -> object:
+        from billing.pricing import BackdatedPrice, price_effective_validate
+
+        value = self.cleaned_data["effective_from"]
+        try:
+            price_effective_validate(effective_from=value)
+        except BackdatedPrice as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return value
+
+
 @admin.register(GpuPrice)
 class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    """Price changes are new rows (effective from a time); rows in force are never edited."""
+    """Price changes are new rows (effective from now on); rows in force are never edited, and a backdated row
+    is refused — past usage is corrected with an audited wallet adjustment."""
 
+    form = GpuPriceForm
     list_display = ["gpu_type", "mode", "price_display", "effective_from", "created_by"]
     list_filter = ["gpu_type", "mode"]
     fields = ["gpu_type", "mode", "price_per_gpu_hour_micros", "effective_from"]
@@ -177,3 +203,10 @@ class TopUpAdmin(ReadOnlyAdmin):
     list_display = ["id", "organization", "amount_micros", "status", "refunded_micros", "unrecovered_micros",
                     "created_at", "paid_at"]
     list_filter = ["status"]
+
+
+@admin.register(UsageWriteOff)
+class UsageWriteOffAdmin(ReadOnlyAdmin):
+    """Minutes not charged because they began before the metering lookback when first seen (audited too)."""
+
+    list_display = ["created_at", "organization", "instance_id", "first_minute", "minutes", "amount_micros"]

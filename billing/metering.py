@@ -1,159 +1,393 @@
 """Per-minute metering and the budget guard (Celery beat, every minute).
 
-Rules (DESIGN.md §4, issue 6):
-- a minute is charged when an instance was running at any moment of it (its run segment overlaps the
-  minute), at the price in force when the minute started;
-- one ``UsageRecord`` per (instance, minute), enforced by a unique constraint: a duplicate tick, a
+Rules (DESIGN.md §4, issues 6 and 15):
+- billing is per **started minute of use**, counted from the start of each run segment: minute k (0-based)
+  of a segment that started at s begins at s + k min, and is charged once it has begun — a segment of
+  4 min 24 s pays 5 minutes, 60 s pays 1, 61 s pays 2 (``started_minutes``); each minute at the price in
+  force when it began;
+- one ``UsageRecord`` per (segment, minute index), enforced by a unique constraint: a duplicate tick, a
   retried task, a worker killed mid-tick or two beat processes charge nothing extra, and minutes missed
   while workers were down are charged by the next tick;
 - amounts follow ``billing.pricing.minute_charge_micros`` (cumulative rounding at one price);
-- the tick is set-based: one query for the run segments, one for the cursors, one for the price book,
-  then per organization one transaction that takes the wallet lock once, inserts the records in bulk and
-  posts one ledger transaction (trial credit first, via ``wallet_spend``).
+- each minute is charged against the credit grants valid at *that* minute (a catch-up batch is split at
+  grant expiries), trial credit first, then the paid balance; what neither covers is a shortfall, shown on
+  the statement as its own line; the budget guard should stop work before that happens;
+- each minute is posted in the month (``BILLING_TIME_ZONE``, the organizations' local zone) in which it was
+  used, so a month's usage lines and its ledger usage are the same minutes even when a tick runs late
+  across midnight;
+- minutes that began more than ``METERING_LOOKBACK_HOURS`` before the tick (workers down longer than that)
+  are written off: a ``UsageWriteOff`` row, an audit row and a statement line, never silently dropped. The
+  per-shard ``MeteringWatermark`` lets the tick see segments that ended before its window.
+
+The tick is set-based. Segments stream from the instances app's selector ordered by organization, in chunks
+of organizations (``chunk_rows`` minutes at most per database transaction, so a 24-hour catch-up has flat
+peak memory); per chunk a handful of statements whatever the number of organizations: lock every wallet of
+the chunk in id order (one statement), read cursors, balances and grants (three), then insert the ledger
+transactions, entries, balance updates, usage records and cursors (one statement each on PostgreSQL).
+``metering_tick(shard=(k, n))`` charges only organizations with ``id % n == k``, so n workers can share a
+tick.
 """
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import logging
+import zoneinfo
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import connection, transaction
+from django.db.models import F
+from django.db.models.functions import Mod
 from django.utils import timezone
 
-from billing.choices import TransactionKind
-from billing.models import MeteringCursor, UsageRecord, Wallet
-from billing.pricing import PriceBook, minute_charge_micros
+from billing.bulk import bulk_insert, in_clause
+from billing.choices import SystemAccount, TransactionKind
+from billing.models import (
+    CreditGrant,
+    LedgerAccount,
+    MeteringCursor,
+    MeteringWatermark,
+    UsageRecord,
+    UsageWriteOff,
+    Wallet,
+)
+from billing.pricing import PriceBook, cumulative_charge_micros, minute_charge_micros
 from billing.selectors import wallet_balance
-from billing.services import InsufficientFunds, wallet_spend
+from billing.services import BulkPosting, IdempotencyKeyReused, ledger_post_many, system_account, wallet_create
 from portal.audit import audit_log
+from portal.db import db_value, quoted_table
 from portal.models import Organization
 
 log = logging.getLogger(__name__)
 MINUTE = timedelta(minutes=1)
+MICRO = timedelta(microseconds=1)
 
 
 def floor_minute(t: datetime) -> datetime:
     return t.replace(second=0, microsecond=0)
 
 
-def last_running_minute(ended_at: datetime) -> datetime:
-    """The start of the last minute a segment ending at ``ended_at`` touched (exclusive end)."""
-    floor = floor_minute(ended_at)
-    return floor - MINUTE if floor == ended_at else floor
+def started_minutes(*, started_at: datetime, until: datetime) -> int:
+    """Minutes of use begun in [started_at, until): ceil((until - started_at) / 1 min), 0 when empty.
+    4 min 24 s → 5; 60 s → 1; 61 s → 2."""
+    micros = (until - started_at) // MICRO
+    return -(-micros // 60_000_000) if micros > 0 else 0
+
+
+def billing_zone() -> zoneinfo.ZoneInfo:
+    """The organizations' local time zone for posting usage (``BILLING_TIME_ZONE``, default Asia/Shanghai)."""
+    return zoneinfo.ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "Asia/Shanghai"))
 
 
 @dataclass
 class TickResult:
-    """What one tick did: records created, micro-CNY charged, organizations skipped (already charged by
-    a concurrent tick), shortfalls (micro-CNY that the balance could not cover) per organization id."""
+    """What one tick did: records created, micro-CNY charged, organizations charged, conflicts (chunks left to
+    a concurrent tick), shortfalls (micro-CNY the balance could not cover) per organization id, minutes
+    written off (older than the lookback), and database transactions (chunk passes) used."""
 
     records: int = 0
     charged_micros: int = 0
     organizations: int = 0
     conflicts: int = 0
     shortfalls: dict[int, int] = field(default_factory=dict)
+    written_off_minutes: int = 0
+    passes: int = 0
 
 
-def metering_tick(*, now: datetime | None = None) -> TickResult:
-    """Charge every started, not yet charged instance-minute up to ``now``; returns a ``TickResult``.
+class _Conflict(Exception):
+    """A concurrent tick charged some of these minutes first; the pass rolls back and charges nothing."""
 
-    Looks back ``METERING_LOOKBACK_HOURS`` for segments that ended while no worker ran. Safe to run
-    concurrently and repeatedly (see module docstring).
+
+def metering_tick(*, now: datetime | None = None, shard: tuple[int, int] = (0, 1),
+                  chunk_rows: int = 50_000) -> TickResult:
+    """Charge every begun, not yet charged instance-minute up to ``now``; returns a ``TickResult``.
+
+    ``shard=(k, n)`` limits the tick to organizations with ``id % n == k`` (run n workers with k = 0…n-1).
+    ``chunk_rows`` bounds the minutes handled per database transaction (memory and lock time). Safe to run
+    concurrently and repeatedly (see the module docstring).
     """
     from instances.selectors import run_segments_overlapping  # the instances app's read interface
 
     now = now or timezone.now()
-    current = floor_minute(now)
-    window_start = current - timedelta(hours=settings.METERING_LOOKBACK_HOURS)
-    segments = list(run_segments_overlapping(window_start, current + MINUTE))
+    k, n = shard
+    window_start = now - timedelta(hours=settings.METERING_LOOKBACK_HOURS)
+    shard_key = f"{k}/{n}"
+    mark = MeteringWatermark.objects.filter(shard=shard_key).first()
+    scan_start = min(window_start, mark.scanned_until - MINUTE) if mark else window_start
+    segments = run_segments_overlapping(scan_start, now + MICRO).annotate(segment_id=F("id"))
+    if n > 1:
+        segments = segments.alias(org_shard=Mod(F("instance__organization_id"), n)).filter(org_shard=k)
+    segments = segments.order_by(  # type: ignore[misc]  # organization_id is a value of the selector
+        "organization_id", "instance_id", "started_at", "id")
+
     result = TickResult()
-    if not segments:
-        return result
-    cursors = {c.instance_id: c for c in MeteringCursor.objects.filter(
-        instance_id__in={s["instance_id"] for s in segments})}
-    prices = PriceBook({s["gpu_type"] for s in segments})
-
-    per_org: dict[int, list[UsageRecord]] = defaultdict(list)
-    new_cursors: dict[int, MeteringCursor] = {}
-    for seg in segments:  # ordered by (instance, started_at)
-        iid = seg["instance_id"]
-        cursor = new_cursors.get(iid) or cursors.get(iid)
-        first = max(floor_minute(seg["started_at"]), window_start)
-        if cursor is not None:
-            first = max(first, cursor.last_minute + MINUTE)
-        last = current if seg["ended_at"] is None else min(current, last_running_minute(seg["ended_at"]))
-        minute = first
-        while minute <= last:
-            price = prices.at(seg["gpu_type"], seg["mode"], minute)
-            if price is None:
-                log.error("no price for %s/%s at %s: instance %s not charged", seg["gpu_type"], seg["mode"],
-                          minute, iid)
-                break
-            index = cursor.price_minute_index + 1 if cursor and cursor.price_per_gpu_hour_micros == price else 1
-            amount = minute_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"], minute_index=index)
-            per_org[seg["organization_id"]].append(UsageRecord(
-                instance_id=iid, organization_id=seg["organization_id"], minute=minute, gpu_type=seg["gpu_type"],
-                mode=seg["mode"], gpu_count=seg["gpu_count"], price_per_gpu_hour_micros=price,
-                price_minute_index=index, amount_micros=amount))
-            cursor = MeteringCursor(instance_id=iid, last_minute=minute, price_per_gpu_hour_micros=price,
-                                    price_minute_index=index)
-            new_cursors[iid] = cursor
-            minute += MINUTE
-
-    for org_id, records in per_org.items():
-        _charge_organization(org_id, records, [new_cursors[i] for i in {r.instance_id for r in records}], result)
+    prices = PriceBook()
+    revenue_id = system_account(SystemAccount.REVENUE).pk
+    chunk: list[dict[str, Any]] = []
+    last_org = None
+    for seg in segments.iterator(chunk_size=5000):
+        if seg["organization_id"] != last_org and len(chunk) >= max(1, chunk_rows // 4):
+            _charge_chunk(chunk, now, window_start, prices, revenue_id, chunk_rows, result)
+            chunk = []
+        last_org = seg["organization_id"]
+        chunk.append(seg)
+    if chunk:
+        _charge_chunk(chunk, now, window_start, prices, revenue_id, chunk_rows, result)
+    table = quoted_table(MeteringWatermark)
+    bulk_insert(table, [("shard", "text"), ("scanned_until", "timestamptz")], [(shard_key, now)],
+                suffix=f"ON CONFLICT (shard) DO UPDATE SET scanned_until = excluded.scanned_until"
+                       f" WHERE {table}.scanned_until < excluded.scanned_until")
     return result
 
 
-def _charge_organization(org_id: int, records: list[UsageRecord], cursors: list[MeteringCursor],
-                         result: TickResult) -> None:
-    total = sum(r.amount_micros for r in records)
-    digest = hashlib.sha256(";".join(f"{r.instance_id}@{r.minute:%Y%m%d%H%M}" for r in records).encode())
-    key = f"usage:{org_id}:{records[0].minute:%Y%m%d%H%M}:{digest.hexdigest()[:40]}"
-    try:
-        with transaction.atomic():
-            organization = Organization(pk=org_id)  # only its id is needed; saves a query per organization
-            Wallet.objects.select_for_update().get(organization_id=org_id)  # the one lock per organization
-            txn = _spend_or_shortfall(organization, total, key, records, result) if total > 0 else None
-            for record in records:
-                record.transaction = txn
-            UsageRecord.objects.bulk_create(records)  # the unique constraint refuses minutes charged already
-            MeteringCursor.objects.bulk_create(
-                cursors, update_conflicts=True, unique_fields=["instance_id"],
-                update_fields=["last_minute", "price_per_gpu_hour_micros", "price_minute_index"])
-    except IntegrityError:
-        result.conflicts += 1  # a concurrent tick charged these minutes first; nothing charged here
-        return
-    result.records += len(records)
-    result.charged_micros += total - result.shortfalls.get(org_id, 0)
-    result.organizations += 1
+@dataclass
+class _Cursor:
+    segment_id: int | None
+    segment_minutes: int
+    last_minute: datetime
+    price: int
+    index: int
 
 
-def _spend_or_shortfall(organization: Organization, total: int, key: str, records: list[UsageRecord],
-                        result: TickResult) -> Any:
-    minutes: defaultdict[int, int] = defaultdict(int)
-    for r in records:
-        minutes[r.instance_id] += 1
-    metadata = {"instances": {str(k): v for k, v in minutes.items()}, "records": len(records)}
-    try:
-        return wallet_spend(organization=organization, amount_micros=total, idempotency_key=key,
-                            kind=TransactionKind.USAGE, memo="GPU usage", metadata=metadata)
-    except InsufficientFunds as exc:
-        # The budget guard should have stopped the work first; take what is left, record the rest.
-        shortfall = total - exc.available_micros
-        result.shortfalls[organization.pk] = shortfall
-        audit_log(action="billing.usage_shortfall", organization=organization,
-                  extra={"shortfall_micros": shortfall, "key": key})
-        if exc.available_micros > 0:
-            return wallet_spend(organization=organization, amount_micros=exc.available_micros, idempotency_key=key,
-                                kind=TransactionKind.USAGE, memo="GPU usage (partly uncovered)",
-                                metadata={**metadata, "shortfall_micros": shortfall})
-        return None
+def _charge_chunk(segments: list[dict[str, Any]], now: datetime, window_start: datetime, prices: PriceBook,
+                  revenue_id: int, chunk_rows: int, result: TickResult) -> None:
+    """Charge the segments of a few organizations, in passes of at most ``chunk_rows`` minutes each."""
+    org_ids = sorted({s["organization_id"] for s in segments})
+    missing = set(org_ids) - set(Wallet.objects.filter(organization_id__in=org_ids).values_list(
+        "organization_id", flat=True))
+    for org_id in missing:
+        wallet_create(organization=Organization.objects.get(pk=org_id))
+    per_segment = max(1, chunk_rows // len(segments))
+    while True:
+        try:
+            with transaction.atomic():
+                more = _charge_pass(segments, org_ids, now, window_start, prices, revenue_id, per_segment, result)
+        except (_Conflict, IdempotencyKeyReused):  # a concurrent tick charged these minutes first
+            result.conflicts += 1
+            return
+        result.passes += 1
+        if not more:
+            return
+
+
+def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: datetime, window_start: datetime,
+                 prices: PriceBook, revenue_id: int, per_segment: int, result: TickResult) -> bool:
+    """One database transaction: lock, read, compute, write. Returns True when minutes are left over."""
+    wallets, grants = _lock_and_read(org_ids, window_start)
+    cursors = _cursors_read([s["instance_id"] for s in segments])
+    rows: dict[int, list[tuple[Any, ...]]] = defaultdict(list)  # org -> usage rows
+    write_offs: list[tuple[Any, ...]] = []
+    changed: dict[int, _Cursor] = {}
+    more = False
+    for seg in segments:
+        iid, seg_id, start = seg["instance_id"], seg["segment_id"], seg["started_at"]
+        cur = changed.get(iid) or cursors.get(iid)
+        if cur is None:
+            done = 0
+        elif cur.segment_id == seg_id:
+            done = cur.segment_minutes
+        elif cur.last_minute >= start:  # an older segment, or clock-minute cursor (segment unknown)
+            done = started_minutes(started_at=start, until=cur.last_minute + (MINUTE if cur.segment_id is None
+                                                                            else MICRO))
+        else:
+            done = 0
+        end = now + MICRO if seg["ended_at"] is None else min(seg["ended_at"], now + MICRO)
+        total = started_minutes(started_at=start, until=end)
+        if done >= total:
+            continue
+        too_old = min(total, started_minutes(started_at=start, until=window_start))
+        if done < too_old:  # began before the lookback: written off, visibly
+            price = prices.at(seg["gpu_type"], seg["mode"], start + done * MINUTE) or 0
+            minutes = too_old - done
+            write_offs.append((seg["organization_id"], iid, seg_id, done, start + done * MINUTE, minutes,
+                               cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"],
+                                                        minutes=minutes), now))
+            done = too_old
+            cur = _Cursor(seg_id, done, start + (done - 1) * MINUTE, -1, 0)
+            changed[iid] = cur
+        last = min(total, done + per_segment)
+        more = more or last < total
+        for index in range(done, last):
+            minute = start + index * MINUTE
+            price_or_none = prices.at(seg["gpu_type"], seg["mode"], minute)
+            if price_or_none is None:
+                log.error("no price for %s/%s at %s: instance %s not charged", seg["gpu_type"], seg["mode"],
+                          minute, iid)
+                break
+            price = price_or_none
+            run = cur.index + 1 if cur is not None and cur.price == price else 1
+            amount = minute_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"], minute_index=run)
+            rows[seg["organization_id"]].append((iid, seg_id, index, minute, seg["gpu_type"], seg["mode"],
+                                                 seg["gpu_count"], price, run, amount))
+            cur = _Cursor(seg_id, index + 1, minute, price, run)
+            changed[iid] = cur
+    if not rows and not write_offs:
+        return False
+    postings, txn_of, charged = _postings(rows, wallets, grants, now, revenue_id, result)
+    tracked = {paid_account for paid_account, _ in wallets.values()} | {g[0] for gs in grants.values() for g in gs}
+    ids = ledger_post_many(postings=postings, tracked_account_ids=tracked) if postings else {}
+    usage = [(org, *row, ids.get(txn_of[(org, row[1], row[2])])) for org, org_rows in rows.items()
+             for row in org_rows]
+    inserted = bulk_insert(
+        quoted_table(UsageRecord),
+        [("organization_id", "bigint"), ("instance_id", "bigint"), ("segment_id", "bigint"),
+         ("minute_index", "integer"), ("minute", "timestamptz"), ("gpu_type", "text"), ("mode", "text"),
+         ("gpu_count", "integer"), ("price_per_gpu_hour_micros", "bigint"), ("price_minute_index", "integer"),
+         ("amount_micros", "bigint"), ("transaction_id", "bigint")],
+        usage, suffix="ON CONFLICT (segment_id, minute_index) DO NOTHING", returning="id")
+    if len(inserted) != len(usage):
+        raise _Conflict
+    bulk_insert(
+        quoted_table(MeteringCursor),
+        [("instance_id", "bigint"), ("segment_id", "bigint"), ("segment_minutes", "integer"),
+         ("last_minute", "timestamptz"), ("price_per_gpu_hour_micros", "bigint"), ("price_minute_index", "integer")],
+        [(iid, c.segment_id, c.segment_minutes, c.last_minute, c.price, c.index) for iid, c in changed.items()],
+        suffix="ON CONFLICT (instance_id) DO UPDATE SET segment_id = excluded.segment_id, segment_minutes ="
+               " excluded.segment_minutes, last_minute = excluded.last_minute, price_per_gpu_hour_micros ="
+               " excluded.price_per_gpu_hour_micros, price_minute_index = excluded.price_minute_index")
+    if write_offs:
+        _write_offs_record(write_offs, result)
+    result.records += len(usage)
+    result.charged_micros += charged
+    result.organizations += len(rows)
+    return more
+
+
+def _lock_and_read(org_ids: list[int], earliest: datetime) -> tuple[dict[int, tuple[int, int]],
+                                                                       dict[int, list[list[Any]]]]:
+    """Lock the wallets of ``org_ids`` in id order (one statement) and read, per organization, (paid account
+    id, paid balance) and its unexpired grants with money left that expire after ``earliest``, as
+    [account id, balance, expires_at] in spending order."""
+    where, params = in_clause("w.organization_id", org_ids)
+    lock = " FOR UPDATE OF w" if connection.features.has_select_for_update_of else ""
+    accounts = quoted_table(LedgerAccount)
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT w.organization_id, w.paid_account_id, a.balance_micros FROM {quoted_table(Wallet)} w"
+                       f" JOIN {accounts} a ON a.id = w.paid_account_id WHERE {where} ORDER BY w.id{lock}", params)
+        wallets = {int(org): (int(acc), int(bal)) for org, acc, bal in cursor.fetchall()}
+        cursor.execute(
+            "SELECT w.organization_id, g.account_id, ga.balance_micros, g.expires_at"
+            f" FROM {quoted_table(CreditGrant)} g JOIN {quoted_table(Wallet)} w ON w.id = g.wallet_id"
+            f" JOIN {accounts} ga ON ga.id = g.account_id"
+            f" WHERE {where} AND g.expired_at IS NULL AND ga.balance_micros > 0 AND g.expires_at > %s"
+            " ORDER BY g.expires_at, g.id",
+            [*params, db_value(CreditGrant, "expires_at", earliest - MINUTE)])
+        grants: dict[int, list[list[Any]]] = defaultdict(list)
+        for org, account, balance, expires in cursor.fetchall():
+            if isinstance(expires, str):  # SQLite returns text from a raw query
+                expires = CreditGrant._meta.get_field("expires_at").to_python(expires)
+            if timezone.is_naive(expires):
+                expires = timezone.make_aware(expires, zoneinfo.ZoneInfo("UTC"))
+            grants[int(org)].append([int(account), int(balance), expires])
+    return wallets, grants
+
+
+def _cursors_read(instance_ids: list[int]) -> dict[int, _Cursor]:
+    """The metering cursors of these instances (one statement)."""
+    where, params = in_clause("instance_id", sorted(set(instance_ids)))
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT instance_id, segment_id, segment_minutes, last_minute, price_per_gpu_hour_micros,"
+                       f" price_minute_index FROM {quoted_table(MeteringCursor)} WHERE {where}", params)
+        rows = cursor.fetchall()
+    field = MeteringCursor._meta.get_field("last_minute")
+    out = {}
+    for iid, seg, minutes, last, price, index in rows:
+        if not isinstance(last, datetime):  # SQLite gives text
+            last = field.to_python(last)
+        if timezone.is_naive(last):
+            last = timezone.make_aware(last, zoneinfo.ZoneInfo("UTC"))
+        out[int(iid)] = _Cursor(seg, minutes, last, price, index)
+    return out
+
+
+def _postings(rows: dict[int, list[tuple[Any, ...]]], wallets: dict[int, tuple[int, int]],
+              grants: dict[int, list[list[Any]]], now: datetime, revenue_id: int,
+              result: TickResult) -> tuple[list[BulkPosting], dict[tuple[int, int, int], str], int]:
+    """Per organization, its minutes in time order split into batches at grant expiries and local month
+    starts; per batch one posting that takes grants valid at the batch's minutes (earliest expiry first),
+    then paid, then records the rest as shortfall. Returns (postings, posting key per (org, segment, minute
+    index), micro-CNY charged)."""
+    zone = billing_zone()
+    now_month = now.astimezone(zone).strftime("%Y%m")
+    postings: list[BulkPosting] = []
+    key_of: dict[tuple[int, int, int], str] = {}
+    charged = 0
+    for org, org_rows in rows.items():
+        org_rows.sort(key=lambda r: (r[3], r[1], r[2]))
+        org_grants = grants.get(org, [])
+        expiries = sorted({g[2] for g in org_grants})
+        batches: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
+        for row in org_rows:
+            minute = row[3]
+            batches.setdefault((minute.astimezone(zone).strftime("%Y%m"), bisect.bisect_right(expiries, minute)),
+                               []).append(row)
+        paid_account, paid = wallets[org]
+        shortfall_total = 0
+        for (month, _), batch in sorted(batches.items(), key=lambda item: item[1][0][3]):
+            first, last = batch[0][3], batch[-1][3]
+            total = sum(r[9] for r in batch)
+            legs: list[tuple[int, int]] = []
+            left = total
+            for grant in org_grants:
+                if left == 0:
+                    break
+                if grant[2] > first and grant[1] > 0:
+                    take = min(left, grant[1])
+                    grant[1] -= take
+                    left -= take
+                    legs.append((grant[0], -take))
+            if left and paid:
+                take = min(left, paid)
+                paid -= take
+                left -= take
+                legs.append((paid_account, -take))
+            covered = total - left
+            shortfall_total += left
+            digest = hashlib.sha256(";".join(f"{r[1]}:{r[2]}" for r in batch).encode()).hexdigest()[:40]
+            key = f"usage:{org}:{first:%Y%m%d%H%M%S}:{digest}"
+            for r in batch:
+                key_of[(org, r[1], r[2])] = key
+            if covered == 0:
+                continue
+            legs.append((revenue_id, covered))
+            metadata: dict[str, Any] = {"records": len(batch), "first_minute": first.isoformat(),
+                                        "last_minute": last.isoformat()}
+            if left:
+                metadata["shortfall_micros"] = left
+            postings.append(BulkPosting(
+                idempotency_key=key, kind=TransactionKind.USAGE, organization_id=org,
+                memo="GPU usage" if not left else "GPU usage (partly uncovered)", metadata=metadata,
+                created_at=now if month == now_month else last, legs=tuple(legs)))
+            charged += covered
+        wallets[org] = (paid_account, paid)
+        if shortfall_total:
+            result.shortfalls[org] = result.shortfalls.get(org, 0) + shortfall_total
+            audit_log(action="billing.usage_shortfall", organization=Organization(pk=org),
+                      extra={"shortfall_micros": shortfall_total})
+    return postings, key_of, charged
+
+
+def _write_offs_record(write_offs: list[tuple[Any, ...]], result: TickResult) -> None:
+    inserted = bulk_insert(
+        quoted_table(UsageWriteOff),
+        [("organization_id", "bigint"), ("instance_id", "bigint"), ("segment_id", "bigint"),
+         ("first_minute_index", "integer"), ("first_minute", "timestamptz"), ("minutes", "integer"),
+         ("amount_micros", "bigint"), ("created_at", "timestamptz")],
+        write_offs, suffix="ON CONFLICT (segment_id, first_minute_index) DO NOTHING", returning="id")
+    if len(inserted) != len(write_offs):
+        raise _Conflict
+    for org, iid, seg_id, index, first, minutes, amount, _ in write_offs:
+        result.written_off_minutes += minutes
+        audit_log(action="billing.usage_written_off", organization=Organization(pk=org), staff=True,
+                  extra={"instance_id": iid, "segment_id": seg_id, "first_minute_index": index,
+                         "first_minute": first.isoformat(), "minutes": minutes, "amount_micros": amount,
+                         "reason": f"began more than {settings.METERING_LOOKBACK_HOURS} h before the tick"})
+    log.warning("metering wrote off %s minutes older than the lookback", sum(w[5] for w in write_offs))
 
 
 # --- budget guard -------------------------------------------------------------------------------------
@@ -179,7 +413,7 @@ def burn_rates(*, now: datetime | None = None, organization: Organization | None
     if organization is not None:
         rows = rows.filter(instance__organization_id=organization.pk)
     segments = list(rows)
-    prices = PriceBook({s["gpu_type"] for s in segments})
+    prices = PriceBook()
     per_org: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for s in segments:
         price = prices.at(s["gpu_type"], s["mode"], current) or 0

@@ -10,6 +10,8 @@ Invariants:
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
@@ -141,11 +143,17 @@ class GpuPrice(models.Model):
 class TopUp(models.Model):
     """A wallet top-up paid through Stripe Checkout.
 
-    Its ``idempotency_key`` (``topup:<id>``) is stored before Stripe is called and sent as the request's
-    ``Idempotency-Key``; the wallet is credited only by a verified ``checkout.session.completed`` webhook,
-    with the same key on the ledger posting, so each payment credits exactly once. Refunds and disputes
-    debit the paid balance (``refunded_micros``); what the paid balance could not cover is recorded in
-    ``unrecovered_micros`` for staff.
+    Its ``idempotency_key`` (``topup:<stripe_key_uuid>``, a random UUID stored with the row before Stripe is
+    called) is sent as Stripe's ``Idempotency-Key``: unique across databases, so a restored or copied database
+    sharing the Stripe account never collides. The wallet is credited only by a verified
+    ``checkout.session.completed`` webhook whose session id equals ``stripe_session_id`` (organization and
+    amount checked too), with the ledger key ``topup:<id>``, so each payment credits exactly once;
+    ``stripe_payment_intent`` is set only on that verified path and is how refunds and disputes find the
+    top-up. Refunds and disputes debit the paid balance (``refunded_micros``); what the paid balance could not
+    cover is recorded in ``unrecovered_micros`` for staff.
+
+    ``request_key`` / ``request_sha256``: the API's ``Idempotency-Key`` (unique per organization) and the hash
+    of the request body it came with, so a retried request answers with this top-up.
     """
 
     organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="top_ups")
@@ -153,6 +161,9 @@ class TopUp(models.Model):
     amount_micros = models.BigIntegerField()
     status = models.CharField(max_length=20, choices=TopUpStatus.choices, default=TopUpStatus.CREATED)
     idempotency_key = models.CharField(max_length=80, unique=True, null=True)
+    stripe_key_uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    request_key = models.CharField(max_length=200, blank=True, default="")
+    request_sha256 = models.CharField(max_length=64, blank=True, default="")
     stripe_session_id = models.CharField(max_length=255, unique=True, null=True, blank=True)
     stripe_payment_intent = models.CharField(max_length=255, unique=True, null=True, blank=True)
     checkout_url = models.URLField(max_length=1000, blank=True)
@@ -164,9 +175,26 @@ class TopUp(models.Model):
 
     class Meta:
         ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["organization", "request_key"], condition=~models.Q(
+            request_key=""), name="uniq_topup_request_key")]
 
     def __str__(self) -> str:
         return f"top-up {self.pk} of {self.organization}"
+
+
+class StripePayment(models.Model):
+    """One row per Stripe payment intent: the lock every event of that payment takes first.
+
+    Completion, async success / failure, refunds and disputes of one payment all run ``INSERT … ON CONFLICT
+    DO NOTHING`` then ``SELECT … FOR UPDATE`` on this row inside their transaction, so they serialize and any
+    interleaving gives the same ledger (``billing.payments``).
+    """
+
+    payment_intent = models.CharField(max_length=255, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return self.payment_intent
 
 
 class StripeEvent(models.Model):
@@ -195,13 +223,18 @@ class PaymentReversal(models.Model):
     ``reference`` is ``refund:<charge id>`` (``target_micros`` = the cumulative amount refunded, as Stripe
     reports it) or ``dispute:<dispute id>``. ``applied_micros`` is how much of the target has been debited
     or recorded as unrecoverable; a reversal that arrives before its payment's completion waits with
-    ``applied_micros = 0`` and is applied right after the credit.
+    ``applied_micros = 0`` and is applied right after the credit (or by the periodic sweep).
+    ``debited_micros`` is the part of ``applied_micros`` actually taken from the paid balance (the rest was
+    unrecoverable). A dispute closed as won (``outcome = "won"``) has its target set to 0 for good: what was
+    debited is credited back once; a lost one stays debited.
     """
 
     payment_intent = models.CharField(max_length=255, db_index=True)
     reference = models.CharField(max_length=255, unique=True)
     target_micros = models.BigIntegerField()
     applied_micros = models.BigIntegerField(default=0)
+    debited_micros = models.BigIntegerField(default=0)
+    outcome = models.CharField(max_length=10, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -210,15 +243,22 @@ class PaymentReversal(models.Model):
 
 
 class UsageRecord(models.Model):
-    """One charged instance-minute. Unique per (instance, minute): a second tick charges nothing.
+    """One charged instance-minute: minute ``minute_index`` (0-based) of run segment ``segment_id``, which
+    started at ``minute`` (= the segment's start + ``minute_index`` minutes; per *started* minute of use, so
+    a segment of 4 min 24 s has minutes 0…4). Unique per (segment, minute index): a second tick charges
+    nothing.
 
-    ``minute`` is the UTC start of the minute. ``price_minute_index`` is k when this is the k-th minute
-    of the instance charged at ``price_per_gpu_hour_micros`` in a row, so that ``amount_micros`` is
-    ``cumulative(k) - cumulative(k-1)`` (see ``billing.pricing``). ``instance_id`` refers to
-    ``instances.Instance`` by value, so billing keeps no foreign key into the instances app.
+    ``price_minute_index`` is k when this is the k-th minute of the instance charged at
+    ``price_per_gpu_hour_micros`` in a row, so that ``amount_micros`` is ``cumulative(k) - cumulative(k-1)``
+    (see ``billing.pricing``). ``amount_micros`` is the full price of the minute; the ledger transaction may
+    have covered less (a shortfall, shown on the statement). ``instance_id`` and ``segment_id`` refer to
+    ``instances.Instance`` / ``InstanceRunSegment`` by value, so billing keeps no foreign key into the
+    instances app. Rows written before per-started-minute billing have no segment.
     """
 
     instance_id = models.BigIntegerField()
+    segment_id = models.BigIntegerField(null=True)
+    minute_index = models.PositiveIntegerField(null=True)
     organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="usage_records")
     minute = models.DateTimeField()
     gpu_type = models.CharField(max_length=40)
@@ -231,27 +271,66 @@ class UsageRecord(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["instance_id", "minute"], name="uniq_usage_minute")]
+        constraints = [models.UniqueConstraint(fields=["segment_id", "minute_index"], name="uniq_usage_segment_minute")]
         indexes = [models.Index(fields=["organization", "minute"])]
 
     def __str__(self) -> str:
-        return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M}"
+        return f"instance {self.instance_id} @ {self.minute:%Y-%m-%d %H:%M:%S}"
 
 
 class MeteringCursor(models.Model):
-    """Per instance: the last minute charged and the run at one price, so a tick only looks forward.
+    """Per instance: the segment and number of its minutes charged, the last minute's start and the run at
+    one price, so a tick only looks forward.
 
-    Updated in the same transaction as the usage records it summarizes; the unique constraint on
-    ``UsageRecord`` stays the guarantee against double charging.
+    Read after the tick has locked the organization's wallet and updated in the same transaction as the
+    usage records it summarizes; the unique constraint on ``UsageRecord`` stays the guarantee against
+    double charging. ``segment_id`` is null for cursors written by clock-minute metering (before per
+    started minute): their ``last_minute`` is then the start of the last charged clock minute.
     """
 
     instance_id = models.BigIntegerField(primary_key=True)
+    segment_id = models.BigIntegerField(null=True)
+    segment_minutes = models.PositiveIntegerField(default=0)
     last_minute = models.DateTimeField()
     price_per_gpu_hour_micros = models.BigIntegerField()
     price_minute_index = models.PositiveIntegerField()
 
     def __str__(self) -> str:
         return f"instance {self.instance_id} charged to {self.last_minute:%Y-%m-%d %H:%M}"
+
+
+class UsageWriteOff(models.Model):
+    """Minutes of a run segment older than the metering lookback when a tick first saw them (workers were
+    down longer than ``METERING_LOOKBACK_HOURS``): not charged, audited, and shown on the statement of the
+    month of ``first_minute``. ``amount_micros`` is what they would have cost. One row per (segment, first
+    minute index)."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="+")
+    instance_id = models.BigIntegerField()
+    segment_id = models.BigIntegerField()
+    first_minute_index = models.PositiveIntegerField()
+    first_minute = models.DateTimeField()
+    minutes = models.PositiveIntegerField()
+    amount_micros = models.BigIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["segment_id", "first_minute_index"], name="uniq_write_off")]
+        indexes = [models.Index(fields=["organization", "first_minute"])]
+
+    def __str__(self) -> str:
+        return f"{self.minutes} min of instance {self.instance_id} written off"
+
+
+class MeteringWatermark(models.Model):
+    """Per metering shard: the time up to which a tick has looked, so the next one (after any outage) also
+    sees segments that ended before its lookback window and writes their minutes off instead of losing them."""
+
+    shard = models.CharField(max_length=20, primary_key=True)
+    scanned_until = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.shard}: {self.scanned_until}"
 
 
 class LowBalanceNotice(models.Model):

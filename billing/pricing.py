@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from billing.choices import RentalMode
 from billing.models import GpuPrice
-from billing.money import round_micros, to_micros
+from billing.money import to_micros
 from billing.selectors import wallet_balance
 from portal.audit import audit_log
 
@@ -40,11 +40,29 @@ class PriceNotFound(LookupError):
     """No price-book row for this GPU type and mode at that time."""
 
 
+class BackdatedPrice(ValueError):
+    """A price-book row whose effective time is in the past: minutes already charged would disagree with the
+    book. Nothing is written; a correction of past usage is an audited adjustment of the wallet instead."""
+
+
+def price_effective_validate(*, effective_from: datetime, now: datetime | None = None) -> None:
+    """Raise ``BackdatedPrice`` (with the message staff see) unless ``effective_from`` ≥ ``now``."""
+    now = now or timezone.now()
+    if effective_from < now:
+        raise BackdatedPrice(
+            f"A price cannot take effect in the past ({effective_from:%Y-%m-%d %H:%M:%S %Z} is before now,"
+            f" {now:%Y-%m-%d %H:%M:%S %Z}): minutes already charged would disagree with the price book. Choose a"
+            " time from now on; correct past usage with an adjustment on the wallet (Wallets → Post adjustment)."
+        )
+
+
 def cumulative_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minutes: int) -> int:
     """Exact price of ``minutes`` minutes of ``gpus`` GPUs, rounded once, half-up, to a micro-CNY."""
     if minutes < 0 or gpus < 0 or price_per_gpu_hour_micros < 0:
         raise ValueError("minutes, gpus and price must be non-negative")
-    return round_micros(Decimal(price_per_gpu_hour_micros) * gpus * minutes / 60)
+    # round_half_up(x / 60) for an integer x >= 0 is (x + 30) // 60: exact integer arithmetic, the same
+    # value as ``round_micros(Decimal(x) / 60)`` (tested), fast enough for 100,000 minutes a tick.
+    return (price_per_gpu_hour_micros * gpus * minutes + 30) // 60
 
 
 def minute_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minute_index: int) -> int:
@@ -61,9 +79,11 @@ class PriceBook:
     """Price-book rows of some GPU types, looked up by bisect on ``effective_from``: the one price lookup
     (the price quote, the pricing page and metering all read prices through it). One query on creation."""
 
-    def __init__(self, gpu_types: set[str]) -> None:
+    def __init__(self, gpu_types: set[str] | None = None) -> None:
+        """Load the rows of ``gpu_types`` (all rows, a small table, with ``None``)."""
         self.rows: dict[tuple[str, str], tuple[list[datetime], list[int]]] = {}
-        rows = GpuPrice.objects.filter(gpu_type__in=gpu_types).order_by("effective_from").values_list(
+        query = GpuPrice.objects.all() if gpu_types is None else GpuPrice.objects.filter(gpu_type__in=gpu_types)
+        rows = query.order_by("effective_from").values_list(
             "gpu_type", "mode", "effective_from", "price_per_gpu_hour_micros")
         for gpu_type, mode, start, price in rows:
             times, prices = self.rows.setdefault((gpu_type, mode), ([], []))
@@ -135,12 +155,15 @@ def price_quote(*, organization: Organization, gpu_type: str, gpu_count: int, mo
 
 def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
                   created_by: User | None = None) -> GpuPrice:
-    """Add a price-book row (a price change never rewrites past rows)."""
-
+    """Add a price-book row in force from ``effective_from`` (default now). A price change never rewrites past
+    rows nor past minutes: an effective time before now raises ``BackdatedPrice`` and nothing is written."""
+    now = timezone.now()
+    effective_from = effective_from or now
+    price_effective_validate(effective_from=effective_from, now=now)
     with transaction.atomic():
         row = GpuPrice.objects.create(
             gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
-            effective_from=effective_from or timezone.now(), created_by=created_by,
+            effective_from=effective_from, created_by=created_by,
         )
         audit_log(action="billing.price_set", actor=created_by, obj=row,
                   extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)})

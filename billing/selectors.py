@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.db.models import QuerySet, Sum
 from django.utils import timezone
@@ -66,5 +66,12 @@ def account_entry_sum(account: LedgerAccount) -> int:
 
 
 def grants_due_for_expiry(*, now: datetime | None = None) -> QuerySet[CreditGrant]:
-    """Grants past their expiry whose remainder has not been posted yet."""
-    return CreditGrant.objects.filter(expired_at__isnull=True, expires_at__lte=now or timezone.now())
+    """Grants past their expiry by more than the metering lookback whose remainder has not been posted yet.
+
+    A grant stops counting at ``expires_at`` (``wallet_balance``, every spend); its remainder is posted to
+    expired credit only once no metering catch-up can still charge minutes used before its expiry against it
+    (``METERING_LOOKBACK_HOURS``; issue 15: outages cost nobody)."""
+    from django.conf import settings
+
+    cutoff = (now or timezone.now()) - timedelta(hours=settings.METERING_LOOKBACK_HOURS)
+    return CreditGrant.objects.filter(expired_at__isnull=True, expires_at__lte=cutoff)

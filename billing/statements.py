@@ -14,7 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from billing.choices import AccountKind, TransactionKind
-from billing.models import LedgerEntry, UsageRecord
+from billing.models import LedgerEntry, UsageRecord, UsageWriteOff
 from billing.money import format_cny
 from portal.models import Organization
 
@@ -29,6 +29,17 @@ class UsageLine:
     amount_micros: int
     first_minute: datetime
     last_minute: datetime
+
+
+@dataclass(frozen=True)
+class WriteOffLine:
+    """Minutes of an instance not charged because they began more than the metering lookback before the tick
+    that found them (``UsageWriteOff``); ``amount_micros`` is what they would have cost."""
+
+    instance_id: int
+    minutes: int
+    amount_micros: int
+    first_minute: datetime
 
 
 @dataclass(frozen=True)
@@ -51,7 +62,8 @@ class Statement:
     by_kind: list[KindLine]
     usage: list[UsageLine]
     usage_total_micros: int
-    usage_uncovered_micros: int
+    usage_uncovered_micros: int  # the shortfall: usage the balance could not cover (usage lines − ledger usage)
+    write_offs: list[WriteOffLine]
 
     @property
     def net_micros(self) -> int:
@@ -91,12 +103,20 @@ def statement_build(*, organization: Organization, year: int, month: int, tz_nam
     usage_total = sum(u.amount_micros for u in usage)
     usage_ledger = -sum(k.amount_micros for k in by_kind if k.kind == TransactionKind.USAGE)
     closing = opening + sum(k.amount_micros for k in by_kind)
+    write_offs = [
+        WriteOffLine(r["instance_id"], r["minutes"], r["amount"], r["first"])
+        for r in UsageWriteOff.objects.filter(organization=organization, first_minute__gte=start,
+                                              first_minute__lt=end)
+        .values("instance_id").annotate(minutes=Sum("minutes"), amount=Sum("amount_micros"), first=Min("first_minute"))
+        .order_by("instance_id")
+    ]
     return Statement(organization, year, month, start, end, opening, closing, by_kind, usage, usage_total,
-                     usage_total - usage_ledger)
+                     usage_total - usage_ledger, write_offs)
 
 
 def statement_csv(statement: Statement) -> str:
-    """The statement as CSV (UTF-8, amounts in CNY with 6 decimals)."""
+    """The statement as CSV (UTF-8, amounts in CNY with 6 decimals). Usage lines are negative (charged); the
+    shortfall line (usage the balance could not cover) and write-off lines are positive: not charged."""
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["section", "item", "detail", "quantity", "amount_cny"])
@@ -106,6 +126,12 @@ def statement_csv(statement: Statement) -> str:
     for u in statement.usage:
         w.writerow(["usage", f"instance {u.instance_id}", f"{u.gpu_count} x {u.gpu_type} ({u.mode})",
                     f"{u.minutes} min", format_cny(-u.amount_micros, 6)])
+    if statement.usage_uncovered_micros:
+        w.writerow(["usage", "shortfall", "usage the balance could not cover (not charged)", "",
+                    format_cny(statement.usage_uncovered_micros, 6)])
+    for x in statement.write_offs:
+        w.writerow(["write-off", f"instance {x.instance_id}", "older than the metering lookback (not charged)",
+                    f"{x.minutes} min", format_cny(x.amount_micros, 6)])
     w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])
     return out.getvalue()
 

@@ -58,6 +58,13 @@ class StatementUsageSerializer(serializers.Serializer[dict[str, Any]]):
     amount_micros = serializers.IntegerField()
 
 
+class StatementWriteOffSerializer(serializers.Serializer[dict[str, Any]]):
+    instance_id = serializers.IntegerField()
+    minutes = serializers.IntegerField()
+    amount_micros = serializers.IntegerField()
+    first_minute = serializers.DateTimeField()
+
+
 class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     year = serializers.IntegerField()
     month = serializers.IntegerField()
@@ -68,6 +75,9 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     by_kind = StatementKindSerializer(many=True)
     usage = StatementUsageSerializer(many=True)
     usage_total_micros = serializers.IntegerField()
+    usage_uncovered_micros = serializers.IntegerField(help_text="shortfall: usage the balance could not cover")
+    write_offs = StatementWriteOffSerializer(many=True, help_text="minutes older than the metering lookback, "
+                                             "not charged")
 
 
 class GrantSerializer(serializers.ModelSerializer[CreditGrant]):

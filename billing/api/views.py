@@ -22,7 +22,7 @@ from billing.api.serializers import (
 )
 from billing.models import CreditGrant, LedgerEntry, UsageRecord
 from billing.money import from_micros
-from billing.payments import TopUpError, topup_create
+from billing.payments import TopUpError, TopUpKeyReused, topup_create_once
 from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import statement_build
 from portal.api.errors import ApiError
@@ -69,22 +69,32 @@ class StatementView(APIView):
             st = statement_build(organization=org, year=year, month=month, tz_name=tz_name)
         except ValueError as exc:
             raise ApiError("invalid", str(exc), 400) from exc
-        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage]}
+        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage],
+                "write_offs": [asdict(x) for x in st.write_offs]}
         return Response(StatementSerializer(data).data)
 
 
 class TopUpCreate(APIView):
-    """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only."""
+    """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
-    @extend_schema(parameters=[ORG_PARAM], request=TopUpCreateSerializer, responses={201: TopUpSerializer})
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a 409
+    ``idempotency_key_reused``."""
+
+    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+                   request=TopUpCreateSerializer, responses={201: TopUpSerializer, 200: TopUpSerializer})
     def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         serializer = TopUpCreateSerializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         d = serializer.validated_data
         try:
-            topup = topup_create(organization=org, user=request.user, amount=d["amount"],
-                                 success_url=d["success_url"], cancel_url=d["cancel_url"])
+            result = topup_create_once(
+                organization=org, user=request.user, amount=d["amount"],
+                success_url=d["success_url"], cancel_url=d["cancel_url"],
+                idempotency_key=request.headers.get("Idempotency-Key") or "")
+        except TopUpKeyReused as exc:
+            raise ApiError("idempotency_key_reused", str(exc), 409) from exc
         except TopUpError as exc:
             raise ApiError("invalid_amount", str(exc), 400) from exc
         except stripe_gateway.StripeNotConfigured as exc:
@@ -92,7 +102,8 @@ class TopUpCreate(APIView):
                            503) from exc
         except stripe_gateway.StripeUnavailable as exc:
             raise ApiError("payment_provider_error", str(exc), 502) from exc
-        return Response(TopUpSerializer(topup).data, status=status.HTTP_201_CREATED)
+        code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED
+        return Response(TopUpSerializer(result.topup).data, status=code)
 
 
 class WalletView(APIView):

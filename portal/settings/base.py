@@ -298,6 +298,7 @@ METERING_LOOKBACK_HOURS = env_int("METERING_LOOKBACK_HOURS", 24, minimum=1)
 BUDGET_GUARD_MINUTES = env_int("BUDGET_GUARD_MINUTES", 5, minimum=1)  # enough for a final checkpoint
 LOW_BALANCE_THRESHOLDS = env_list("LOW_BALANCE_THRESHOLDS", ["50", "10"])  # CNY
 CELERY_BEAT_SCHEDULE["metering-tick"] = {"task": "billing.tasks.metering_tick", "schedule": 60.0}
+CELERY_BEAT_SCHEDULE["payment-reversals-sweep"] = {"task": "billing.tasks.payment_reversals_sweep", "schedule": 300.0}
 
 # --- AI app marketplace ---------------------------------------------------------------------------------
 APP_PUBLISHER_SHARE_BPS = env_int("APP_PUBLISHER_SHARE_BPS", 7000, minimum=0)  # 70 % to the publisher

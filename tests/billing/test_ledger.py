@@ -115,6 +115,9 @@ def test_an_expired_grant_stops_counting_and_its_expiry_posting_balances(alice_o
     with pytest.raises(InsufficientFunds):
         wallet_spend(organization=alice_org, amount_micros=1, idempotency_key="spend:2")
 
+    # The remainder is posted once no metering catch-up can still charge minutes from before the expiry.
+    assert expire_credit_grants() == 0
+    time_machine.move_to(start + timedelta(days=30, hours=24, seconds=1))
     assert expire_credit_grants() == 1
     assert expire_credit_grants() == 0  # idempotent
     grant.refresh_from_db()

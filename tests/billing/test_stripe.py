@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from billing.choices import StripeEventStatus, TopUpStatus
 from billing.models import LedgerTransaction, StripeEvent, TopUp
-from billing.payments import TopUpError, topup_create
+from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
 from billing.selectors import wallet_balance
 from billing.services import wallet_spend
 
@@ -64,8 +64,9 @@ def _completed(topup: TopUp, event_id: str = "evt_completed_1", pi: str = "pi_1"
     return {"id": event_id, "object": "event", "type": "checkout.session.completed", "livemode": False,
             "data": {"object": {"id": topup.stripe_session_id, "object": "checkout.session",
                                 "payment_status": "paid", "amount_total": topup.amount_micros // 10_000,
-                                "currency": "cny", "payment_intent": pi,
-                                "metadata": {"topup_id": str(topup.pk)}}}}
+                                "currency": "cny", "payment_intent": pi, "client_reference_id": str(topup.pk),
+                                "metadata": {"topup_id": str(topup.pk),
+                                             "organization_id": str(topup.organization_id)}}}}
 
 
 def _refunded(event_id: str, amount_fen: int, pi: str = "pi_1") -> dict:
@@ -84,7 +85,7 @@ def _topup(alice, alice_org, httpserver, amount="100.00") -> TopUp:
 def test_a_top_up_creates_a_checkout_session_with_our_idempotency_key(alice, alice_org, stripe_settings):
     topup = _topup(alice, alice_org, stripe_settings)
     request, _ = stripe_settings.log[0]
-    assert request.headers["Idempotency-Key"] == f"topup:{topup.pk}"
+    assert request.headers["Idempotency-Key"] == f"topup:{topup.stripe_key_uuid}" == topup.idempotency_key
     assert request.form["line_items[0][price_data][unit_amount]"] == "10000"
     assert request.form["line_items[0][price_data][currency]"] == "cny"
     assert request.form["metadata[topup_id]"] == str(topup.pk)
@@ -219,5 +220,289 @@ def test_a_payment_whose_amount_does_not_match_is_recorded_as_failed_and_credits
     event["data"]["object"]["amount_total"] = 1
     assert _post(client, event).status_code == 200
     row = StripeEvent.objects.get()
-    assert row.status == StripeEventStatus.FAILED and "expected 10000 cny" in row.error
+    assert row.status == StripeEventStatus.FAILED
+    assert row.error == f"mismatch: top-up {topup.pk}: paid 1 cny, expected 10000 cny"
     assert wallet_balance(organization=alice_org).total_micros == 0
+
+
+# --- events matched to what the portal created (issue 15) ------------------------------------------------
+
+
+def _event(event_id: str, kind: str, obj: dict) -> dict:
+    return {"id": event_id, "object": "event", "type": kind, "data": {"object": obj}}
+
+
+def _handle(event: dict) -> StripeEvent:
+    row, _ = stripe_event_record(event=event)
+    return stripe_event_handle(row=row)
+
+
+def _balances(*orgs) -> list[int]:
+    return [wallet_balance(organization=org).paid_micros for org in orgs]
+
+
+@pytest.mark.django_db
+def test_a_completion_of_alices_session_naming_charlies_top_up_credits_nobody(client, alice, alice_org, charlie,
+                                                                             stripe_settings, ledger_invariants):
+    from portal.models import AuditEvent
+    from portal.selectors import organization_for_user
+
+    charlie_org = organization_for_user(user=charlie)
+    ann = _topup(alice, alice_org, stripe_settings)
+    ben = topup_create(organization=charlie_org, user=charlie, amount="100.00", success_url="http://t/ok",
+                       cancel_url="http://t/no")
+    forged = _completed(ann, pi="pi_ann")
+    forged["data"]["object"]["metadata"] = {"topup_id": str(ben.pk), "organization_id": str(charlie_org.pk)}
+    assert _post(client, forged).status_code == 200
+    row = StripeEvent.objects.get(event_id="evt_completed_1")
+    assert (row.status, row.error) == (StripeEventStatus.FAILED,
+                                       f"mismatch: session {ann.stripe_session_id}: metadata names top-up '{ben.pk}',"
+                                       f" the session is top-up {ann.pk}'s")
+    audit = AuditEvent.objects.get(action="billing.stripe_event_rejected")
+    assert (audit.organization_id, audit.extra["event_id"], audit.extra["reason"]) == (
+        alice_org.pk, "evt_completed_1", row.error.removeprefix("mismatch: "))
+    assert _balances(alice_org, charlie_org) == [0, 0]
+    ann.refresh_from_db()
+    ben.refresh_from_db()
+    assert (ann.status, ann.stripe_payment_intent, ben.status, ben.stripe_payment_intent) == (
+        TopUpStatus.CHECKOUT_OPEN, None, TopUpStatus.CHECKOUT_OPEN, None)
+    # A later refund of that payment finds no credited top-up: nobody is debited.
+    _post(client, _refunded("evt_refund_ann", 10_000, pi="pi_ann"))
+    assert _balances(alice_org, charlie_org) == [0, 0]
+    assert LedgerTransaction.objects.count() == 0
+    ledger_invariants()
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(("change", "reason"), [
+    ({"id": "cs_unknown"}, "session 'cs_unknown' is not a checkout session created by this portal"),
+    ({"client_reference_id": "999"}, "client_reference_id '999' is not top-up {pk}"),
+    ({"metadata": {"topup_id": "{pk}", "organization_id": "999"}}, "metadata names organization '999'"),
+    ({"currency": "usd"}, "paid 10000 usd, expected 10000 cny"),
+])
+def test_a_completion_that_differs_from_the_stored_top_up_is_a_failed_event(alice, alice_org, stripe_settings,
+                                                                           change, reason, ledger_invariants):
+    topup = _topup(alice, alice_org, stripe_settings)
+    event = _completed(topup)
+    fill = {k: ({kk: vv.format(pk=topup.pk) for kk, vv in v.items()} if isinstance(v, dict) else v)
+            for k, v in change.items()}
+    event["data"]["object"].update(fill)
+    row = _handle(event)
+    assert row.status == StripeEventStatus.FAILED and reason.format(pk=topup.pk) in row.error
+    assert wallet_balance(organization=alice_org).total_micros == 0
+    assert LedgerTransaction.objects.count() == 0
+    ledger_invariants()
+
+
+@pytest.mark.django_db
+def test_staff_see_a_rejected_event_and_its_reason_in_the_admin(client, alice, alice_org, stripe_settings):
+    from portal.models import User
+
+    topup = _topup(alice, alice_org, stripe_settings)
+    event = _completed(topup)
+    event["data"]["object"]["id"] = "cs_forged"
+    _handle(event)
+    staff = User.objects.create_superuser(email="staff@example.com", password="staff pass 12345")
+    client.force_login(staff)
+    page = client.get(reverse("admin:billing_stripeevent_changelist") + "?status__exact=failed").content.decode()
+    assert "evt_completed_1" in page
+    assert "mismatch: session &#x27;cs_forged&#x27; is not a checkout session created by this portal" in page
+
+
+@pytest.mark.django_db
+def test_an_async_payment_failure_marks_the_top_up_failed(alice, alice_org, stripe_settings, ledger_invariants):
+    topup = _topup(alice, alice_org, stripe_settings)
+    obj = {**_completed(topup)["data"]["object"], "payment_status": "unpaid"}
+    assert _handle(_event("evt_pending", "checkout.session.completed", obj)).status == StripeEventStatus.IGNORED
+    row = _handle(_event("evt_failed", "checkout.session.async_payment_failed", obj))
+    assert row.status == StripeEventStatus.PROCESSED
+    topup.refresh_from_db()
+    assert (topup.status, topup.error) == (TopUpStatus.FAILED,
+                                           "the payment failed (checkout.session.async_payment_failed)")
+    assert wallet_balance(organization=alice_org).total_micros == 0
+    ledger_invariants()
+
+
+def _dispute(event_id: str, kind: str, status: str = "needs_response", amount_fen: int = 10_000) -> dict:
+    return _event(event_id, kind, {"id": "dp_1", "object": "dispute", "payment_intent": "pi_1",
+                                   "amount": amount_fen, "status": status})
+
+
+@pytest.mark.django_db
+def test_a_won_dispute_gives_the_money_back_and_a_lost_one_stays_debited(alice, alice_org, stripe_settings,
+                                                                        ledger_invariants):
+    topup = _topup(alice, alice_org, stripe_settings)
+    _handle(_completed(topup))
+    _handle(_dispute("evt_d1", "charge.dispute.created"))
+    assert wallet_balance(organization=alice_org).paid_micros == 0
+    _handle(_dispute("evt_d2", "charge.dispute.closed", "won"))
+    _handle(_dispute("evt_d3", "charge.dispute.created"))  # late redelivery of the opening: nothing
+    assert wallet_balance(organization=alice_org).paid_micros == 100_000_000
+    topup.refresh_from_db()
+    assert (topup.refunded_micros, topup.unrecovered_micros) == (0, 0)
+    assert sorted(LedgerTransaction.objects.values_list("idempotency_key", flat=True)) == [
+        "dispute:dp_1:100000000", "dispute:dp_1:won", f"topup:{topup.pk}"]
+    ledger_invariants()
+
+
+@pytest.mark.django_db
+def test_a_lost_dispute_stays_debited_and_a_won_one_of_spent_money_credits_only_what_was_taken(
+        alice, alice_org, stripe_settings, ledger_invariants):
+    topup = _topup(alice, alice_org, stripe_settings)
+    _handle(_completed(topup))
+    wallet_spend(organization=alice_org, amount_micros=60_000_000, idempotency_key="spend")
+    _handle(_dispute("evt_d1", "charge.dispute.created"))
+    topup.refresh_from_db()
+    assert (wallet_balance(organization=alice_org).paid_micros, topup.unrecovered_micros) == (0, 60_000_000)
+    _handle(_dispute("evt_lost", "charge.dispute.closed", "lost"))
+    assert wallet_balance(organization=alice_org).paid_micros == 0
+    _handle(_dispute("evt_won", "charge.dispute.closed", "won"))  # e.g. reversed on appeal
+    topup.refresh_from_db()
+    assert wallet_balance(organization=alice_org).paid_micros == 40_000_000
+    assert (topup.refunded_micros, topup.unrecovered_micros) == (0, 0)
+    ledger_invariants()
+
+
+@pytest.mark.django_db
+def test_the_sweep_applies_a_reversal_left_unapplied_for_a_paid_payment(alice, alice_org, stripe_settings,
+                                                                       ledger_invariants):
+    from billing.models import PaymentReversal
+    from billing.payments import payment_reversals_sweep
+
+    topup = _topup(alice, alice_org, stripe_settings)
+    _handle(_completed(topup))
+    # As a lost race on the old code left it: a refund recorded, never applied.
+    PaymentReversal.objects.create(payment_intent="pi_1", reference="refund:ch_1", target_micros=100_000_000)
+    assert wallet_balance(organization=alice_org).paid_micros == 100_000_000
+    assert payment_reversals_sweep() == 1
+    assert payment_reversals_sweep() == 0
+    assert wallet_balance(organization=alice_org).paid_micros == 0
+    topup.refresh_from_db()
+    assert topup.refunded_micros == 100_000_000
+    ledger_invariants()
+
+
+# --- Idempotency-Key on the API, Stripe keys unique across databases -------------------------------------
+
+
+def _api_topup(user, org, key: str | None, amount: str = "200.00"):
+    from rest_framework.test import APIClient
+
+    from portal.choices import TokenScope
+    from portal.services import api_token_create
+
+    api = APIClient()
+    token = api_token_create(user=user, organization=org, name="t", scope=TokenScope.WRITE)
+    api.credentials(HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
+    headers = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
+    return api.post("/api/v1/wallet/top-ups", {"amount": amount, "success_url": "https://x.test/ok",
+                                               "cancel_url": "https://x.test/no"}, format="json", **headers)
+
+
+@pytest.mark.django_db
+def test_a_retried_top_up_with_the_same_idempotency_key_returns_the_same_top_up(alice, alice_org, charlie,
+                                                                               stripe_settings):
+    stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(_session_handler)
+    first = _api_topup(alice, alice_org, "retry-1")
+    again = _api_topup(alice, alice_org, "retry-1")
+    assert (first.status_code, again.status_code) == (201, 200)
+    assert again.json() == first.json()
+    assert TopUp.objects.count() == 1 and len(stripe_settings.log) == 1  # one Checkout Session
+    other = _api_topup(alice, alice_org, "retry-1", amount="300.00")
+    assert other.status_code == 409
+    assert other.json()["error"]["code"] == "idempotency_key_reused"
+    assert TopUp.objects.count() == 1 and len(stripe_settings.log) == 1
+    from portal.selectors import organization_for_user
+
+    theirs = _api_topup(charlie, organization_for_user(user=charlie), "retry-1")  # keys are per organization
+    assert theirs.status_code == 201 and theirs.json()["id"] != first.json()["id"]
+    assert _api_topup(alice, alice_org, None).status_code == 201  # no key: a new top-up each time
+    assert TopUp.objects.count() == 3
+
+
+@pytest.mark.django_db
+def test_a_top_up_that_died_before_stripe_answered_is_resumed_by_the_retry(alice, alice_org, stripe_settings):
+    stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(_session_handler)
+    from billing.payments import topup_create_once
+
+    topup = TopUp.objects.create(organization=alice_org, user=alice, amount_micros=200_000_000,
+                                 request_key="k", request_sha256="")
+    from portal.marketplace.services import request_hash
+
+    TopUp.objects.filter(pk=topup.pk).update(
+        idempotency_key=f"topup:{topup.stripe_key_uuid}",
+        request_sha256=request_hash({"amount_micros": 200_000_000, "success_url": "https://x.test/ok",
+                                     "cancel_url": "https://x.test/no"}))
+    result = topup_create_once(organization=alice_org, user=alice, amount="200.00", success_url="https://x.test/ok",
+                               cancel_url="https://x.test/no", idempotency_key="k")
+    assert (result.replayed, result.topup.pk, result.topup.status) == (True, topup.pk, TopUpStatus.CHECKOUT_OPEN)
+    assert stripe_settings.log[0][0].headers["Idempotency-Key"] == f"topup:{topup.stripe_key_uuid}"
+
+
+@pytest.mark.django_db
+def test_stripe_idempotency_keys_differ_between_databases_with_the_same_row_ids(alice, alice_org, stripe_settings):
+    first = _topup(alice, alice_org, stripe_settings)
+    TopUp.objects.all().delete()  # as a restored or staging copy reusing the row id
+    from django.db import connection as conn
+
+    if conn.vendor == "postgresql":
+        with conn.cursor() as cur:
+            cur.execute("SELECT setval(pg_get_serial_sequence('billing_topup', 'id'), %s, false)", [first.pk])
+    else:
+        with conn.cursor() as cur:
+            cur.execute("UPDATE sqlite_sequence SET seq = %s WHERE name = 'billing_topup'", [first.pk - 1])
+    second = _topup(alice, alice_org, stripe_settings)
+    assert second.pk == first.pk
+    keys = [request.headers["Idempotency-Key"] for request, _ in stripe_settings.log]
+    assert keys[0] != keys[1] and all(k.startswith("topup:") and len(k) == 42 for k in keys)
+
+
+# --- every event of one payment serialized (PostgreSQL, slowed commit) ----------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres_only
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL row locks and pg_sleep")
+@pytest.mark.parametrize("first", ["completion", "refund"])
+def test_a_refund_racing_the_completion_is_applied_in_either_order(alice, alice_org, stripe_settings, first,
+                                                                  ledger_invariants):
+    """The first event's commit is held 1.5 s by a deferred trigger (``pg_sleep``); the second event is
+    delivered while it waits. Either order ends with the full refund applied once."""
+    topup = _topup(alice, alice_org, stripe_settings)
+    table = {"completion": "billing_ledgertransaction", "refund": "billing_paymentreversal"}[first]
+    events = {"completion": _completed(topup), "refund": _refunded("evt_refund_1", 10_000)}
+    with connection.cursor() as cur:
+        cur.execute("CREATE OR REPLACE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS"
+                    " $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$")
+        cur.execute(f"CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON {table} DEFERRABLE INITIALLY"
+                    " DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()")
+    try:
+        def deliver(event: dict) -> None:
+            try:
+                _handle(event)
+            finally:
+                connections.close_all()
+
+        a = threading.Thread(target=deliver, args=(events[first],))
+        a.start()
+        with connection.cursor() as cur:  # wait until the first event sits in its slowed commit
+            for _ in range(600):
+                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+                if cur.fetchone()[0]:
+                    break
+                time.sleep(0.01)
+        second = "refund" if first == "completion" else "completion"
+        b = threading.Thread(target=deliver, args=(events[second],))
+        b.start()
+        a.join(30)
+        b.join(30)
+    finally:
+        with connection.cursor() as cur:
+            cur.execute(f"DROP TRIGGER IF EXISTS test_slow_commit ON {table}")
+    assert wallet_balance(organization=alice_org).paid_micros == 0
+    assert sorted(LedgerTransaction.objects.values_list("idempotency_key", "kind")) == [
+        ("refund:ch_1:100000000", "refund"), (f"topup:{topup.pk}", "top_up")]
+    topup.refresh_from_db()
+    assert (topup.status, topup.refunded_micros, topup.unrecovered_micros) == (TopUpStatus.PAID, 100_000_000, 0)
+    assert set(StripeEvent.objects.values_list("status", flat=True)) == {"processed"}
+    ledger_invariants()

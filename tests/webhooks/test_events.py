@@ -133,7 +133,8 @@ def test_a_credited_top_up_produces_one_event_even_when_stripe_repeats_itself(al
                                  idempotency_key="topup:x", status=TopUpStatus.CHECKOUT_OPEN,
                                  stripe_session_id="cs_test_1")
     session = {"id": "cs_test_1", "payment_status": "paid", "amount_total": 5000, "currency": "cny",
-               "payment_intent": "pi_1", "metadata": {"topup_id": str(topup.pk)}}
+               "payment_intent": "pi_1", "client_reference_id": str(topup.pk),
+               "metadata": {"topup_id": str(topup.pk), "organization_id": str(alice_org.pk)}}
     for event_id in ("evt_stripe_1", "evt_stripe_2"):  # the same payment reported twice
         row, _ = stripe_event_record(event={"id": event_id, "type": "checkout.session.completed",
                                             "data": {"object": session}})

@@ -70,6 +70,7 @@ from .scope_enum import ScopeEnum
 from .statement import Statement
 from .statement_kind import StatementKind
 from .statement_usage import StatementUsage
+from .statement_write_off import StatementWriteOff
 from .top_up import TopUp
 from .top_up_create_request import TopUpCreateRequest
 from .top_up_status_enum import TopUpStatusEnum
@@ -163,6 +164,7 @@ __all__ = (
     "Statement",
     "StatementKind",
     "StatementUsage",
+    "StatementWriteOff",
     "TopUp",
     "TopUpCreateRequest",
     "TopUpStatusEnum",

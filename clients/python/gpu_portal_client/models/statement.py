@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 if TYPE_CHECKING:
     from ..models.statement_kind import StatementKind
     from ..models.statement_usage import StatementUsage
+    from ..models.statement_write_off import StatementWriteOff
 
 
 T = TypeVar("T", bound="Statement")
@@ -28,6 +29,8 @@ class Statement:
         by_kind (list[StatementKind]):
         usage (list[StatementUsage]):
         usage_total_micros (int):
+        usage_uncovered_micros (int): shortfall: usage the balance could not cover
+        write_offs (list[StatementWriteOff]): minutes older than the metering lookback, not charged
     """
 
     year: int
@@ -39,6 +42,8 @@ class Statement:
     by_kind: list[StatementKind]
     usage: list[StatementUsage]
     usage_total_micros: int
+    usage_uncovered_micros: int
+    write_offs: list[StatementWriteOff]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,6 +71,13 @@ class Statement:
 
         usage_total_micros = self.usage_total_micros
 
+        usage_uncovered_micros = self.usage_uncovered_micros
+
+        write_offs = []
+        for write_offs_item_data in self.write_offs:
+            write_offs_item = write_offs_item_data.to_dict()
+            write_offs.append(write_offs_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -79,6 +91,8 @@ class Statement:
                 "by_kind": by_kind,
                 "usage": usage,
                 "usage_total_micros": usage_total_micros,
+                "usage_uncovered_micros": usage_uncovered_micros,
+                "write_offs": write_offs,
             }
         )
 
@@ -88,6 +102,7 @@ class Statement:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.statement_kind import StatementKind
         from ..models.statement_usage import StatementUsage
+        from ..models.statement_write_off import StatementWriteOff
 
         d = dict(src_dict)
         year = d.pop("year")
@@ -118,6 +133,15 @@ class Statement:
 
         usage_total_micros = d.pop("usage_total_micros")
 
+        usage_uncovered_micros = d.pop("usage_uncovered_micros")
+
+        write_offs = []
+        _write_offs = d.pop("write_offs")
+        for write_offs_item_data in _write_offs:
+            write_offs_item = StatementWriteOff.from_dict(write_offs_item_data)
+
+            write_offs.append(write_offs_item)
+
         statement = cls(
             year=year,
             month=month,
@@ -128,6 +152,8 @@ class Statement:
             by_kind=by_kind,
             usage=usage,
             usage_total_micros=usage_total_micros,
+            usage_uncovered_micros=usage_uncovered_micros,
+            write_offs=write_offs,
         )
 
         statement.additional_properties = d

@@ -15,8 +15,11 @@ def _get_kwargs(
     *,
     body: TopUpCreateRequest,
     organization: str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> dict[str, Any]:
     headers: dict[str, Any] = {}
+    if not isinstance(idempotency_key, Unset):
+        headers["Idempotency-Key"] = idempotency_key
 
     params: dict[str, Any] = {}
 
@@ -41,6 +44,11 @@ def _get_kwargs(
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
 ) -> ErrorEnvelope | TopUp | None:
+    if response.status_code == 200:
+        response_200 = TopUp.from_dict(response.json())
+
+        return response_200
+
     if response.status_code == 201:
         response_201 = TopUp.from_dict(response.json())
 
@@ -143,11 +151,19 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: TopUpCreateRequest,
     organization: str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | TopUp]:
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body
+    answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a
+    409
+    ``idempotency_key_reused``.
+
     Args:
         organization (str | Unset):
+        idempotency_key (str | Unset):
         body (TopUpCreateRequest):
 
     Raises:
@@ -161,6 +177,7 @@ def sync_detailed(
     kwargs = _get_kwargs(
         body=body,
         organization=organization,
+        idempotency_key=idempotency_key,
     )
 
     response = client.get_httpx_client().request(
@@ -175,11 +192,19 @@ def sync(
     client: AuthenticatedClient,
     body: TopUpCreateRequest,
     organization: str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | TopUp | None:
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body
+    answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a
+    409
+    ``idempotency_key_reused``.
+
     Args:
         organization (str | Unset):
+        idempotency_key (str | Unset):
         body (TopUpCreateRequest):
 
     Raises:
@@ -194,6 +219,7 @@ def sync(
         client=client,
         body=body,
         organization=organization,
+        idempotency_key=idempotency_key,
     ).parsed
 
 
@@ -202,11 +228,19 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: TopUpCreateRequest,
     organization: str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | TopUp]:
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body
+    answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a
+    409
+    ``idempotency_key_reused``.
+
     Args:
         organization (str | Unset):
+        idempotency_key (str | Unset):
         body (TopUpCreateRequest):
 
     Raises:
@@ -220,6 +254,7 @@ async def asyncio_detailed(
     kwargs = _get_kwargs(
         body=body,
         organization=organization,
+        idempotency_key=idempotency_key,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -232,11 +267,19 @@ async def asyncio(
     client: AuthenticatedClient,
     body: TopUpCreateRequest,
     organization: str | Unset = UNSET,
+    idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | TopUp | None:
     """Create a top-up; the response's ``checkout_url`` is Stripe Checkout. Credited by webhook only.
 
+    ``Idempotency-Key`` (per organization, at most 200 characters): a retry with the same key and body
+    answers
+    200 with the same top-up and creates no second Checkout Session; the same key with another body is a
+    409
+    ``idempotency_key_reused``.
+
     Args:
         organization (str | Unset):
+        idempotency_key (str | Unset):
         body (TopUpCreateRequest):
 
     Raises:
@@ -252,5 +295,6 @@ async def asyncio(
             client=client,
             body=body,
             organization=organization,
+            idempotency_key=idempotency_key,
         )
     ).parsed
