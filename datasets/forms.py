@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from datasets.choices import Domain, UploadFormat
+from datasets.choices import Domain, PlaceholderStyle, UploadFormat
 
 
 class CatalogFilterForm(forms.Form):
@@ -58,3 +58,13 @@ class AgreementForm(forms.Form):
 class MountForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
     consumer = forms.CharField(label=_("Attach to"), max_length=200)
+
+
+class DeidPolicyForm(forms.Form):
+    """The organization's de-identification settings (``datasets.policy.deid_policy_update``)."""
+
+    placeholder_style = forms.ChoiceField(label=_("Placeholder style"), choices=PlaceholderStyle.choices)
+    allow_list = forms.CharField(
+        label=_("Allow-list"), required=False, widget=forms.Textarea(attrs={"rows": 5}),
+        help_text=_("Values never replaced, one per line (e.g. your company's hotline or support address)."),
+    )

@@ -662,7 +662,10 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
             reports[stage] = p.validate(original, documents, fmt=upload.format,  # type: ignore[arg-type]
                                         text_column=upload.text_column or None, progress=progress)
         elif stage == "deidentify":
-            reports[stage] = p.deidentify_file(documents, deid, progress=progress)
+            from datasets.policy import deid_options_for
+
+            reports[stage] = p.deidentify_file(documents, deid, options=deid_options_for(upload.organization),
+                                               progress=progress)
         elif stage == "deduplicate":
             reports[stage] = p.deduplicate(deid, dedup, progress=progress)
         elif stage == "tokenizer":

@@ -24,7 +24,7 @@ from instances.runtime.shards import (
     ShardWriter,
 )
 
-from ..deid import PII_TYPES, deidentify
+from ..deid import DEFAULT_OPTIONS, PII_TYPES, DeidOptions, deidentify_with_findings
 from .common import (
     PipelineError,
     Progress,
@@ -77,41 +77,91 @@ def _need_file(stage: str, path: Path) -> None:
         )
 
 
-def deidentify_file(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
+DEID_SAMPLES_PER_TYPE = 5
+"""Replaced contexts kept per type in the de-identification report (the first ones met)."""
+DEID_SAMPLE_CONTEXT = 24
+"""Characters of de-identified text kept on each side of a sampled placeholder."""
+
+
+def _sample(new_text: str, at: int, placeholder: str) -> str:
+    """The de-identified text around a placeholder (which starts at ``at`` in ``new_text``): it shows the
+    placeholder and already de-identified neighbours, never an identifier's value."""
+    lo = max(0, at - DEID_SAMPLE_CONTEXT)
+    hi = min(len(new_text), at + len(placeholder) + DEID_SAMPLE_CONTEXT)
+    return " ".join(new_text[lo:hi].split())
+
+
+def deidentify_file(
+    src: str | Path,
+    dst: str | Path,
+    *,
+    options: DeidOptions = DEFAULT_OPTIONS,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Replace personal identifiers in ``title`` and ``text`` of every document (``datasets.deid``).
 
-    Input and output: normalised JSONL. Returns ``{"documents", "documents_changed", "replacements":
-    {type: count for every type in PII_TYPES}, "total_replacements", "reused"}``. Memory: one document.
-    Raises ``PipelineError`` (stage ``"deidentify"``, ``code="input"``) when ``src`` is missing.
+    Input and output: normalised JSONL. ``options``: placeholder style and allow-list (pseudonyms are
+    consistent within one document, title and text together). Returns ``{"documents",
+    "documents_changed", "replacements": {type: count for every type in PII_TYPES}, "total_replacements",
+    "allowed" (identifiers kept because of the allow-list), "notes": {note: count} (e.g. "invalid check
+    digit"), "rules": {rule: count}, "samples": {type: [{"context", "placeholder", "rule", "confidence",
+    "note"}]} (at most ``DEID_SAMPLES_PER_TYPE`` per type; the context is de-identified text, never a
+    value), "style", "reused"}``. Memory: one document. Raises ``PipelineError`` (stage ``"deidentify"``,
+    ``code="input"``) when ``src`` is missing.
     """
     stage = "deidentify"
     src, dst = Path(src), Path(dst)
     _need_file(stage, src)
-    key, saved = _cached(stage, dst, [src], {}, progress)
+    key, saved = _cached(stage, dst, [src], {"options": options.fingerprint(), "rules": 2}, progress)
     if saved is not None:
         return {**saved, "reused": True}
     tracker = Progress(progress, src.stat().st_size)
     counts: Counter[str] = Counter()
-    documents = changed = 0
+    notes: Counter[str] = Counter()
+    rules: Counter[str] = Counter()
+    samples: dict[str, list[dict[str, Any]]] = {}
+    documents = changed = allowed = 0
     with (
         atomic_output(dst) as tmp,
         open(tmp, "w", encoding="utf-8", newline="\n") as out,
     ):
         for doc in iter_jsonl(src, tracker):
-            text, c_text = deidentify(doc["text"])
-            title, c_title = deidentify(doc.get("title") or "")
+            pseudonyms: dict[tuple[str, str], str] = {}
+            fields = {}
+            any_change = False
+            for name in ("title", "text"):
+                new, replaced, n_allowed = deidentify_with_findings(
+                    doc.get(name) or "", options=options, pseudonyms=pseudonyms
+                )
+                fields[name] = new
+                allowed += n_allowed
+                shift = 0
+                for f, placeholder in replaced:
+                    any_change = True
+                    counts[f.type] += 1
+                    rules[f.rule] += 1
+                    if f.note:
+                        notes[f.note] += 1
+                    at = f.start + shift
+                    shift += len(placeholder) - (f.end - f.start)
+                    kept = samples.setdefault(f.type, [])
+                    if len(kept) < DEID_SAMPLES_PER_TYPE:
+                        kept.append({"context": _sample(new, at, placeholder), "placeholder": placeholder,
+                                     "rule": f.rule, "confidence": f.confidence, "note": f.note})
             documents += 1
-            if c_text or c_title:
-                changed += 1
-                counts.update(c_text)
-                counts.update(c_title)
-            out.write(dumps_line({**doc, "title": title, "text": text}))
+            changed += any_change
+            out.write(dumps_line({**doc, **fields}))
     tracker.finish()
     report = {
         "documents": documents,
         "documents_changed": changed,
         "replacements": {t: counts.get(t, 0) for t in PII_TYPES},
         "total_replacements": sum(counts.values()),
+        "allowed": allowed,
+        "notes": dict(sorted(notes.items())),
+        "rules": dict(sorted(rules.items())),
+        "samples": samples,
+        "style": options.style,
     }
     save_report(dst, key, report)
     return {**report, "reused": False}
