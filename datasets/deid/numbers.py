@@ -56,7 +56,7 @@ def _has(pattern: re.Pattern[str], text: str) -> bool:
 
 # A number is a whole token: no ASCII letter or digit on either side, and on the right no ".digit" /
 # "-digit" continuation.
-_L = r"(?<![0-9A-Za-z])"
+_DIGIT = re.compile(r"\d")
 _R = r"(?![0-9A-Za-z]|[.\-]\d)"
 
 # --- e-mail ------------------------------------------------------------------------------------------------
@@ -127,13 +127,13 @@ def detect_ip(work: str) -> Iterator[Hit]:
 
 # --- mainland resident ID numbers, old and new; HK / Macau / Taiwan; travel permits ----------------------
 _ID_LABEL = re.compile(r"身份证|身份号码|证件号|证件号码|公民身份|居民身份|ID\s*(?:No|number|card)|[Ii]dentity")
-_ID18_RE = re.compile(_L + r"\d{6}(?P<s>[ \-]?)(?:\d{8}|\d{4}(?P=s)\d{4})(?P=s)\d{3}[0-9Xx]" + _R)
-_ID18_LOOSE_RE = re.compile(_L + r"\d(?:[ \-]?\d){16}[ \-]?[0-9Xx]" + _R)
-_ID15_RE = re.compile(_L + r"\d{6}[ \-]?\d{6}[ \-]?\d{3}" + _R)
-_HKID_RE = re.compile(_L + r"[A-Z]{1,2}\d{6}(?:[(（][0-9A][)）]|[0-9A])" + _R)
-_MOID_RE = re.compile(_L + r"[1578]\d{6}[(（]?\d[)）]?" + _R)
-_TWID_RE = re.compile(_L + r"[A-Z][1289]\d{8}" + _R)
-_PERMIT_RE = re.compile(_L + r"(?:[HM]\d{8}(?:\d{2})?|C[A-Z0-9]\d{7}|L\d{8}|T\d{8}|\d{8}(?:\d{2})?)" + _R)
+_ID18_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}(?P<s>[ \-]?)(?:\d{8}|\d{4}(?P=s)\d{4})(?P=s)\d{3}[0-9Xx]" + _R)
+_ID18_LOOSE_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)(?:[ \-]?\d){16}[ \-]?[0-9Xx]" + _R)
+_ID15_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}[ \-]?\d{6}[ \-]?\d{3}" + _R)
+_HKID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[A-Z]?\d{6}(?:[(（][0-9A][)）]|[0-9A])" + _R)
+_MOID_RE = re.compile(r"[1578](?<![0-9A-Za-z][1578])\d{6}[(（]?\d[)）]?" + _R)
+_TWID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[1289]\d{8}" + _R)
+_PERMIT_RE = re.compile(r"[0-9CHLMT](?<![0-9A-Za-z][0-9CHLMT])(?:(?<=[HM])\d{8}(?:\d{2})?|(?<=C)[A-Z0-9]\d{7}|(?<=[LT])\d{8}|(?<=\d)\d{7}(?:\d{2})?)" + _R)
 _HK_LABEL = re.compile(r"香港|HKID|[Hh]ong ?[Kk]ong|身份证")
 _MO_LABEL = re.compile(r"澳门|[Mm]acau|[Mm]acao|BIR")
 _PERMIT_LABEL = re.compile(r"通行证|回乡证|台胞证|[Pp]ermit|居住证")
@@ -147,7 +147,7 @@ def detect_id_number(work: str) -> Iterator[Hit]:
     YYMMDD, order) need the label, as do 15-digit business numbers that look alike. Hong Kong IDs by their
     check character (bare form after a label only), Taiwan IDs by theirs, Macau IDs and the mainland travel
     permits (``H``/``M`` + 8 or 10 digits, ``C…``, ``L…``, Taiwan compatriot permits) after their labels."""
-    if any(c.isdigit() for c in work):
+    if _DIGIT.search(work) is not None:
         for m in _ID18_RE.finditer(work):
             digits = m.group().replace(" ", "").replace("-", "")
             problems = id18_problems(digits)
@@ -179,21 +179,21 @@ def detect_id_number(work: str) -> Iterator[Hit]:
 
 
 # --- other national numbers --------------------------------------------------------------------------------
-_SSN_RE = re.compile(_L + r"\d{3}(?P<s>[ \-])\d{2}(?P=s)\d{4}" + _R)
-_SSN_BARE_RE = re.compile(_L + r"\d{9}" + _R)
+_SSN_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{2}(?P<s>[ \-])\d{2}(?P=s)\d{4}" + _R)
+_SSN_BARE_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{8}" + _R)
 _SSN_LABEL = re.compile(r"SSN|[Ss]ocial [Ss]ecurity|社会安全号|社保号")
 _SSN_NOT = re.compile(r"[Pp]art|[Mm]odel|[Oo]rder|[Ii]nvoice|[Ll]ot|[Bb]atch|[Pp]hone|[Tt]el|[Ff]ax|ISBN|批号|编号|订单|型号|电话|合同")  # noqa: E501
-_NINO_RE = re.compile(_L + r"[A-Z]{2} ?\d{2} ?\d{2} ?\d{2} ?[A-D]" + _R)
-_AADHAAR_RE = re.compile(_L + r"[2-9]\d{3}(?P<s>[ \-]?)\d{4}(?P=s)\d{4}" + _R)
+_NINO_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]" + _R)
+_AADHAAR_RE = re.compile(r"[2-9](?<![0-9A-Za-z][2-9])\d{3}(?P<s>[ \-]?)\d{4}(?P=s)\d{4}" + _R)
 _AADHAAR_LABEL = re.compile(r"[Aa]adhaar|UIDAI|आधार")
-_KRRN_RE = re.compile(_L + r"\d{6}-[1-4]\d{6}" + _R)
+_KRRN_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}-[1-4]\d{6}" + _R)
 
 
 def detect_national_id(work: str) -> Iterator[Hit]:
     """US SSN (SSA validity rules; ``AAA-GG-SSSS`` unless a part/order/phone word is near, or 9 bare digits
     after an SSN label), UK National Insurance numbers (HMRC prefix rules), Korean resident registration
     numbers (birth date + check digit) and Indian Aadhaar numbers (Verhoeff, after an Aadhaar label)."""
-    if not any(c.isdigit() for c in work):
+    if not _DIGIT.search(work) is not None:
         return
     for m in _SSN_RE.finditer(work):
         ctx = before(work, m.start(), 24)
@@ -215,7 +215,7 @@ def detect_national_id(work: str) -> Iterator[Hit]:
 
 # --- bank cards ----------------------------------------------------------------------------------------------
 _CARD_RE = re.compile(
-    _L + r"(?<!\d[ \-])\d(?:\d{12,18}"
+    r"\d(?<![0-9A-Za-z]\d)(?<!\d[ \-]\d)(?:\d{12,18}"
     r"|\d{3}(?P<s1>[ \-])\d{4}(?:(?P=s1)\d{4}){1,2}(?:(?P=s1)\d{1,4})?"
     r"|\d{3}(?P<s2>[ \-])\d{6}(?P=s2)\d{4,5})" + _R
 )
@@ -230,7 +230,7 @@ def detect_bank_card(work: str) -> Iterator[Hit]:
     the note ``"fails Luhn"``. Without such a word the number must pass Luhn *and* lie in a card scheme's
     issuer range with a length that scheme issues (``checks.card_issuer``), so Luhn-passing account and
     order numbers outside those ranges stay."""
-    if not any(c.isdigit() for c in work):
+    if not _DIGIT.search(work) is not None:
         return
     for m in _CARD_RE.finditer(work):
         digits = m.group().replace(" ", "").replace("-", "")
@@ -246,8 +246,8 @@ def detect_bank_card(work: str) -> Iterator[Hit]:
 
 # --- passports -------------------------------------------------------------------------------------------
 _PASSPORT_LABEL = re.compile(r"护照|[Pp]assport|PASSPORT|旅行证")
-_PASSPORT_E_RE = re.compile(_L + r"E[A-HJ-NP-Z]\d{7}" + _R)
-_PASSPORT_CTX_RE = re.compile(_L + r"(?:[EG]\d{8}|[DSP]E\d{7}|[A-Z]{1,2}\d{6,8}|\d{9})" + _R)
+_PASSPORT_E_RE = re.compile(r"E(?<![0-9A-Za-z]E)[A-HJ-NP-Z]\d{7}" + _R)
+_PASSPORT_CTX_RE = re.compile(r"[0-9A-Z](?<![0-9A-Za-z][0-9A-Z])(?:(?<=[EG])\d{8}|(?<=[DSP])E\d{7}|(?<=[A-Z])[A-Z]?\d{6,8}|(?<=\d)\d{8})" + _R)
 
 
 def detect_passport(work: str) -> Iterator[Hit]:
@@ -265,7 +265,7 @@ def detect_passport(work: str) -> Iterator[Hit]:
 # --- phone numbers (phonenumbers) ----------------------------------------------------------------------------
 _PHONE_CAND = re.compile(
     r"(?<![0-9A-Za-z.\-+/_])(?:\+|[(（]\+?)?\d[\d \-.()（）]{5,24}\d"
-    r"(?:\s?(?:转|分机|ext\.?|x)\s?\d{1,6})?(?![0-9A-Za-z]|[.\-]\d)"
+    r"(?:\s?(?:转|分机|ext\.?|x)\s?\d{1,6})?(?![0-9A-Za-z]|[.\-][0-9A-Za-z])"
 )
 _CJK = re.compile(r"[\u4e00-\u9fff]")
 _REGIONS_ZH = ("CN", "HK", "TW", "MO", "US", "GB", "DE", "JP", "KR", "IN", "SG", "FR", "AU")
@@ -294,7 +294,7 @@ def detect_phone(work: str) -> Iterator[Hit]:
     (US 1-800, CN 400/800); digit runs with a unit or money sign around them (``15000000000元``,
     ``12345678901 股``) unless a phone word is within 8 characters before; numbers after ISBN, order,
     batch, serial and similar labels."""
-    if not any(c.isdigit() for c in work):
+    if not _DIGIT.search(work) is not None:
         return
     for m in _PHONE_CAND.finditer(work):
         cand = m.group()

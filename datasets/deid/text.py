@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from .numbers import Hit
+from .numbers import _DIGIT, Hit
 
 # The common single surnames (about 95 % of the population by the 2020 census lists) and the compound ones.
 SINGLE_SURNAMES = frozenset(
@@ -51,7 +51,8 @@ _NOT_NAMES = frozenset(
      "解释", "时效", "司机", "卓越", "古迹", "吉祥", "简单", "项目部", "党委", "党员", "冷冻", "席位", "宗旨", "应用",
      "仇恨", "商标", "荣誉", "明知", "明细", "金融", "石油", "文化", "安排", "牛奶", "高级", "高等", "高速", "田地"}
 )
-_HONORIFIC = r"(?:先生|女士|同志|小姐|老师|医生|律师|教授|法官|经理|主任)"
+_HONORIFIC = r"(?:先生|女士|同志|小姐)"
+_TITLE_AFTER = r"(?:先生|女士|同志|小姐|老师|医生|律师|教授|法官|经理|主任)"
 _LABELS_ZH = (
     "再审申请人", "被申请执行人", "申请执行人", "被申请人", "申请人", "被上诉人", "上诉人", "被申诉人", "申诉人", "原审原告",  # noqa: E501
     "原审被告", "原告", "被告人", "被告", "第三人", "委托诉讼代理人", "委托代理人", "诉讼代理人", "法定代表人", "法定代理人",  # noqa: E501
@@ -65,6 +66,28 @@ _LABEL_ZH_RE = re.compile(
     r"[\s:：)）]{0,3}(?P<run>" + _CJK_RUN + ")"
 )
 _HONORIFIC_RE = re.compile(_HONORIFIC)
+_TITLE_RE = re.compile(_TITLE_AFTER)
+# Labels that head a form field: what follows is a name even in running text. The other labels are legal
+# and medical roles that are also ordinary words in statutes (``审判长许可``, ``患者康复``): without a colon
+# they count only at a clause start and before a clause end, with given-name characters of ``NAME_CHARS``.
+_FIELD_LABELS = frozenset({"姓名", "联系人", "收件人", "收货人", "寄件人", "持卡人", "开户人", "户名", "签名", "签字",
+                           "签收人", "尊敬的", "亲爱的"})
+_CLAUSE_START = frozenset("，,。；;：:、（(）)\n\r\t 　与和及")
+_CLAUSE_END = frozenset("，,。；;：:、（(）)\n\r\t 　诉述辩与和及等男女于因向称系的在为是对将被已")
+# Single surnames that are also everyday function words or verb starts (和正在, 许可, 向法庭, 时报告 …):
+# accepted only after a colon.
+_WEAK_SURNAMES = frozenset("和于向时应任全查许解付康申及以从关常")
+# Characters common in given names (frequency lists of given names); a role label without a colon needs
+# the given name built from these.
+NAME_CHARS = frozenset(
+    "伟芳娜敏静丽强磊军洋勇艳杰娟涛明超秀霞平刚桂英华玉兰飞鹏辉晨欣宇轩浩然子涵梓琳思雨博文一诺佳怡建国红梅海波"
+    "林燕萍宁凯峰斌俊健辰志新亮兵成勤云龙东鑫琴倩颖婷雪慧莉丹丽萍晶宏伦彬莹瑶璐婧琪晓薇蕾婕芸蓉凤珍贞月莲素"
+    "春秋冬夏阳光荣庆德福寿喜安康乐嘉怡悦欣馨蕊萱妍妮娅婉娴雯霏菲芬芝芸茜茹荷莎萌蓓蕙"
+    "家豪昊天翔宇泽睿哲瀚航旭彤铭煜鹏飞磊鸿锋毅斌坤凯恒晖瑞祥麟骏腾逸远帆宸奕皓晟楠森柏松杉"
+    "淑惠贤慧娇婉媛婵娥秀巧美珠翠琼瑾瑜璇璟琰瑛瑶玲珊珂琦琳琬卿清澜澄洁滢潇湘漪沁泓洪涛波浪"
+    "永长正振兴国民华中立延廷彦义仁礼智信忠孝勇毅诚实守仲伯叔季元亨利贞福禄寿喜财金银"
+    "小大晓少思梦若如紫雅诗书画琴棋心怡静宁和顺"
+)
 # Characters that end a verb or preposition right before a name (感谢, 向, 对, 给 …) and are surnames too.
 _VERB_BEFORE_NAME = frozenset("谢向对给与和及请让叫找问见是由被把将跟同陪派约访拜称为于经接告送")
 _EN_LABEL_RE = re.compile(
@@ -92,14 +115,14 @@ def _name_at(run: str) -> int:
         return 0
     n = sl
     while n < len(run) and n < sl + 2 and run[n] not in _STOP:
-        if _HONORIFIC_RE.match(run, n):
+        if _TITLE_RE.match(run, n):
             break
         n += 1
     rest = run[n:]
     if n == sl or "某" in run[:n] or run[:n] in _NOT_NAMES or run[:2] in _NOT_NAMES:
         return 0
     # A longer unbroken run is an organisation or a phrase (``王府井百货有限公司``), not a name.
-    if rest and rest[0] not in _STOP and not _HONORIFIC_RE.match(rest):
+    if rest and rest[0] not in _STOP and not _TITLE_RE.match(rest):
         return 0
     return n
 
@@ -109,8 +132,18 @@ def detect_name(work: str) -> Iterator[Hit]:
     for m in _LABEL_ZH_RE.finditer(work):
         start = m.start("run")
         n = _name_at(work[start : start + 8])
-        if n:
-            yield Hit("NAME", start, start + n, "name:label", 0.9)
+        if not n:
+            continue
+        label = work[m.start() : start].rstrip(" \t:：)）")
+        colon = any(c in ":：" for c in work[m.start() : start])
+        if not colon and label not in ("尊敬的", "亲爱的"):
+            sl = _surname_len(work[start:])
+            before_ok = m.start() == 0 or work[m.start() - 1] in _CLAUSE_START
+            after_ok = start + n == len(work) or work[start + n] in _CLAUSE_END or _TITLE_RE.match(work, start + n)
+            if (not before_ok or not after_ok or work[start] in _WEAK_SURNAMES and sl == 1
+                    or any(c not in NAME_CHARS for c in work[start + sl : start + n])):
+                continue
+        yield Hit("NAME", start, start + n, "name:label", 0.9 if colon else 0.8)
     for m in _HONORIFIC_RE.finditer(work):
         end = m.start()
         for n in (4, 3, 2):  # longest plausible name directly before the honorific
@@ -157,7 +190,7 @@ _ADDR_RE = re.compile(
 )
 _EN_ADDR_RE = re.compile(
     r"\b\d{1,5} (?:[A-Z][a-z]+ ){1,3}(?:Street|Avenue|Road|Boulevard|Lane|Drive|Court|Way|Place|Terrace|Close|"
-    r"(?:St|Ave|Rd|Blvd|Ln|Dr|Ct|Pl)\.?)(?:,? (?:Apt|Suite|Unit|Flat)\.? ?[0-9A-Z]{1,5})?"
+    r"(?:St|Ave|Rd|Blvd|Ln|Dr|Ct|Pl)\.?)(?![A-Za-z])(?:,? (?:Apt|Suite|Unit|Flat)\.? ?[0-9A-Z]{1,5})?"
     r"(?:, [A-Z][a-z]+(?: [A-Z][a-z]+)?)?(?:, [A-Z]{2} \d{5}(?:-\d{4})?)?"
 )
 
@@ -172,7 +205,7 @@ def detect_address(work: str) -> Iterator[Hit]:
     if "号" in work:
         for m in _ADDR_RE.finditer(work):
             yield Hit("ADDRESS", m.start("addr"), m.end("addr"), "address:cn-pattern", 0.9)
-    if any(c.isdigit() for c in work):
+    if _DIGIT.search(work) is not None:
         for m in _EN_ADDR_RE.finditer(work):
             yield Hit("ADDRESS", m.start(), m.end(), "address:en-pattern", 0.85)
 
@@ -195,7 +228,7 @@ def detect_birth_date(work: str) -> Iterator[Hit]:
     ``born on`` …, or before ``出生`` / ``生`` (``1985年6月12日出生``, as judgments write it). Any other date
     stays. Formats: ``1990年3月7日`` (day optional), ``1990-03-07`` / ``/`` / ``.``, ``07/03/1990``,
     ``March 7, 1990``, ``7 March 1990``."""
-    if not any(c.isdigit() for c in work):
+    if not _DIGIT.search(work) is not None:
         return
     for m in _DOB_BEFORE_RE.finditer(work):
         yield Hit("BIRTH_DATE", m.start("date"), m.end("date"), "dob:label", 0.95)

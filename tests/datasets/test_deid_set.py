@@ -111,7 +111,7 @@ def test_allow_list_keeps_the_organizations_own_numbers() -> None:
 
 def test_pseudonyms_are_consistent_per_value_within_a_document() -> None:
     options = DeidOptions(style="pseudonym")
-    text = "原告王小明，电话13912345678；被告李四海，电话139-1234-5678；原告王小明于次日致电13800001111。"
+    text = "原告王小明，电话13912345678；被告李海涛，电话139-1234-5678；原告王小明于次日致电13800001111。"
     new, _, _ = deidentify_with_findings(text, options=options)
     assert new == ("原告[NAME_1]，电话[PHONE_1]；被告[NAME_2]，电话[PHONE_1]；原告[NAME_1]于次日致电[PHONE_2]。")
 
@@ -130,3 +130,21 @@ def test_an_unknown_placeholder_style_is_refused() -> None:
 
     with pytest.raises(ValueError, match="unknown placeholder style"):
         DeidOptions(style="stars")
+
+
+def test_a_single_line_over_the_limit_is_refused_unread_and_nothing_is_written(tmp_path: Path) -> None:
+    import pytest
+
+    from datasets.pipeline import PipelineError, validate
+
+    src, dst = tmp_path / "huge.jsonl", tmp_path / "documents.jsonl"
+    with open(src, "wb") as fh:  # a 3 MiB single line against a 1 MiB limit stands in for 200 MB vs 8 MiB
+        fh.write(b'{"text": "')
+        for _ in range(3):
+            fh.write(b"13812345678 " * (1024 * 1024 // 12 + 1))
+        fh.write(b'"}\n')
+    with pytest.raises(PipelineError) as caught:
+        validate(src, dst, fmt="jsonl", max_line_bytes=1024 * 1024)
+    assert (caught.value.code, caught.value.line) == ("line_too_long", 1)
+    assert "longer than" in caught.value.message or "line" in caught.value.message
+    assert not dst.exists()
