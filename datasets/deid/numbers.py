@@ -133,7 +133,7 @@ _ID15_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}[ \-]?\d{6}[ \-]?\d{3}" + _R)
 _HKID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[A-Z]?\d{6}(?:[(（][0-9A][)）]|[0-9A])" + _R)
 _MOID_RE = re.compile(r"[1578](?<![0-9A-Za-z][1578])\d{6}[(（]?\d[)）]?" + _R)
 _TWID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[1289]\d{8}" + _R)
-_PERMIT_RE = re.compile(r"[0-9CHLMT](?<![0-9A-Za-z][0-9CHLMT])(?:(?<=[HM])\d{8}(?:\d{2})?|(?<=C)[A-Z0-9]\d{7}|(?<=[LT])\d{8}|(?<=\d)\d{7}(?:\d{2})?)" + _R)
+_PERMIT_RE = re.compile(r"[0-9CHLMT](?<![0-9A-Za-z][0-9CHLMT])(?:(?<=[HM])\d{8}(?:\d{2})?|(?<=C)[A-Z0-9]\d{7}|(?<=[LT])\d{8}|(?<=\d)\d{7}(?:\d{2})?)" + _R)  # noqa: E501
 _HK_LABEL = re.compile(r"香港|HKID|[Hh]ong ?[Kk]ong|身份证")
 _MO_LABEL = re.compile(r"澳门|[Mm]acau|[Mm]acao|BIR")
 _PERMIT_LABEL = re.compile(r"通行证|回乡证|台胞证|[Pp]ermit|居住证")
@@ -247,7 +247,7 @@ def detect_bank_card(work: str) -> Iterator[Hit]:
 # --- passports -------------------------------------------------------------------------------------------
 _PASSPORT_LABEL = re.compile(r"护照|[Pp]assport|PASSPORT|旅行证")
 _PASSPORT_E_RE = re.compile(r"E(?<![0-9A-Za-z]E)[A-HJ-NP-Z]\d{7}" + _R)
-_PASSPORT_CTX_RE = re.compile(r"[0-9A-Z](?<![0-9A-Za-z][0-9A-Z])(?:(?<=[EG])\d{8}|(?<=[DSP])E\d{7}|(?<=[A-Z])[A-Z]?\d{6,8}|(?<=\d)\d{8})" + _R)
+_PASSPORT_CTX_RE = re.compile(r"[0-9A-Z](?<![0-9A-Za-z][0-9A-Z])(?:(?<=[EG])\d{8}|(?<=[DSP])E\d{7}|(?<=[A-Z])[A-Z]?\d{6,8}|(?<=\d)\d{8})" + _R)  # noqa: E501
 
 
 def detect_passport(work: str) -> Iterator[Hit]:
