@@ -273,6 +273,7 @@ _REGIONS_EN = ("US", "GB", "DE", "IN", "JP", "KR", "FR", "AU", "CA", "SG", "CN",
 _SERVICE_TYPES = frozenset({PhoneNumberType.TOLL_FREE, PhoneNumberType.PREMIUM_RATE, PhoneNumberType.SHARED_COST})
 _UNIT_AFTER = re.compile(r"^\s*(?:股|元|万|亿|千|百|%|‰|美元|港元|港币|欧元|日元|人民币|块|吨|件|台|辆|份|张|次|人|户|个|笔|手|kg|KG|t\b|shares|yuan|CNY|RMB|USD)")  # noqa: E501
 _MONEY_BEFORE = re.compile(r"(?:¥|￥|\$|€|£|人民币|金额|价款|合计|总计|共计|数量|股份|股数|余额|RMB|CNY|USD)\s*$")
+_CN_MOBILE_SHAPE = re.compile(r"1[3-9]\d[ \-]?\d{4}[ \-]?\d{4}$")
 _EXT_RE = re.compile(r"(?:\s?(?:转|分机|ext\.?|x)\s?|-)\d{1,6}$")
 _NOT_PHONE_LABEL = re.compile(
     r"ISBN|ISSN|[Oo]rder|[Bb]atch|[Ll]ot|[Ii]nvoice|[Ss]erial|[Pp]art|SKU|订单|批号|批次|编号|流水|序列号|单号|代码|备案|备|文号"
@@ -309,7 +310,8 @@ def detect_phone(work: str) -> Iterator[Hit]:
         ext = _EXT_RE.search(text)
         main = text[: ext.start()] if ext else text
         foreign_ok = labelled or main.startswith(("+", "(+")) or (
-            main.lstrip("(").startswith("0") and any(c in main for c in " -()"))
+            main.lstrip("(").startswith("0") and any(c in main for c in " -()")) or (
+            _CN_MOBILE_SHAPE.match(main) is not None)  # a mainland mobile in English text (US is tried first)
         for i, region in enumerate(_REGIONS_ZH if zh else _REGIONS_EN):
             if i > 0 and not foreign_ok:
                 break
