@@ -34,3 +34,19 @@ def upload_stage(upload_id: int, stage: str) -> None:
     from datasets.services import upload_run_stage
 
     upload_run_stage(upload_id=upload_id, stage=stage)
+
+
+@shared_task(name="datasets.tasks.deid_chunk")
+def deid_chunk(src: str, dst: str, index: int, start: int, end: int, options: dict) -> dict:  # type: ignore[type-arg]
+    """De-identify one chunk of a pipeline file (``pipeline.parallel.deidentify_chunk``); idempotent."""
+    from datasets.pipeline.parallel import deidentify_chunk
+
+    return deidentify_chunk(src, dst, index, start, end, options)
+
+
+@shared_task(name="datasets.tasks.deid_merge")
+def deid_merge(reports: list, src: str, dst: str, chunks: list, options: dict) -> dict:  # type: ignore[type-arg]
+    """Chord callback: join the chunks in order (``pipeline.parallel.merge_chunks``)."""
+    from datasets.pipeline.parallel import merge_chunks
+
+    return merge_chunks(src, dst, [tuple(c) for c in chunks], reports, options)

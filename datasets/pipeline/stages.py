@@ -91,6 +91,97 @@ def _sample(new_text: str, at: int, placeholder: str) -> str:
     return " ".join(new_text[lo:hi].split())
 
 
+class DeidAccumulator:
+    """De-identifies documents one by one and accumulates the stage report; ``merge`` joins the reports
+    of consecutive chunks into exactly the report one pass over all of them gives (sums, and the first
+    ``DEID_SAMPLES_PER_TYPE`` samples per type in document order)."""
+
+    def __init__(self, options: DeidOptions) -> None:
+        self.options = options
+        self.counts: Counter[str] = Counter()
+        self.notes: Counter[str] = Counter()
+        self.rules: Counter[str] = Counter()
+        self.samples: dict[str, list[dict[str, Any]]] = {}
+        self.documents = self.changed = self.allowed = 0
+
+    def line(self, doc: dict[str, Any]) -> str:
+        """The de-identified JSONL line of one normalised document."""
+        pseudonyms: dict[tuple[str, str], str] = {}
+        fields = {}
+        any_change = False
+        for name in ("title", "text"):
+            new, replaced, n_allowed = deidentify_with_findings(
+                doc.get(name) or "", options=self.options, pseudonyms=pseudonyms
+            )
+            fields[name] = new
+            self.allowed += n_allowed
+            shift = 0
+            for f, placeholder in replaced:
+                any_change = True
+                self.counts[f.type] += 1
+                self.rules[f.rule] += 1
+                if f.note:
+                    self.notes[f.note] += 1
+                at = f.start + shift
+                shift += len(placeholder) - (f.end - f.start)
+                kept = self.samples.setdefault(f.type, [])
+                if len(kept) < DEID_SAMPLES_PER_TYPE:
+                    kept.append({"context": _sample(new, at, placeholder), "placeholder": placeholder,
+                                 "rule": f.rule, "confidence": f.confidence, "note": f.note})
+        self.documents += 1
+        self.changed += any_change
+        return dumps_line({**doc, **fields})
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "documents_changed": self.changed,
+            "replacements": {t: self.counts.get(t, 0) for t in PII_TYPES},
+            "total_replacements": sum(self.counts.values()),
+            "allowed": self.allowed,
+            "notes": dict(sorted(self.notes.items())),
+            "rules": dict(sorted(self.rules.items())),
+            "samples": self.samples,
+            "style": self.options.style,
+        }
+
+    @staticmethod
+    def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+        """One report from the reports of consecutive chunks, in chunk order."""
+        total: dict[str, Any] = {"documents": 0, "documents_changed": 0, "allowed": 0}
+        replacements: Counter[str] = Counter()
+        notes: Counter[str] = Counter()
+        rules: Counter[str] = Counter()
+        samples: dict[str, list[dict[str, Any]]] = {}
+        style = reports[0]["style"] if reports else DEFAULT_OPTIONS.style
+        for r in reports:
+            for k in total:
+                total[k] += r[k]
+            replacements.update(r["replacements"])
+            notes.update(r["notes"])
+            rules.update(r["rules"])
+            for t, items in r["samples"].items():
+                kept = samples.setdefault(t, [])
+                kept.extend(items[: DEID_SAMPLES_PER_TYPE - len(kept)])
+        return {
+            "documents": total["documents"],
+            "documents_changed": total["documents_changed"],
+            "replacements": {t: replacements.get(t, 0) for t in PII_TYPES},
+            "total_replacements": sum(replacements.values()),
+            "allowed": total["allowed"],
+            "notes": dict(sorted(notes.items())),
+            "rules": dict(sorted(rules.items())),
+            "samples": {t: v for t, v in samples.items() if v},
+            "style": style,
+        }
+
+
+def deid_stage_key(src: Path, options: DeidOptions) -> dict[str, Any]:
+    """The stage key of de-identifying ``src`` with ``options`` (shared by the serial and chunked runs, so
+    either one's finished output is reused by the other)."""
+    return stage_key("deidentify", [src], {"options": options.fingerprint(), "rules": 2})
+
+
 def deidentify_file(
     src: str | Path,
     dst: str | Path,
@@ -107,62 +198,28 @@ def deidentify_file(
     digit"), "rules": {rule: count}, "samples": {type: [{"context", "placeholder", "rule", "confidence",
     "note"}]} (at most ``DEID_SAMPLES_PER_TYPE`` per type; the context is de-identified text, never a
     value), "style", "reused"}``. Memory: one document. Raises ``PipelineError`` (stage ``"deidentify"``,
-    ``code="input"``) when ``src`` is missing.
+    ``code="input"``) when ``src`` is missing. ``datasets.pipeline.parallel`` gives the same output and
+    report from chunks processed in parallel.
     """
     stage = "deidentify"
     src, dst = Path(src), Path(dst)
     _need_file(stage, src)
-    key, saved = _cached(stage, dst, [src], {"options": options.fingerprint(), "rules": 2}, progress)
+    key = deid_stage_key(src, options)
+    saved = finished_report(dst, key)
     if saved is not None:
+        if progress is not None:
+            progress(src.stat().st_size, src.stat().st_size)
         return {**saved, "reused": True}
     tracker = Progress(progress, src.stat().st_size)
-    counts: Counter[str] = Counter()
-    notes: Counter[str] = Counter()
-    rules: Counter[str] = Counter()
-    samples: dict[str, list[dict[str, Any]]] = {}
-    documents = changed = allowed = 0
+    acc = DeidAccumulator(options)
     with (
         atomic_output(dst) as tmp,
         open(tmp, "w", encoding="utf-8", newline="\n") as out,
     ):
         for doc in iter_jsonl(src, tracker):
-            pseudonyms: dict[tuple[str, str], str] = {}
-            fields = {}
-            any_change = False
-            for name in ("title", "text"):
-                new, replaced, n_allowed = deidentify_with_findings(
-                    doc.get(name) or "", options=options, pseudonyms=pseudonyms
-                )
-                fields[name] = new
-                allowed += n_allowed
-                shift = 0
-                for f, placeholder in replaced:
-                    any_change = True
-                    counts[f.type] += 1
-                    rules[f.rule] += 1
-                    if f.note:
-                        notes[f.note] += 1
-                    at = f.start + shift
-                    shift += len(placeholder) - (f.end - f.start)
-                    kept = samples.setdefault(f.type, [])
-                    if len(kept) < DEID_SAMPLES_PER_TYPE:
-                        kept.append({"context": _sample(new, at, placeholder), "placeholder": placeholder,
-                                     "rule": f.rule, "confidence": f.confidence, "note": f.note})
-            documents += 1
-            changed += any_change
-            out.write(dumps_line({**doc, **fields}))
+            out.write(acc.line(doc))
     tracker.finish()
-    report = {
-        "documents": documents,
-        "documents_changed": changed,
-        "replacements": {t: counts.get(t, 0) for t in PII_TYPES},
-        "total_replacements": sum(counts.values()),
-        "allowed": allowed,
-        "notes": dict(sorted(notes.items())),
-        "rules": dict(sorted(rules.items())),
-        "samples": samples,
-        "style": options.style,
-    }
+    report = acc.report()
     save_report(dst, key, report)
     return {**report, "reused": False}
 
