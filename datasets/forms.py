@@ -41,7 +41,18 @@ class UploadForm(forms.Form):
         help_text=_("Otherwise it is deleted once the de-identified shards are ready."),
     )
 
-    def clean(self) -> dict[str, Any]:
+    tokenizer_from = forms.TypedChoiceField(
+        label=_("Tokenizer"), required=False, coerce=int, empty_value=None,
+        choices=[("", _("Train a new tokenizer on this upload"))],
+        help_text=_("Or re-use the tokenizer of a dataset version you can mount (same token ids)."),
+    )
+
+    def __init__(self, *args: Any, tokenizer_versions: Any = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["tokenizer_from"]
+        field.choices = [*field.choices, *((v.pk, f"{v.dataset.name} v{v.number}") for v in tokenizer_versions)]  # type: ignore[attr-defined]
+
+def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("format") == UploadFormat.CSV and not (data.get("text_column") or "").strip():
             self.add_error("text_column", _("A CSV upload needs the name of the column that holds the text."))

@@ -277,6 +277,10 @@ class Upload(models.Model):
     dataset_version = models.ForeignKey(
         DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
     )
+    tokenizer_from = models.ForeignKey(
+        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text=_("Re-use this version's tokenizer instead of training a new one."),
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 

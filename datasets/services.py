@@ -54,6 +54,7 @@ from datasets.selectors import (
     required_license_version,
     revocation_for,
     version_needs_agreement,
+    versions_mountable_by,
     versions_visible_to,
 )
 from portal.audit import audit_log
@@ -532,13 +533,16 @@ def upload_create(
     keep_original: bool = False,
     domain: Domain | str = Domain.OTHER,
     original_filename: str = "",
+    tokenizer_from: int | None = None,
 ) -> Upload:
     """Store an uploaded corpus under ``DATA_DIR/uploads/<id>/`` and start its pipeline (after commit).
 
     ``file`` is a Django ``UploadedFile`` (already streamed to a temporary file by the upload handlers) or
     any binary file object; it is copied in 1 MiB chunks, never read whole. Raises ``UploadRefused``
     (nothing stored, no row) for an unknown format, a CSV without ``text_column``, or more than
-    ``settings.DATASET_UPLOAD_MAX_BYTES`` bytes (counted while copying), and ``DatasetNotFound`` when
+    ``settings.DATASET_UPLOAD_MAX_BYTES`` bytes (counted while copying) or a ``tokenizer_from`` version the
+    organization cannot mount (that version's tokenizer is then copied instead of training one), and
+    ``DatasetNotFound`` when
     ``user`` is not a member.
     """
     _require_member(organization, user)
@@ -551,6 +555,8 @@ def upload_create(
     too_big = _("The file is larger than the upload limit of %(limit)s bytes.") % {"limit": f"{limit:,}"}
     if declared is not None and declared > limit:
         raise UploadRefused(too_big)
+    if tokenizer_from is not None and not versions_mountable_by(organization).filter(pk=tokenizer_from).exists():
+        raise UploadRefused(_("That tokenizer is not available to your organization."))
     root = Path(settings.DATA_DIR) / "uploads"
     root.mkdir(parents=True, exist_ok=True)
     partial = root / f".incoming-{uuid.uuid4().hex}.partial"
@@ -567,7 +573,7 @@ def upload_create(
                 organization=organization, user=user, name=name.strip()[:200] or original_filename[:200] or "upload",
                 format=fmt, text_column=text_column.strip() if fmt == UploadFormat.CSV else "",
                 original_filename=original_filename[:255], size_bytes=size, keep_original=keep_original,
-                domain=domain,
+                domain=domain, tokenizer_from_id=tokenizer_from,
             )
             final = root / str(upload.pk) / f"original.{fmt}"
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -668,6 +674,10 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
                                                progress=progress)
         elif stage == "deduplicate":
             reports[stage] = p.deduplicate(deid, dedup, progress=progress)
+        elif stage == "tokenizer" and upload.tokenizer_from is not None:
+            shutil.copyfile(upload.tokenizer_from.tokenizer_file, tokenizer)  # re-used, not trained
+            reports[stage] = {"reused_from_version": upload.tokenizer_from_id,
+                              "vocab_size": p.load_tokenizer(tokenizer).get_vocab_size(), "eos_id": 0}
         elif stage == "tokenizer":
             reports[stage] = p.train_tokenizer(dedup, tokenizer, progress=progress)
         elif stage == "shards":

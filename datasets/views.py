@@ -194,10 +194,11 @@ def _upload_list(request: HttpRequest, org: str) -> HttpResponse:
 
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     limiter = next(h for h in request.upload_handlers if isinstance(h, SizeLimitUploadHandler))
-    form = UploadForm()
+    reusable = selectors.versions_mountable_by(organization)
+    form = UploadForm(tokenizer_versions=reusable)
     status = 200
     if request.method == "POST":
-        form = UploadForm(request.POST, request.FILES)
+        form = UploadForm(request.POST, request.FILES, tokenizer_versions=reusable)
         if limiter.exceeded:
             form.add_error(None, _("The file is larger than the upload limit of %(limit)s bytes.")
                            % {"limit": f"{settings.DATASET_UPLOAD_MAX_BYTES:,}"})
@@ -209,6 +210,7 @@ def _upload_list(request: HttpRequest, org: str) -> HttpResponse:
                     organization=organization, user=request.user,  # type: ignore[arg-type]
                     file=data["file"], name=data["name"], fmt=data["format"], text_column=data["text_column"],
                     keep_original=data["keep_original"], domain=data["domain"], original_filename=data["file"].name,
+                    tokenizer_from=data.get("tokenizer_from"),
                 )
             except DatasetError as exc:
                 form.add_error(None, str(exc))
