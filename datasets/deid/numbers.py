@@ -324,6 +324,8 @@ def detect_phone(work: str) -> Iterator[Hit]:
                 start, end = m.start() + pm.start, m.start() + pm.end
                 if ext and pm.end == len(main):
                     end = m.end()  # the extension belongs to the number
+                if work[start] in "(（" and not any(c in work[start:end] for c in ")）"):
+                    start += 1  # an opening parenthesis that the number does not close
                 if phonenumbers.number_type(pm.number) in _SERVICE_TYPES:
                     continue
                 near_label = labelled or _has(_PHONE_LABEL, before(work, start, 8))

@@ -182,7 +182,8 @@ _CN = r"[\u4e00-\u9fff]"
 _ADDR_LABELS = ("住所地", "住址", "住所", "地址", "现住", "户籍地", "居住地", "居住于", "寄往", "送达地址", "家住",
                 "通讯地址", "联系地址")
 _ADDR_RE = re.compile(
-    r"(?:(?:" + "|".join(sorted(_ADDR_LABELS, key=len, reverse=True)) + r")[\s:：]{0,2}|(?=" + "|".join(_PROVINCES) + "))"  # noqa: E501
+    r"(?:(?:" + "|".join(sorted(_ADDR_LABELS, key=len, reverse=True)) + r"|(?<=[，,。；;\s])住)[\s:：]{0,2}"
+    r"|(?=" + "|".join(_PROVINCES) + "))"
     r"(?P<addr>(?:" + _CN + r"{2,4}?(?:省|自治区|特别行政区))?"
     r"(?:" + _CN + r"{2,5}?(?:市|自治州|地区|盟))?"
     r"(?:" + _CN + r"{1,6}?(?:区|县|旗|市))?"
