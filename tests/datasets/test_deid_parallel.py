@@ -103,3 +103,32 @@ def test_a_finished_chunk_is_not_redone_after_a_crash(documents: Path, tmp_path:
     assert reused == [True]  # chunk 0 was not written again
     assert part.exists() is False  # merged and cleaned up
     assert report == {**deidentify_file(documents, tmp_path / "serial.jsonl"), "reused": False}
+
+
+def test_a_large_upload_is_deidentified_in_parallel_chunks_with_the_same_result(
+    settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    import io
+
+    from datasets.services import upload_create
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATASET_UPLOAD_MAX_BYTES = 64 * 1024 * 1024
+    texts = [json.loads(line)["text"] for line in SET.read_text(encoding="utf-8").splitlines()[:300]]
+    data = "".join(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts))
+    results = []
+    for chunk_bytes in (10**9, 4096):  # one serial run, one in about 10 chunks
+        settings.DATASET_DEID_CHUNK_BYTES = chunk_bytes
+        with django_capture_on_commit_callbacks(execute=True):
+            upload = upload_create(organization=alice_org, user=alice, file=io.BytesIO(data.encode()),
+                                   name=f"run-{chunk_bytes}", fmt="jsonl", original_filename="c.jsonl")
+        upload.refresh_from_db()
+        assert upload.status == "ready"
+        results.append((upload.report["deidentify"], (upload.workdir / "deduplicated.jsonl").read_bytes(),
+                        {p.name: p.read_bytes() for p in (upload.workdir / "shards").iterdir()
+                         if p.name != "tokenizer.json"}))
+    (serial_report, serial_text, serial_shards), (chunked_report, chunked_text, chunked_shards) = results
+    assert serial_report["reused"] is False and chunked_report["reused"] is True  # merged by the chord
+    assert {**chunked_report, "reused": False} == serial_report
+    assert chunked_text == serial_text
+    assert chunked_shards == serial_shards  # tokenizers trained on identical text agree, so do the shards
