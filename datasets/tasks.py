@@ -45,18 +45,20 @@ def upload_stage(upload_id: int, stage: str, chunked: bool = True) -> None:
 
 
 def _deidentify_in_chunks(upload_id: int) -> bool:
-    """Start a chord of ``deid_chunk`` tasks over the upload's validated text when it is larger than one
-    chunk; its body merges the chunks (writing the stage's output and report under the serial stage key)
-    and then runs the ordinary ``deidentify`` stage, which finds the output finished, records the report
-    and enqueues the next stage. If a chunk fails, the same ordinary stage runs instead (it de-identifies
-    serially, or records the error). Returns False when there is nothing to fan out."""
-    from celery import chord
+    """Fan the upload's ``deidentify`` stage out as a group of ``upload_deid_chunk`` tasks when its validated
+    text is larger than one chunk. No result backend is needed (the embedded broker has none): each chunk
+    records its output and report on disk, and the task that finds every chunk finished and wins the
+    claim (``pipeline.parallel.claim_merge``) merges them — writing the stage output and report under the
+    serial stage key — and enqueues the ordinary stage with ``chunked=False``, which then finds the output
+    finished, records the report and enqueues the next stage. A chunk that fails hands over to that same
+    ordinary stage (serial, or the error recorded). Returns False when there is nothing to fan out."""
+    from celery import group
     from django.conf import settings
 
     from datasets.choices import UploadStatus
     from datasets.models import Upload
     from datasets.pipeline.common import finished_report
-    from datasets.pipeline.parallel import options_to_dict, plan_chunks
+    from datasets.pipeline.parallel import options_to_dict, plan_chunks, reset_claim
     from datasets.pipeline.stages import deid_stage_key
     from datasets.policy import deid_options_for
 
@@ -70,14 +72,30 @@ def _deidentify_in_chunks(upload_id: int) -> bool:
     options = deid_options_for(upload.organization)
     if finished_report(dst, deid_stage_key(src, options)) is not None:
         return False
-    chunks = plan_chunks(src, chunk_bytes)
+    chunks = [list(c) for c in plan_chunks(src, chunk_bytes)]
     opts = options_to_dict(options)
-    then = upload_stage.si(upload_id, "deidentify", chunked=False)
-    header = [deid_chunk.s(str(src), str(dst), i, s, e, opts) for i, s, e in chunks]
-    body = deid_merge.s(str(src), str(dst), [list(c) for c in chunks], opts) | then
-    chord(header)(body.on_error(upload_stage.si(upload_id, "deidentify", chunked=False)))
+    reset_claim(dst)  # a merge that died half-way must be claimable again
+    group(upload_deid_chunk.s(upload_id, str(src), str(dst), c, chunks, opts) for c in chunks).apply_async()
     log.info("upload %s: de-identifying %d chunks in parallel", upload_id, len(chunks))
     return True
+
+
+@shared_task(name="datasets.tasks.upload_deid_chunk")
+def upload_deid_chunk(upload_id: int, src: str, dst: str, chunk: list, chunks: list, options: dict) -> None:  # type: ignore[type-arg]
+    """One chunk of an upload's de-identify stage; the last one to finish merges and moves the upload on."""
+    from datasets.pipeline.parallel import claim_merge, deidentify_chunk, finished_chunk_reports, merge_chunks
+
+    try:
+        deidentify_chunk(src, dst, *chunk, options)
+    except Exception:
+        log.exception("upload %s: chunk %s failed; falling back to the serial stage", upload_id, chunk[0])
+        if claim_merge(dst):
+            upload_stage.delay(upload_id, "deidentify", chunked=False)
+        raise
+    reports = finished_chunk_reports(src, dst, [tuple(c) for c in chunks], options)
+    if reports is not None and claim_merge(dst):
+        merge_chunks(src, dst, [tuple(c) for c in chunks], reports, options)
+        upload_stage.delay(upload_id, "deidentify", chunked=False)
 
 
 @shared_task(name="datasets.tasks.deid_chunk")

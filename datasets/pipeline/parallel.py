@@ -11,6 +11,7 @@ beside it (``common.save_report``), so a chunk that finished is not redone when 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -113,6 +114,39 @@ def merge_chunks(src: str, dst: str, chunks: list[Chunk], reports: list[dict[str
     return {**report, "reused": False}
 
 
+def finished_chunk_reports(
+    src: str, dst: str, chunks: list[Chunk], options: dict[str, Any]
+) -> list[dict[str, Any]] | None:
+    """The reports of every chunk in order when all of them are finished (same input and options), else None."""
+    src_p, dst_p = Path(src), Path(dst)
+    fingerprint = options_from_dict(options).fingerprint()
+    reports = []
+    for chunk in chunks:
+        key = stage_key("deidentify-chunk", [src_p], {"range": [chunk[1], chunk[2]], "options": fingerprint})
+        saved = finished_report(_part(dst_p, chunk), key)
+        if saved is None:
+            return None
+        reports.append(saved)
+    return reports
+
+
+def claim_merge(dst: str | Path) -> bool:
+    """Compare-and-set on the file system: True for exactly one caller per fan-out (``O_CREAT | O_EXCL``
+    of ``<dst>.chunks/merge.claim``), so one task merges although several may see all chunks finished."""
+    claim = _chunk_dir(Path(dst)) / "merge.claim"
+    claim.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.close(os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
+def reset_claim(dst: str | Path) -> None:
+    """Forget a previous claim (before a new fan-out of an unfinished stage)."""
+    (_chunk_dir(Path(dst)) / "merge.claim").unlink(missing_ok=True)
+
+
 def _serial_map(fn: Callable[..., dict[str, Any]], args: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
     return [fn(*a) for a in args]
 
@@ -160,7 +194,8 @@ def celery_deidentify(src: str | Path, dst: str | Path, *, options: DeidOptions 
                       chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Any:
     """Start the chunked stage on Celery: a chord of ``datasets.tasks.deid_chunk`` tasks (one per chunk,
     on the same broker and queue as every other task) whose callback ``datasets.tasks.deid_merge`` joins
-    them. Returns the chord's ``AsyncResult`` (its value is the merged report)."""
+    them. Returns the chord's ``AsyncResult`` (its value is the merged report). Chords need a Celery result
+    backend; uploads use a group with an on-disk fan-in instead (``datasets.tasks.upload_deid_chunk``)."""
     from celery import chord
 
     from datasets.tasks import deid_chunk, deid_merge
@@ -174,12 +209,15 @@ def celery_deidentify(src: str | Path, dst: str | Path, *, options: DeidOptions 
 __all__ = [
     "DEFAULT_CHUNK_BYTES",
     "celery_deidentify",
+    "claim_merge",
     "deidentify_chunk",
     "deidentify_parallel",
+    "finished_chunk_reports",
     "merge_chunks",
     "options_from_dict",
     "options_to_dict",
     "plan_chunks",
     "process_pool_map",
+    "reset_claim",
 ]
 

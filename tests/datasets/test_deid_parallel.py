@@ -132,3 +132,37 @@ def test_a_large_upload_is_deidentified_in_parallel_chunks_with_the_same_result(
     assert {**chunked_report, "reused": False} == serial_report
     assert chunked_text == serial_text
     assert chunked_shards == serial_shards  # tokenizers trained on identical text agree, so do the shards
+
+
+def test_a_failing_chunk_hands_over_to_the_serial_stage_once(
+    settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import io
+
+    from datasets.pipeline import parallel
+    from datasets.services import upload_create
+
+    settings.DATA_DIR = tmp_path / "data"
+    settings.DATASET_UPLOAD_MAX_BYTES = 64 * 1024 * 1024
+    settings.DATASET_DEID_CHUNK_BYTES = 4096
+    real = parallel.deidentify_chunk
+    calls: list[int] = []
+
+    def flaky(src: str, dst: str, index: int, *rest: Any) -> dict[str, Any]:
+        calls.append(index)
+        if index == 1:
+            raise OSError("disk went away")
+        return real(src, dst, index, *rest)
+
+    monkeypatch.setattr(parallel, "deidentify_chunk", flaky)
+    texts = [json.loads(line)["text"] for line in SET.read_text(encoding="utf-8").splitlines()[:300]]
+    data = "".join(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts))
+    with django_capture_on_commit_callbacks(execute=True):
+        upload = upload_create(organization=alice_org, user=alice, file=io.BytesIO(data.encode()), name="flaky",
+                               fmt="jsonl", original_filename="c.jsonl")
+    upload.refresh_from_db()
+    assert upload.status == "ready"
+    assert upload.report["deidentify"]["reused"] is False  # done by the serial stage after the failure
+    assert upload.report["deidentify"]["documents"] == 300
+    assert calls[:2] == [0, 1] and len(calls) > 2
