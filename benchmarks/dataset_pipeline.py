@@ -9,6 +9,10 @@
    for de-identify + tokenize + shard, each stage's share of the time, and the child's peak RSS
    (``ru_maxrss``): a streaming pipeline has about the same peak for both sizes.
 Deduplication is left out of the scaled run on purpose (it would drop the repeated copies).
+3. On the 1x corpus (validated once): the de-identify stage in chunks on 1 and on 2 worker processes
+   (``datasets.pipeline.parallel``, MB/s each), its cost against reading the same file and running one
+   regular expression over every text, and the shard stage against raw ``tokenizers`` ``encode_batch``
+   over the same texts.
 """
 
 from __future__ import annotations
@@ -99,6 +103,41 @@ def worker_run(src: str, work: str, tokenizer: str) -> None:
     )
 
 
+def worker_compare(src: str, work: str, tokenizer: str) -> None:
+    import re
+
+    from datasets.pipeline import validate, write_shards
+    from datasets.pipeline.common import iter_jsonl
+    from datasets.pipeline.parallel import deidentify_parallel, process_pool_map
+    from datasets.pipeline.stages import load_tokenizer
+
+    w = Path(work)
+    docs = w / "docs.jsonl"
+    validate(src, docs, fmt="jsonl")
+    size = docs.stat().st_size
+    t = time.perf_counter()
+    pattern = re.compile(r"1[3-9]\d{9}")
+    hits = sum(len(pattern.findall(d["text"])) for d in iter_jsonl(docs))
+    regex_s = time.perf_counter() - t
+    deid_s = {}
+    for workers in (1, 2):
+        dst = w / f"deid-{workers}.jsonl"
+        t = time.perf_counter()
+        deidentify_parallel(docs, dst, chunk_bytes=2 * 1024 * 1024, map_fn=process_pool_map(workers))
+        deid_s[workers] = time.perf_counter() - t
+    t = time.perf_counter()
+    write_shards(w / "deid-1.jsonl", tokenizer, w / "shards")
+    shards_s = time.perf_counter() - t
+    texts = [d["text"] for d in iter_jsonl(w / "deid-1.jsonl")]
+    tok = load_tokenizer(tokenizer)
+    t = time.perf_counter()
+    for i in range(0, len(texts), 256):
+        tok.encode_batch(texts[i : i + 256], add_special_tokens=False)
+    raw_s = time.perf_counter() - t
+    print(json.dumps({"bytes": size, "regex_s": regex_s, "regex_hits": hits, "deid_s": deid_s,
+                      "shards_s": shards_s, "encode_batch_s": raw_s}))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     env = os.environ.get("PORTAL_CORPORA_DIR")
@@ -152,6 +191,18 @@ def main() -> None:
             rss = ", ".join(f"after {k} {v:.0f}" for k, v in r["maxrss_mib"].items())
             print(f"{label}: all three stages {r['input_bytes'] / MB / total:.2f} MB/s; shares: {shares}")
             print(f"{label}: peak RSS MiB {rss}; replacements {r['replacements']}; shards {r['shards']}")
+        work = tmp / "compare"
+        work.mkdir()
+        c = _child(["--worker-compare", str(args.corpus), str(work), str(tmp / "tokenizer.json")])
+        mb = c["bytes"] / MB
+        d1, d2 = c["deid_s"]["1"], c["deid_s"]["2"]
+        print()
+        print(f"de-identify in chunks ({mb:.1f} MB): 1 worker process {mb / d1:.2f} MB/s, "
+              f"2 worker processes {mb / d2:.2f} MB/s (x{d1 / d2:.2f})")
+        print(f"read + one regex pass: {c['regex_s']:.2f} s ({mb / c['regex_s']:.1f} MB/s); "
+              f"de-identify costs x{d1 / c['regex_s']:.1f} that")
+        print(f"shard stage {c['shards_s']:.2f} s vs raw encode_batch {c['encode_batch_s']:.2f} s "
+              f"(x{c['shards_s'] / c['encode_batch_s']:.2f})")
     finally:
         if args.keep:
             print(f"kept {tmp}")
@@ -162,6 +213,8 @@ def main() -> None:
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--worker-train":
         worker_train(sys.argv[2], sys.argv[3], int(sys.argv[4]))
+    elif len(sys.argv) > 1 and sys.argv[1] == "--worker-compare":
+        worker_compare(sys.argv[2], sys.argv[3], sys.argv[4])
     elif len(sys.argv) > 1 and sys.argv[1] == "--worker-run":
         worker_run(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

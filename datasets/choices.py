@@ -53,3 +53,11 @@ UPLOAD_TRANSITIONS: dict[str, frozenset[str]] = {
 """Allowed ``Upload.status`` changes; enforced by ``datasets.services.upload_transition`` only."""
 
 UPLOAD_TERMINAL = frozenset({UploadStatus.READY})
+
+
+class PlaceholderStyle(models.TextChoices):
+    """How de-identification writes a replaced identifier (``datasets.deid.PLACEHOLDER_STYLES``)."""
+
+    TYPED = "typed", _("Typed placeholder, e.g. [PHONE]")
+    PSEUDONYM = "pseudonym", _("Consistent pseudonym per value within a document, e.g. [PHONE_1]")
+    HASH = "hash", _("Keyed hash of the value, e.g. [PHONE:3f9a1c2b]")

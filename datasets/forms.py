@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from datasets.choices import Domain, UploadFormat
+from datasets.choices import Domain, PlaceholderStyle, UploadFormat
 
 
 class CatalogFilterForm(forms.Form):
@@ -41,6 +41,17 @@ class UploadForm(forms.Form):
         help_text=_("Otherwise it is deleted once the de-identified shards are ready."),
     )
 
+    tokenizer_from = forms.TypedChoiceField(
+        label=_("Tokenizer"), required=False, coerce=int, empty_value=None,
+        choices=[("", _("Train a new tokenizer on this upload"))],
+        help_text=_("Or re-use the tokenizer of a dataset version you can mount (same token ids)."),
+    )
+
+    def __init__(self, *args: Any, tokenizer_versions: Any = (), **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = self.fields["tokenizer_from"]
+        field.choices = [*field.choices, *((v.pk, f"{v.dataset.name} v{v.number}") for v in tokenizer_versions)]  # type: ignore[attr-defined]
+
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         if data.get("format") == UploadFormat.CSV and not (data.get("text_column") or "").strip():
@@ -58,3 +69,13 @@ class AgreementForm(forms.Form):
 class MountForm(forms.Form):
     version = forms.IntegerField(widget=forms.HiddenInput)
     consumer = forms.CharField(label=_("Attach to"), max_length=200)
+
+
+class DeidPolicyForm(forms.Form):
+    """The organization's de-identification settings (``datasets.policy.deid_policy_update``)."""
+
+    placeholder_style = forms.ChoiceField(label=_("Placeholder style"), choices=PlaceholderStyle.choices)
+    allow_list = forms.CharField(
+        label=_("Allow-list"), required=False, widget=forms.Textarea(attrs={"rows": 5}),
+        help_text=_("Values never replaced, one per line (e.g. your company's hotline or support address)."),
+    )

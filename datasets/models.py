@@ -11,7 +11,7 @@ from django.db import models
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from datasets.choices import DeidStatus, Domain, UploadFormat, UploadStatus, Visibility
+from datasets.choices import DeidStatus, Domain, PlaceholderStyle, UploadFormat, UploadStatus, Visibility
 
 
 class ImmutableRecord(Exception):
@@ -277,6 +277,10 @@ class Upload(models.Model):
     dataset_version = models.ForeignKey(
         DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
     )
+    tokenizer_from = models.ForeignKey(
+        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        help_text=_("Re-use this version's tokenizer instead of training a new one."),
+    )
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(default=timezone.now)
 
@@ -294,3 +298,26 @@ class Upload(models.Model):
     @property
     def original_path(self) -> Path | None:
         return Path(settings.DATA_DIR) / self.stored_path if self.stored_path else None
+
+
+class DeidPolicy(models.Model):
+    """An organization's de-identification settings, applied to its uploads: the placeholder style and an
+    allow-list of values never replaced (one per line, e.g. the company's own hotline; compared after
+    removing spaces, dashes and parentheses, case-insensitively). No row means the defaults (typed, none)."""
+
+    organization = models.OneToOneField("portal.Organization", on_delete=models.CASCADE, related_name="deid_policy")
+    placeholder_style = models.CharField(
+        _("placeholder style"), max_length=12, choices=PlaceholderStyle.choices, default=PlaceholderStyle.TYPED
+    )
+    allow_list = models.TextField(_("allow-list"), blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    def __str__(self) -> str:
+        return f"de-identification policy of {self.organization_id}"
+
+    @property
+    def allow_entries(self) -> list[str]:
+        """The allow-list as stripped, non-empty lines."""
+        return [line.strip() for line in self.allow_list.splitlines() if line.strip()]

@@ -11,4 +11,5 @@ urlpatterns = [
     path("<int:pk>/mount/", views.dataset_mount, name="dataset_mount"),
     path("uploads/", views.upload_list, name="uploads"),
     path("uploads/<int:pk>/", views.upload_detail, name="upload_detail"),
+    path("deid-settings/", views.deid_settings, name="deid_settings"),
 ]

@@ -195,10 +195,11 @@ def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 
     organization = organization_for_user(user=request.user, slug=org)
     limiter = next(h for h in request.upload_handlers if isinstance(h, SizeLimitUploadHandler))
-    form = UploadForm()
+    reusable = selectors.versions_mountable_by(organization)
+    form = UploadForm(tokenizer_versions=reusable)
     status = 200
     if request.method == "POST":
-        form = UploadForm(request.POST, request.FILES)
+        form = UploadForm(request.POST, request.FILES, tokenizer_versions=reusable)
         if limiter.exceeded:
             form.add_error(None, _("The file is larger than the upload limit of %(limit)s bytes.")
                            % {"limit": f"{settings.DATASET_UPLOAD_MAX_BYTES:,}"})
@@ -210,6 +211,7 @@ def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
                     organization=organization, user=request.user,
                     file=data["file"], name=data["name"], fmt=data["format"], text_column=data["text_column"],
                     keep_original=data["keep_original"], domain=data["domain"], original_filename=data["file"].name,
+                    tokenizer_from=data.get("tokenizer_from"),
                 )
             except DatasetError as exc:
                 form.add_error(None, str(exc))
@@ -241,3 +243,35 @@ def upload_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
     context = {"org": organization, "upload": upload}
     template = "datasets/upload_progress.html" if is_partial(request) else "datasets/upload_detail.html"
     return render(request, template, context)
+
+
+@login_required
+def deid_settings(request: HttpRequest, org: str) -> HttpResponse:
+    """The organization's de-identification settings: placeholder style and allow-list (managers change
+    them; members see them)."""
+    from datasets.forms import DeidPolicyForm
+    from datasets.models import DeidPolicy
+    from datasets.policy import deid_policy_update
+
+    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    policy = DeidPolicy.objects.filter(organization=organization).first()
+    initial = {"placeholder_style": policy.placeholder_style if policy else "typed",
+               "allow_list": policy.allow_list if policy else ""}
+    form = DeidPolicyForm(initial=initial)
+    status = 200
+    if request.method == "POST":
+        form = DeidPolicyForm(request.POST)
+        if form.is_valid():
+            try:
+                deid_policy_update(organization=organization, user=request.user,  # type: ignore[arg-type]
+                                   placeholder_style=form.cleaned_data["placeholder_style"],
+                                   allow_list=form.cleaned_data["allow_list"])
+            except DatasetError as exc:
+                form.add_error(None, str(exc))
+                status = 403
+            else:
+                messages.success(request, _("De-identification settings saved."))
+                return redirect("deid_settings", org=organization.slug)
+        else:
+            status = 400
+    return render(request, "datasets/deid_settings.html", {"org": organization, "form": form}, status=status)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from ..deid import DEFAULT_OPTIONS, DeidOptions
 from .common import (
     DEFAULT_MAX_DOCUMENT_BYTES,
     DEFAULT_MAX_LINE_BYTES,
@@ -95,6 +96,9 @@ class PipelineRun:
     vocab_size: int = DEFAULT_VOCAB_SIZE
     validate_options: dict[str, Any] = field(default_factory=dict)
     tokenizer_file: Path | None = None  # an existing tokenizer to reuse instead of training one
+    deid_options: DeidOptions = DEFAULT_OPTIONS  # the organization's placeholder style and allow-list
+    tokenizer_source: Path | None = None  # copy this tokenizer into the workdir instead of training one
+    tokenizer_source_version: int | None = None  # the dataset version it comes from (for the report)
 
     @property
     def documents(self) -> Path:
@@ -128,14 +132,26 @@ STAGE_TABLE: dict[str, Callable[[PipelineRun, ProgressFn | None], dict[str, Any]
     "validate": lambda r, progress: validate(
         r.source, r.documents, fmt=r.fmt, text_column=r.text_column, progress=progress, **r.validate_options
     ),
-    "deidentify": lambda r, progress: deidentify_file(r.documents, r.deidentified, progress=progress),
+    "deidentify": lambda r, progress: deidentify_file(r.documents, r.deidentified, options=r.deid_options,
+                                                      progress=progress),
     "deduplicate": lambda r, progress: deduplicate(r.deidentified, r.deduplicated, progress=progress),
-    "tokenizer": lambda r, progress: train_tokenizer(
-        r.deduplicated, r.tokenizer, vocab_size=r.vocab_size, progress=progress
+    "tokenizer": lambda r, progress: (
+        reuse_tokenizer(r.tokenizer_source, r.tokenizer, r.tokenizer_source_version) if r.tokenizer_source is not None
+        else train_tokenizer(r.deduplicated, r.tokenizer, vocab_size=r.vocab_size, progress=progress)
     ),
     "shards": lambda r, progress: write_shards(r.deduplicated, r.tokenizer, r.shards, progress=progress),
     "statistics": lambda r, progress: statistics(r.deduplicated, r.shards, r.statistics, progress=progress),
 }
+
+def reuse_tokenizer(source: Path, destination: Path, version: int | None = None) -> dict[str, Any]:
+    """The ``tokenizer`` stage when an existing dataset version's tokenizer is re-used: copy it (nothing
+    trained). Returns ``{"reused_from_version", "vocab_size", "eos_id"}``."""
+    import shutil
+
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, destination)
+    return {"reused_from_version": version, "vocab_size": load_tokenizer(destination).get_vocab_size(), "eos_id": 0}
+
 
 STAGES = tuple(STAGE_TABLE)
 """Stage names in order, as used in ``PipelineError.stage`` and in ``run_pipeline``'s report."""

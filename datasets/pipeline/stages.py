@@ -24,7 +24,7 @@ from instances.runtime.shards import (
     ShardWriter,
 )
 
-from ..deid import PII_TYPES, deidentify
+from ..deid import DEFAULT_OPTIONS, PII_TYPES, DeidOptions, deidentify_with_findings
 from .common import (
     PipelineError,
     Progress,
@@ -77,42 +77,149 @@ def _need_file(stage: str, path: Path) -> None:
         )
 
 
-def deidentify_file(src: str | Path, dst: str | Path, *, progress: ProgressFn | None = None) -> dict[str, Any]:
+DEID_SAMPLES_PER_TYPE = 5
+"""Replaced contexts kept per type in the de-identification report (the first ones met)."""
+DEID_SAMPLE_CONTEXT = 24
+"""Characters of de-identified text kept on each side of a sampled placeholder."""
+
+
+def _sample(new_text: str, at: int, placeholder: str) -> str:
+    """The de-identified text around a placeholder (which starts at ``at`` in ``new_text``): it shows the
+    placeholder and already de-identified neighbours, never an identifier's value."""
+    lo = max(0, at - DEID_SAMPLE_CONTEXT)
+    hi = min(len(new_text), at + len(placeholder) + DEID_SAMPLE_CONTEXT)
+    return " ".join(new_text[lo:hi].split())
+
+
+class DeidAccumulator:
+    """De-identifies documents one by one and accumulates the stage report; ``merge`` joins the reports
+    of consecutive chunks into exactly the report one pass over all of them gives (sums, and the first
+    ``DEID_SAMPLES_PER_TYPE`` samples per type in document order)."""
+
+    def __init__(self, options: DeidOptions) -> None:
+        self.options = options
+        self.counts: Counter[str] = Counter()
+        self.notes: Counter[str] = Counter()
+        self.rules: Counter[str] = Counter()
+        self.samples: dict[str, list[dict[str, Any]]] = {}
+        self.documents = self.changed = self.allowed = 0
+
+    def line(self, doc: dict[str, Any]) -> str:
+        """The de-identified JSONL line of one normalised document."""
+        pseudonyms: dict[tuple[str, str], str] = {}
+        fields = {}
+        any_change = False
+        for name in ("title", "text"):
+            new, replaced, n_allowed = deidentify_with_findings(
+                doc.get(name) or "", options=self.options, pseudonyms=pseudonyms
+            )
+            fields[name] = new
+            self.allowed += n_allowed
+            shift = 0
+            for f, placeholder in replaced:
+                any_change = True
+                self.counts[f.type] += 1
+                self.rules[f.rule] += 1
+                if f.note:
+                    self.notes[f.note] += 1
+                at = f.start + shift
+                shift += len(placeholder) - (f.end - f.start)
+                kept = self.samples.setdefault(f.type, [])
+                if len(kept) < DEID_SAMPLES_PER_TYPE:
+                    kept.append({"context": _sample(new, at, placeholder), "placeholder": placeholder,
+                                 "rule": f.rule, "confidence": f.confidence, "note": f.note})
+        self.documents += 1
+        self.changed += any_change
+        return dumps_line({**doc, **fields})
+
+    def report(self) -> dict[str, Any]:
+        return {
+            "documents": self.documents,
+            "documents_changed": self.changed,
+            "replacements": {t: self.counts.get(t, 0) for t in PII_TYPES},
+            "total_replacements": sum(self.counts.values()),
+            "allowed": self.allowed,
+            "notes": dict(sorted(self.notes.items())),
+            "rules": dict(sorted(self.rules.items())),
+            "samples": self.samples,
+            "style": self.options.style,
+        }
+
+    @staticmethod
+    def merge(reports: list[dict[str, Any]]) -> dict[str, Any]:
+        """One report from the reports of consecutive chunks, in chunk order."""
+        total: dict[str, Any] = {"documents": 0, "documents_changed": 0, "allowed": 0}
+        replacements: Counter[str] = Counter()
+        notes: Counter[str] = Counter()
+        rules: Counter[str] = Counter()
+        samples: dict[str, list[dict[str, Any]]] = {}
+        style = reports[0]["style"] if reports else DEFAULT_OPTIONS.style
+        for r in reports:
+            for k in total:
+                total[k] += r[k]
+            replacements.update(r["replacements"])
+            notes.update(r["notes"])
+            rules.update(r["rules"])
+            for t, items in r["samples"].items():
+                kept = samples.setdefault(t, [])
+                kept.extend(items[: DEID_SAMPLES_PER_TYPE - len(kept)])
+        return {
+            "documents": total["documents"],
+            "documents_changed": total["documents_changed"],
+            "replacements": {t: replacements.get(t, 0) for t in PII_TYPES},
+            "total_replacements": sum(replacements.values()),
+            "allowed": total["allowed"],
+            "notes": dict(sorted(notes.items())),
+            "rules": dict(sorted(rules.items())),
+            "samples": {t: v for t, v in samples.items() if v},
+            "style": style,
+        }
+
+
+def deid_stage_key(src: Path, options: DeidOptions) -> dict[str, Any]:
+    """The stage key of de-identifying ``src`` with ``options`` (shared by the serial and chunked runs, so
+    either one's finished output is reused by the other)."""
+    return stage_key("deidentify", [src], {"options": options.fingerprint(), "rules": 2})
+
+
+def deidentify_file(
+    src: str | Path,
+    dst: str | Path,
+    *,
+    options: DeidOptions = DEFAULT_OPTIONS,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
     """Replace personal identifiers in ``title`` and ``text`` of every document (``datasets.deid``).
 
-    Input and output: normalised JSONL. Returns ``{"documents", "documents_changed", "replacements":
-    {type: count for every type in PII_TYPES}, "total_replacements", "reused"}``. Memory: one document.
-    Raises ``PipelineError`` (stage ``"deidentify"``, ``code="input"``) when ``src`` is missing.
+    Input and output: normalised JSONL. ``options``: placeholder style and allow-list (pseudonyms are
+    consistent within one document, title and text together). Returns ``{"documents",
+    "documents_changed", "replacements": {type: count for every type in PII_TYPES}, "total_replacements",
+    "allowed" (identifiers kept because of the allow-list), "notes": {note: count} (e.g. "invalid check
+    digit"), "rules": {rule: count}, "samples": {type: [{"context", "placeholder", "rule", "confidence",
+    "note"}]} (at most ``DEID_SAMPLES_PER_TYPE`` per type; the context is de-identified text, never a
+    value), "style", "reused"}``. Memory: one document. Raises ``PipelineError`` (stage ``"deidentify"``,
+    ``code="input"``) when ``src`` is missing. ``datasets.pipeline.parallel`` gives the same output and
+    report from chunks processed in parallel.
     """
     stage = "deidentify"
     src, dst = Path(src), Path(dst)
     _need_file(stage, src)
-    key, saved = _cached(stage, dst, [src], {}, progress)
+    key = deid_stage_key(src, options)
+    saved = finished_report(dst, key)
     if saved is not None:
+        if progress is not None:
+            progress(src.stat().st_size, src.stat().st_size)
         return {**saved, "reused": True}
     tracker = Progress(progress, src.stat().st_size)
-    counts: Counter[str] = Counter()
-    documents = changed = 0
+    acc = DeidAccumulator(options)
     with (
         atomic_output(dst) as tmp,
         open(tmp, "w", encoding="utf-8", newline="\n") as out,
     ):
         for doc in iter_jsonl(src, tracker):
-            text, c_text = deidentify(doc["text"])
-            title, c_title = deidentify(doc.get("title") or "")
-            documents += 1
-            if c_text or c_title:
-                changed += 1
-                counts.update(c_text)
-                counts.update(c_title)
-            out.write(dumps_line({**doc, "title": title, "text": text}))
+            out.write(acc.line(doc))
     tracker.finish()
-    report = {
-        "documents": documents,
-        "documents_changed": changed,
-        "replacements": {t: counts.get(t, 0) for t in PII_TYPES},
-        "total_replacements": sum(counts.values()),
-    }
+    report = acc.report()
     save_report(dst, key, report)
     return {**report, "reused": False}
 

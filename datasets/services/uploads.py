@@ -25,6 +25,7 @@ from portal.audit import audit_log
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
+from datasets.selectors import versions_mountable_by
 from datasets.services.catalog import dataset_create, dataset_version_create, license_version_create
 from datasets.services.common import _require_member
 from datasets.services.corpus import _first_text, _pipeline_counts, _relative, pipeline_percent
@@ -75,14 +76,16 @@ def upload_create(
     keep_original: bool = False,
     domain: Domain | str = Domain.OTHER,
     original_filename: str = "",
+    tokenizer_from: int | None = None,
 ) -> Upload:
     """Store an uploaded corpus under ``DATA_DIR/uploads/<id>/`` and start its pipeline (after commit).
 
     ``file`` is a Django ``UploadedFile`` (already streamed to a temporary file by the upload handlers) or
     any binary file object; it is copied in 1 MiB chunks, never read whole. Raises ``UploadRefused``
     (nothing stored, no row) for an unknown format, a CSV without ``text_column``, or more than
-    ``settings.DATASET_UPLOAD_MAX_BYTES`` bytes (counted while copying), and ``DatasetNotFound`` when
-    ``user`` is not a member.
+    ``settings.DATASET_UPLOAD_MAX_BYTES`` bytes (counted while copying) or a ``tokenizer_from`` version the
+    organization cannot mount (that version's tokenizer is otherwise copied instead of training one), and
+    ``DatasetNotFound`` when ``user`` is not a member.
     """
     _require_member(organization, user)
     authorize(user=user, organization=organization, action=Action.DATASETS_LICENSE)
@@ -95,6 +98,8 @@ def upload_create(
     too_big = _("The file is larger than the upload limit of %(limit)s bytes.") % {"limit": f"{limit:,}"}
     if declared is not None and declared > limit:
         raise UploadRefused(too_big)
+    if tokenizer_from is not None and not versions_mountable_by(organization).filter(pk=tokenizer_from).exists():
+        raise UploadRefused(_("That tokenizer is not available to your organization."))
     root = Path(settings.DATA_DIR) / "uploads"
     root.mkdir(parents=True, exist_ok=True)
     partial = root / f".incoming-{uuid.uuid4().hex}.partial"
@@ -111,7 +116,7 @@ def upload_create(
                 organization=organization, user=user, name=name.strip()[:200] or original_filename[:200] or "upload",
                 format=fmt, text_column=text_column.strip() if fmt == UploadFormat.CSV else "",
                 original_filename=original_filename[:255], size_bytes=size, keep_original=keep_original,
-                domain=domain,
+                domain=domain, tokenizer_from_id=tokenizer_from,
             )
             final = root / str(upload.pk) / f"original.{fmt}"
             final.parent.mkdir(parents=True, exist_ok=True)
@@ -182,7 +187,13 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
     work.mkdir(parents=True, exist_ok=True)
     original = upload.original_path
     # only ``validate`` reads the source, and it refuses a missing one below
-    run = p.PipelineRun(original or work, work, upload.format, upload.text_column or None)  # type: ignore[arg-type]
+    from datasets.policy import deid_options_for
+
+    run = p.PipelineRun(  # only ``validate`` reads the source, and it refuses a missing one below
+        original or work, work, upload.format, upload.text_column or None,  # type: ignore[arg-type]
+        deid_options=deid_options_for(upload.organization),
+        tokenizer_source=upload.tokenizer_from.tokenizer_file if upload.tokenizer_from is not None else None,
+        tokenizer_source_version=upload.tokenizer_from_id)
     last = {"percent": -1}
     thread = threading.get_ident()
 

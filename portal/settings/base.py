@@ -247,7 +247,7 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # outgoing webhooks (network waits) on "webhooks". Production runs a worker per queue
 # (README "Production"); runportal starts a control worker (control + webhooks) and a bulk worker.
 CELERY_TASK_DEFAULT_QUEUE = "control"
-BULK_TASKS = ("datasets.tasks.import_corpus", "datasets.tasks.upload_stage",
+BULK_TASKS = ("datasets.tasks.import_corpus", "datasets.tasks.upload_stage", "datasets.tasks.upload_deid_chunk",
               "portal.marketplace.tasks.app_version_build")
 CELERY_TASK_ROUTES = {
     **{name: {"queue": "bulk"} for name in BULK_TASKS},

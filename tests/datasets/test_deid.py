@@ -61,7 +61,7 @@ CASES: list[Case] = [
     # --- resident ID numbers ---------------------------------------------------------------------
     *[(f"身份证号：{v}。", [("ID_NUMBER", v)]) for v in ID_VALID],
     ("居民身份证号码 11010519491231002x 已核验", [("ID_NUMBER", "11010519491231002x")]),
-    *[(f"证件号码{v}有误", []) for v in ID_INVALID],
+    *[(f"编号{v}有误", []) for v in ID_INVALID],
     # --- phones: mobile in several notations, landlines ---------------------------------------
     ("联系电话13812345678，请回电", [("PHONE", "13812345678")]),
     ("手机：138-1234-5678", [("PHONE", "138-1234-5678")]),
@@ -83,8 +83,8 @@ CASES: list[Case] = [
     ("卡号 6222 0212 3456 7890 128 开户行", [("BANK_CARD", "6222 0212 3456 7890 128")]),
     ("card 4111-1111-1111-1111 expires", [("BANK_CARD", "4111-1111-1111-1111")]),
     ("Amex 3782 822463 10005 on file", [("BANK_CARD", "3782 822463 10005")]),
-    *[(f"银行卡号 {v} 无效", []) for v in CARDS_INVALID],
-    ("卡号 4111 1111 1111 1112 无效", []),
+    *[(f"编号 {v} 无效", []) for v in CARDS_INVALID],
+    ("单号 4111 1111 1111 1112 无效", []),
     # --- e-mail ------------------------------------------------------------------------------------
     ("邮箱 zhang.san@example.com.cn。", [("EMAIL", "zhang.san@example.com.cn")]),
     (
@@ -180,6 +180,10 @@ def test_it_finds_every_labelled_identifier_and_nothing_else() -> None:
         "PASSPORT": (4, 0, 0),
         "PHONE": (16, 0, 0),
         "NAME": (3, 0, 0),
+        "NATIONAL_ID": (0, 0, 0),
+        "ADDRESS": (0, 0, 0),
+        "BIRTH_DATE": (0, 0, 0),
+        "LICENSE_PLATE": (0, 0, 0),
     }
 
 

@@ -92,7 +92,7 @@ def _pii_corpus(tmp_path: Path) -> Path:
         },
         {
             "id": "p5",
-            "text": "无效身份证 110105194912310021 和订单号 2023061512345678901 保留。",
+            "text": "无效编号 110105194912310021 和订单号 2023061512345678901 保留。",
         },
         {
             "id": "dup",
@@ -159,7 +159,7 @@ def test_no_planted_identifier_survives_in_the_shards(finished: dict[str, Any]) 
             assert value.replace(" ", "").replace("-", "").lstrip("+") not in squeezed
     for placeholder in ("[ID_NUMBER]", "[PHONE]", "[EMAIL]", "[BANK_CARD]"):
         assert placeholder in everything
-    # look-alikes stay: an ID number with a wrong check digit, an order number
+    # look-alikes stay: an ID-shaped number with a wrong check digit and no ID label, an order number
     assert "110105194912310021" in everything
     assert "2023061512345678901" in everything
 
@@ -170,10 +170,14 @@ def test_deidentify_report_counts_each_type(finished: dict[str, Any]) -> None:
         "EMAIL": 2,
         "IP": 0,
         "ID_NUMBER": 2,
+        "NATIONAL_ID": 0,
         "BANK_CARD": 2,
         "PASSPORT": 0,
         "PHONE": 4,
         "NAME": 0,
+        "ADDRESS": 0,
+        "BIRTH_DATE": 0,
+        "LICENSE_PLATE": 0,
     }
     assert report["total_replacements"] == 10
     assert report["documents_changed"] == 4
