@@ -151,7 +151,7 @@ class StandinCluster:
         self.sigterm_exit: tuple[int, float] | None = (85, 0.0)
         self.bad_images: set[str] = set()
         self.not_ready_eviction_s = NOT_READY_EVICTION_S
-        self.requests: list[tuple[str, str]] = []  # (method, path) of every request, for tests
+        self.requests: list[tuple[str, str, Any]] = []  # (method, path, JSON body) of every request
         self._rv = itertools.count(1)
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -181,7 +181,8 @@ class StandinCluster:
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                code, body, ctype = cluster.handle(self.command, self.path, raw)
+                code, body, ctype = cluster.handle(self.command, self.path, raw,
+                                                   content_type=self.headers.get("Content-Type") or "")
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
@@ -339,14 +340,17 @@ class StandinCluster:
                      "source": {"component": "standin"}}, ns)
 
     # -- HTTP -----------------------------------------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, raw_body: bytes) -> tuple[int, Any, str]:
-        """Answer one request: ``(status code, JSON body or text, content type)``."""
+    def handle(self, method: str, raw_path: str, raw_body: bytes, *, content_type: str = "") -> tuple[int, Any, str]:
+        """Answer one request: ``(status code, JSON body or text, content type)``. A PATCH must say its
+        kind: a JSON merge patch or strategic merge patch is an object; a JSON Patch (RFC 6902) is a list."""
         parts = urlsplit(raw_path)
         query = {k: v[-1] for k, v in parse_qs(parts.query).items()}
         with self._lock:
-            self.requests.append((method, parts.path))
             try:
                 body = json.loads(raw_body) if raw_body else {}
+                self.requests.append((method, parts.path, json.loads(raw_body) if raw_body else {}))
+                if method == "PATCH" and ("json-patch" in content_type) == isinstance(body, dict):
+                    raise ApiError(422, f"the body of the request does not suit {content_type or 'no content type'}")
                 code, out = self._route(method, parts.path.strip("/").split("/"), query, body)
                 self._reconcile()
             except ApiError as exc:
@@ -476,6 +480,8 @@ class StandinCluster:
             self._touch(obj)
             return obj
         self.objects.pop((kind, meta.get("namespace", ""), meta["name"]), None)
+        if kind == "Service":  # the API server answers a Service delete with the object, others with Status
+            return obj
         for pod in owned:
             if policy == "Orphan":
                 pod["metadata"]["ownerReferences"] = []
@@ -572,7 +578,7 @@ class StandinCluster:
                                               f"{pod['metadata']['name']} to {name}")
                 return
             reasons[why] = reasons.get(why, 0) + 1
-        detail = ", ".join(f"{n} {w}" for w, n in sorted(reasons.items()))
+        detail = ", ".join(sorted(f"{n} {w}" for w, n in reasons.items()))  # as kube-scheduler's FitError
         message = f"0/{len(nodes)} nodes are available: {detail}." if nodes else "no nodes available to schedule pods"
         conds = {c["type"]: c for c in pod["status"].get("conditions") or []}
         if (conds.get("PodScheduled") or {}).get("message") != message:

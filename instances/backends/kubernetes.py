@@ -11,15 +11,22 @@ Objects (all named ``gp-<job>-a<attempt>``, labelled ``gpu-portal/job``, in one 
   values from the scheduler's placement and pod anti-affinity so two pods never share a node; datasets
   mounted read-only (PVC or hostPath), a checkpoint PVC, ``/dev/shm`` in memory; NCCL / RDMA environment;
   ``terminationGracePeriodSeconds`` from the spec (long enough for the final checkpoint); and a
-  ``podFailurePolicy``: ``FailJob`` on the runtime's config-error exit code (retrying cannot help),
-  ``Ignore`` on the ``DisruptionTarget`` pod condition (preemption, eviction, node drain) so a preemption
-  does not use up ``backoffLimit`` (Kubernetes docs, "Handling retriable and non-retriable pod failures
-  with Pod failure policy"; needs ``restartPolicy: Never``).
+  ``podFailurePolicy`` (needs ``restartPolicy: Never``; Kubernetes docs, "Handling retriable and
+  non-retriable pod failures with Pod failure policy"): ``FailJob`` on the runtime's config-error and
+  resume-refused exit codes (retrying cannot help), and ``FailJob`` on the ``DisruptionTarget`` pod condition
+  (preemption, eviction, a lost node). A gang cannot go on with one pod replaced — the other ranks' collective
+  calls fail — so a disruption ends the whole Job at once: its other pods get SIGTERM (the runtime saves a
+  checkpoint), and the Job's ``Failed`` condition keeps the cause ("Pod ns/p has condition DisruptionTarget
+  matching FailJob rule at index 1") after the evicted pod itself is gone. An ``Ignore`` rule would instead
+  hide the disruption: the replacement pod starts alone and the surviving ranks crash.
+* The container runs ``local_launcher -- torchrun … rank_shim -m instances.runtime``, so its exit code is
+  the runtime's own (torchrun alone exits 1 for any worker failure) and the termination message carries it.
 
-Status reads the Job and its pods. A pod that failed with the ``DisruptionTarget`` condition or exited with
-``EXIT_PREEMPTED`` makes the attempt ``preempted``: the portal then stops this attempt and resumes the job
-from its newest checkpoint on new capacity (the same path as on the local backend), so the Job's own pod
-replacement is only a stopgap until the portal reacts.
+Status reads the Job, its pods and, for pods still Pending, their Events (see :func:`job_status_from`): a Job
+failed through a ``DisruptionTarget`` makes the attempt ``preempted`` (reason ``evicted`` or ``node_lost``),
+and the portal resumes the job from its newest checkpoint on new capacity; a Job that no longer exists (404:
+deleted outside the portal, or garbage-collected) is ``failed`` without an exit code (reason ``deleted``),
+which the portal treats as lost capacity (``preempted``, resumed) or, while stopping, as stopped.
 
 ``request_checkpoint`` annotates the Job (``gpu-portal/checkpoint-requested-at``). Nothing in the pod reads
 annotations: the runtime learns of the request by polling the portal over HTTP; the annotation is a record
@@ -46,7 +53,8 @@ from instances.backends.base import (
     UnknownHandle,
     state_for_exit_code,
 )
-from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_PREEMPTED
+from instances.backends.local_launcher import combine_exit_codes
+from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
 from instances.scheduler import NodeView
 
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -55,9 +63,13 @@ HOSTNAME_LABEL = "kubernetes.io/hostname"
 JOB_LABEL = "gpu-portal/job"
 DRAINING_ANNOTATION = "gpu-portal/draining"
 CHECKPOINT_ANNOTATION = "gpu-portal/checkpoint-requested-at"
+INDEX_ANNOTATION = "batch.kubernetes.io/job-completion-index"
 CONTAINER = "trainer"
 CONFIG_DIR = "/etc/gpu-portal"
 RDZV_PORT = 29500
+POD_WORKSPACE = "/run/gpu-portal"  # the launcher's exit files: an emptyDir of the pod
+TERMINATION_LOG = "/dev/termination-log"
+NOT_RETRIED_EXIT_CODES = [EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED]
 # Rack / switch block first (a site-defined label), then the standard zone label as a coarse fallback.
 DEFAULT_TOPOLOGY_LABELS = ("topology.gpu-portal.io/block", "topology.kubernetes.io/zone")
 # nvidia.com/gpu.product values -> catalog GPU types; unknown products are reported as labelled.
@@ -198,10 +210,22 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def _command(self, spec: JobSpec, name: str, gpus_per_node: int) -> list[str]:
+        """The container's argv. The runtime runs as ``local_launcher -- torchrun … rank_shim -m
+        instances.runtime``: torchrun exits 1 whatever its workers returned, so each rank's shim records its
+        exit code, and the launcher (the container's first process, forwarding SIGTERM to torchrun) exits
+        with the combined code and writes it to the termination message (``/dev/termination-log``). So a
+        config error (64) or a refused resume (87) reaches the portal as itself, not as a crash."""
         if spec.command is not None:
             return list(spec.command)
         nproc = min(spec.nproc_per_node, gpus_per_node) if gpus_per_node else spec.nproc_per_node
         return [
+            "python",
+            "-m",
+            "instances.backends.local_launcher",
+            f"--workspace={POD_WORKSPACE}",
+            f"--termination-log={TERMINATION_LOG}",
+            "--forward-signals",
+            "--",
             "torchrun",
             f"--nnodes={spec.nnodes}",
             f"--nproc-per-node={nproc}",
@@ -209,6 +233,10 @@ class KubernetesBackend(ComputeBackend):
             f"--rdzv-endpoint={name}-0.{name}.{self.namespace}.svc:{RDZV_PORT}",
             f"--rdzv-id={name}",
             "--max-restarts=0",
+            "-m",
+            "instances.backends.rank_shim",
+            "--exit-dir",  # rank_shim reads "--exit-dir D" as two arguments
+            f"{POD_WORKSPACE}/ranks",
             "-m",
             "instances.runtime",
             "--config",
@@ -260,10 +288,12 @@ class KubernetesBackend(ComputeBackend):
         volumes: list[dict[str, Any]] = [
             {"name": "config", "configMap": {"name": name}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}},
+            {"name": "launcher", "emptyDir": {"sizeLimit": "16Mi"}},
         ]
         mounts: list[dict[str, Any]] = [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "dshm", "mountPath": "/dev/shm"},  # noqa: S108 - shared memory for NCCL / data loaders
+            {"name": "launcher", "mountPath": POD_WORKSPACE},
         ]
         for i, ds in enumerate(spec.dataset_mounts):
             vol = f"dataset-{i}"
@@ -291,6 +321,8 @@ class KubernetesBackend(ComputeBackend):
             "resources": {"limits": limits},
             "volumeMounts": mounts,
             "ports": [{"name": "c10d", "containerPort": RDZV_PORT, "protocol": "TCP"}],
+            "terminationMessagePath": TERMINATION_LOG,
+            "terminationMessagePolicy": "FallbackToLogsOnError",
         }
         if self.rdma_resource:
             container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}  # RDMA memory pinning
@@ -337,11 +369,11 @@ class KubernetesBackend(ComputeBackend):
                             "onExitCodes": {
                                 "containerName": CONTAINER,
                                 "operator": "In",
-                                "values": [EXIT_CONFIG_ERROR],
+                                "values": NOT_RETRIED_EXIT_CODES,
                             },
                         },
                         {
-                            "action": "Ignore",
+                            "action": "FailJob",
                             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
                         },
                     ]
@@ -386,7 +418,9 @@ class KubernetesBackend(ComputeBackend):
         return f"k8s:{self.namespace}/{job['metadata']['name']}"
 
     def status(self, handle: str) -> JobStatus:
-        """State from the Job's conditions and its pods (see :func:`job_status_from`)."""
+        """State from the Job's conditions, its pods and the Events of its Pending pods (see
+        :func:`job_status_from`). A Job that is gone (404) is ``failed`` with no exit code and reason
+        ``deleted``: it will never report again, so the portal must not wait for it."""
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
@@ -394,11 +428,46 @@ class KubernetesBackend(ComputeBackend):
             job = self._batch().read_namespaced_job(name, ns)
         except ApiException as exc:
             if exc.status == 404:
-                return JobStatus("unknown", None, f"job {name} not found in {ns}")
+                return JobStatus("failed", None, f"job {name} not found in {ns}: deleted outside the portal",
+                                 reason="deleted", details={"job": name, "namespace": ns})
             raise BackendError(f"reading job {name}: {exc.reason}") from exc
-        pods = self._core().list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items
+        core = self._core()
         sanitize = self.api_client.sanitize_for_serialization
-        return job_status_from(sanitize(job), [sanitize(p) for p in pods])
+        pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
+        job_json = sanitize(job)
+        about = [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Pending"]
+        failed = _conditions(job_json).get("Failed") or {}
+        named = _DISRUPTED_IN_MESSAGE.search(failed.get("message") or "")
+        if named and named.group(1) not in {p["metadata"]["name"] for p in pods}:
+            about.append(named.group(1))  # the disrupted pod is gone; its Events say why
+        events: list[dict[str, Any]] = []
+        for pod_name in about:
+            field = f"involvedObject.name={pod_name}"
+            events.extend(sanitize(e) for e in core.list_namespaced_event(ns, field_selector=field).items)
+        return job_status_from(job_json, pods, events)
+
+    def logs(self, handle: str, *, rank: int = 0, lines: int = 200) -> list[str] | None:
+        """The last ``lines`` lines of the trainer container of the pod with completion index ``rank``
+        (the node rank; torchrun's local ranks share the pod's log), read with ``read_namespaced_pod_log``.
+        ``None`` when no such pod exists (any more): a rank outside the gang, or a Job gone."""
+        from kubernetes.client.exceptions import ApiException
+
+        ns, name = self.parse_handle(handle)
+        sanitize = self.api_client.sanitize_for_serialization
+        core = self._core()
+        pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
+        mine = [p for p in pods if _index(p) == rank]
+        if not mine:
+            return None
+        pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
+        try:
+            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER,
+                                                tail_lines=lines)
+        except ApiException as exc:
+            if exc.status in (400, 404):  # gone, or its container never started
+                return None
+            raise BackendError(f"reading the log of {pod['metadata']['name']}: {exc.reason}") from exc
+        return str(text or "").splitlines()[-lines:]
 
     def request_checkpoint(self, handle: str) -> int:
         """Annotate the Job with the request time (informational: the runtime polls the portal). Returns 1.
@@ -416,8 +485,9 @@ class KubernetesBackend(ComputeBackend):
 
     def stop(self, handle: str, grace_s: float) -> JobStatus:
         """Delete the Job (Foreground propagation, ``grace_s`` on the delete), then its Service and
-        ConfigMap; objects already gone are fine. Returns the status read after the delete was accepted
-        (usually still running or unknown: deletion completes asynchronously)."""
+        ConfigMap; objects already gone are fine. Returns the status read after the delete was accepted:
+        usually ``running`` ("stopping") while pods get their grace period, ``stopped`` once the Job is gone
+        (deletion completes asynchronously; the portal's reconcile sees the rest)."""
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
@@ -439,7 +509,10 @@ class KubernetesBackend(ComputeBackend):
             except ApiException as exc:
                 if exc.status != 404:
                     raise BackendError(f"deleting {name}: {exc.reason}") from exc
-        return self.status(handle)
+        after = self.status(handle)
+        if after.reason == "deleted":  # gone because we deleted it
+            return JobStatus("stopped", None, f"stopped (job {name} deleted)")
+        return after
 
     def inventory(self) -> list[NodeView]:
         """Nodes with allocatable ``nvidia.com/gpu``; free = allocatable minus GPU limits of the pods on them
@@ -467,65 +540,154 @@ def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _trainer_exit(pod: dict[str, Any]) -> int | None:
+def _trainer_state(pod: dict[str, Any]) -> dict[str, Any]:
     for cs in (pod.get("status") or {}).get("containerStatuses") or []:
         if cs.get("name") == CONTAINER:
-            term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
-            if term is not None:
-                return int(term.get("exitCode", 0))
-    return None
+            return cs
+    return {}
 
 
-def job_status_from(job: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
-    """Map a Job and its pods (API JSON, camelCase) to a :class:`JobStatus`.
+def _trainer_exit(pod: dict[str, Any]) -> int | None:
+    """The runtime's exit code: the termination message's ``exit_code`` (written by the launcher), else the
+    container's exit code; ``None`` while it runs or when no container status was ever reported."""
+    cs = _trainer_state(pod)
+    term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
+    if term is None:
+        return None
+    try:
+        reported = json.loads(term.get("message") or "")
+        if isinstance(reported, dict) and isinstance(reported.get("exit_code"), int):
+            return int(reported["exit_code"])
+    except ValueError:
+        pass
+    return int(term.get("exitCode", 0))
 
-    Rules, first match wins: a pod disrupted (``DisruptionTarget``) or exited ``EXIT_PREEMPTED`` ->
-    ``preempted``; Job ``Complete`` -> ``succeeded``; Job ``Failed`` -> the failed pods' exit code mapped by
-    :func:`state_for_exit_code` (a config error, a crash); a Job being deleted -> ``stopped`` once no pod is
-    left, else ``running``; all pods running -> ``running``; otherwise ``pending``.
+
+def _index(pod: dict[str, Any]) -> int | None:
+    value = ((pod.get("metadata") or {}).get("annotations") or {}).get(INDEX_ANNOTATION)
+    return int(value) if value is not None and str(value).isdigit() else None
+
+
+def _gpus_of(pod: dict[str, Any]) -> int:
+    total = 0
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        limits = (c.get("resources") or {}).get("limits") or {}
+        total += int(limits.get(GPU_RESOURCE) or 0)
+    return total
+
+
+_EXIT_IN_MESSAGE = re.compile(r"failed with exit code (\d+)")
+_DISRUPTED_IN_MESSAGE = re.compile(r"Pod [^/\s]+/(\S+) has condition DisruptionTarget")
+NODE_LOSS_REASONS = frozenset({"DeletionByTaintManager", "DeletionByPodGC", "TerminationByKubelet"})
+NODE_LOSS_EVENTS = frozenset({"TaintManagerEviction", "NodeNotReady"})  # Event reasons on a lost node's pods
+IMAGE_PULL_REASONS = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
+
+
+def _pending_reason(pods: list[dict[str, Any]], events: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+    """Why pods are not running yet, from container waiting states, PodScheduled and Warning Events."""
+    for pod in pods:
+        waiting = (_trainer_state(pod).get("state") or {}).get("waiting") or {}
+        if waiting.get("reason") in IMAGE_PULL_REASONS:
+            image = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("image", "")
+            return "image_pull", {"pod": pod["metadata"]["name"], "image": image,
+                                  "message": waiting.get("message") or waiting["reason"]}
+    for pod in pods:
+        for cond in (pod.get("status") or {}).get("conditions") or []:
+            if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
+                return "unschedulable", {"pod": pod["metadata"]["name"], "gpus": _gpus_of(pod),
+                                         "message": cond.get("message") or cond.get("reason") or ""}
+    warnings = sorted((e for e in events if e.get("type") == "Warning"),
+                      key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+    if warnings:
+        ev = warnings[-1]
+        pod = next((p for p in pods if p["metadata"]["name"] == ev["involvedObject"].get("name")), pods[0])
+        if ev.get("reason") == "FailedScheduling":
+            return "unschedulable", {"pod": pod["metadata"]["name"], "gpus": _gpus_of(pod),
+                                     "message": ev.get("message", "")}
+        if ev.get("reason") in ("Failed", "ErrImagePull", "BackOff") and "image" in (ev.get("message") or ""):
+            image = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("image", "")
+            return "image_pull", {"pod": pod["metadata"]["name"], "image": image, "message": ev.get("message", "")}
+    return "", {}
+
+
+def job_status_from(job: dict[str, Any], pods: list[dict[str, Any]],
+                    events: list[dict[str, Any]] | None = None) -> JobStatus:
+    """Map a Job, its pods and their Events (API JSON, camelCase) to a :class:`JobStatus`.
+
+    Rules, first match wins:
+
+    * Job ``Complete`` -> ``succeeded``.
+    * Job ``Failed``: through a ``DisruptionTarget`` (the FailJob rule's message names it, or a listed pod
+      carries the condition) -> ``preempted``, reason ``node_lost`` (taint manager / pod GC) or ``evicted``;
+      else the pods' exit codes combined as the local launcher does (a config error beats a crash beats a
+      stop beats a preemption) and mapped by :func:`state_for_exit_code`, reason ``oom_killed`` for a memory
+      kill; a Job failed with no exit code (deadline, backoff without pods) -> ``failed`` with its message.
+    * Job ``FailureTarget`` only, or being deleted with pods left -> ``running`` ("stopping"): pods are still
+      getting their grace period; deleted and no pod left -> ``stopped``.
+    * every wanted pod Running -> ``running``; otherwise ``pending`` with the reason (``unschedulable``,
+      ``image_pull``) from container states, the PodScheduled condition and Warning Events.
     """
     status = job.get("status") or {}
     started = _time(status.get("startTime"))
     finished = _time(status.get("completionTime"))
     job_conds = _conditions(job)
-    for pod in pods:
-        phase = (pod.get("status") or {}).get("phase")
-        disrupted = _conditions(pod).get("DisruptionTarget")
-        if phase == "Failed" and disrupted is not None:
-            reason = disrupted.get("reason") or "DisruptionTarget"
-            msg = f"pod {pod['metadata']['name']} disrupted ({reason}): resume from the newest checkpoint"
-            return JobStatus("preempted", _trainer_exit(pod), msg, started, finished)
-        if _trainer_exit(pod) == EXIT_PREEMPTED:
-            msg = f"pod {pod['metadata']['name']} exited {EXIT_PREEMPTED} (preempted, checkpoint saved)"
-            return JobStatus("preempted", EXIT_PREEMPTED, msg, started, finished)
     if "Complete" in job_conds:
-        return JobStatus(
-            "succeeded",
-            0,
-            "finished",
-            started,
-            finished or _time(job_conds["Complete"].get("lastTransitionTime")),
-        )
+        ended = finished or _time(job_conds["Complete"].get("lastTransitionTime"))
+        return JobStatus("succeeded", 0, "finished", started, ended)
     if "Failed" in job_conds:
-        cond = job_conds["Failed"]
-        ended = _time(cond.get("lastTransitionTime"))
-        codes = [c for c in (_trainer_exit(p) for p in pods) if c not in (None, 0)]
-        if codes:
-            code = EXIT_CONFIG_ERROR if EXIT_CONFIG_ERROR in codes else codes[0]
-            state, msg = state_for_exit_code(code)
-            return JobStatus(state, code, f"{msg}; {cond.get('reason', '')}".rstrip("; "), started, ended)
-        return JobStatus(
-            "failed", None, cond.get("message") or cond.get("reason") or "job failed", started, ended
-        )
-    if (job.get("metadata") or {}).get("deletionTimestamp"):
-        live = [p for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
-        return JobStatus("running" if live else "stopped", None, "stopping", started, None)
-    phases = [(p.get("status") or {}).get("phase") for p in pods]
+        return _failed_status(job_conds["Failed"], pods, started, events or [])
+    deleting = (job.get("metadata") or {}).get("deletionTimestamp")
+    live = [p for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
+    if "FailureTarget" in job_conds or deleting:
+        if deleting and not live:
+            return JobStatus("stopped", None, "stopped (job deleted)", started, None)
+        why = job_conds.get("FailureTarget", {}).get("message") or "job deleted"
+        return JobStatus("running", None, f"stopping: {why}", started)
+    phases = [(p.get("status") or {}).get("phase") for p in live]
     wanted = (job.get("spec") or {}).get("parallelism") or 1
-    if len(phases) >= wanted and all(ph == "Running" for ph in phases):
-        return JobStatus("running", None, f"{len(phases)} pod(s) running", started)
     running = sum(ph == "Running" for ph in phases)
-    return JobStatus("pending", None, f"{running} of {wanted} pod(s) running", started)
+    if running >= wanted:
+        return JobStatus("running", None, f"{running} pod(s) running", started)
+    reason, details = _pending_reason([p for p in live if (p.get("status") or {}).get("phase") == "Pending"],
+                                      events or [])
+    message = f"{running} of {wanted} pod(s) running"
+    if details.get("message"):
+        message = f"{message}: {details['message']}"
+    return JobStatus("pending", None, message, started, reason=reason, details=details)
+
+
+def _failed_status(cond: dict[str, Any], pods: list[dict[str, Any]], started: datetime | None,
+                   events: list[dict[str, Any]]) -> JobStatus:
+    ended = _time(cond.get("lastTransitionTime"))
+    message = cond.get("message") or cond.get("reason") or "job failed"
+    disrupted_pod = next((p for p in pods if "DisruptionTarget" in _conditions(p)), None)
+    named = _DISRUPTED_IN_MESSAGE.search(message)
+    if disrupted_pod is not None or named:
+        disruption = _conditions(disrupted_pod)["DisruptionTarget"] if disrupted_pod else {}
+        pod_name = disrupted_pod["metadata"]["name"] if disrupted_pod else named.group(1)  # type: ignore[union-attr]
+        why = disruption.get("reason") or "DisruptionTarget"
+        node = ((disrupted_pod or {}).get("spec") or {}).get("nodeName") or ""
+        said = {e.get("reason") for e in events if (e.get("involvedObject") or {}).get("name") == pod_name}
+        if why == "DisruptionTarget" and said & NODE_LOSS_EVENTS:
+            why = sorted(said & NODE_LOSS_EVENTS)[0]
+        reason = "node_lost" if why in NODE_LOSS_REASONS | NODE_LOSS_EVENTS else "evicted"
+        code = _trainer_exit(disrupted_pod) if disrupted_pod else None
+        text = f"pod {pod_name} disrupted ({why}): resume from the newest checkpoint"
+        return JobStatus("preempted", code, text, started, ended, reason=reason,
+                         details={"pod": pod_name, "why": why, "node": node})
+    codes = [c for c in (_trainer_exit(p) for p in pods) if c not in (None, 0)]
+    if not codes and (found := _EXIT_IN_MESSAGE.search(message)):
+        codes = [int(found.group(1))]
+    if not codes:
+        return JobStatus("failed", None, message, started, ended)
+    code = combine_exit_codes(codes)
+    state, text = state_for_exit_code(code)
+    oom = next((p for p in pods if ((_trainer_state(p).get("state") or {}).get("terminated") or {}).get("reason")
+                == "OOMKilled"), None)
+    if oom is not None and state == "failed" and code not in NOT_RETRIED_EXIT_CODES:
+        return JobStatus("failed", code, f"out of memory (OOMKilled) in pod {oom['metadata']['name']}", started,
+                         ended, reason="oom_killed", details={"pod": oom["metadata"]["name"]})
+    return JobStatus(state, code, f"{text}; {cond.get('reason', '')}".rstrip("; "), started, ended)
 
 
 def nodes_from(
