@@ -8,6 +8,7 @@ open transactions, from Celery tasks. An instance's status changes only in :func
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import hmac
@@ -29,7 +30,7 @@ from django.utils.translation import gettext as _
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, gpu_price_at
 from billing.selectors import wallet_balance
-from instances import scheduler
+from instances import attempt_watch, checkpoints, joblogs, scheduler  # attempt_watch..joblogs: h-k8s
 from instances.backends.base import (
     BackendError,
     ComputeBackend,
@@ -54,6 +55,7 @@ from instances.choices import (
     ModelPreset,
     NodeState,
 )
+from instances.k8s_reasons import status_reason
 from instances.models import (
     Checkpoint,
     GpuType,
@@ -586,9 +588,16 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, _("running"), now=now)
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
+        attempt_watch.attempt_seen_running(attempt=attempt, now=now)  # h-k8s: bills a lost job to here
         return instance
+    if status.state == "pending":  # h-k8s: the reason in words; given up past INSTANCES_PENDING_TIMEOUT_S
+        return attempt_watch.attempt_pending(attempt=attempt, status=status, now=now)
     if not status.terminal:
         return instance
+    if status.reason == "deleted" and instance.status == S.STOPPING:  # h-k8s: our own stop deleted it
+        status = JobStatus("stopped", None, _("stopped"), status.started_at, now)
+    elif status.reason:  # h-k8s: the backend's cause in the user's language (instances.k8s_reasons)
+        status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
     with transaction.atomic():
         claimed = JobAttempt.objects.filter(pk=attempt.pk).exclude(state__in=ATTEMPT_TERMINAL).update(
             state=status.state, exit_code=status.exit_code, message=status.message[:300],
@@ -614,7 +623,11 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 _job_finish(instance, JobOutcome.STOPPED)
         elif state == "preempted" or lost_node:
             reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
+            if status.reason == "deleted":
+                reason = status.message
             _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
+            if lost_node:  # h-k8s: no trace of when it stopped: bill up to when it was last seen running
+                attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
             if job is not None:
                 TrainingJob.objects.filter(pk=job.pk).update(
@@ -657,6 +670,8 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
             log.warning("reconcile: status of %s failed: %s", attempt.handle, exc)
             continue
         attempt_observe(attempt=attempt, status=st, now=now)
+        if st.terminal:  # h-k8s: keep the pods' logs before the cluster deletes them
+            joblogs.attempt_logs_archive(attempt=attempt, backend=backend, now=now)
         observed += 1
     # instances stopping without a submitted attempt (stopped during provisioning) end now
     for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):
@@ -731,6 +746,7 @@ def instance_stop_backend(*, instance_id: int) -> Instance:
         _try_transition(instance, S.STOPPED, _("stopped before start"), placement=[])
     else:
         backend = compute_backend()
+        joblogs.attempt_logs_archive(attempt=attempt, backend=backend)  # h-k8s: stop deletes the pods
         try:
             st = backend.stop(attempt.handle, float(_setting("INSTANCES_STOP_GRACE_S", 120)))
         except UnknownHandle as exc:
@@ -781,13 +797,11 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     moves their folders away, the portal marks them ``rolled_back``), and the next attempt starts with the
     runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
     is not a complete, current checkpoint of this job."""
-    try:
-        cp_id = int(checkpoint_id)
-    except (TypeError, ValueError):
-        raise RollbackError(_("Unknown checkpoint.")) from None
-    cp = job.checkpoints.filter(pk=cp_id, complete=True, rolled_back=False).first()
-    if cp is None:
-        raise RollbackError(_("Unknown checkpoint."))
+    try:  # h-k8s: one check for rollback and publish (deleted by keep-last-K, set aside, foreign, partial)
+        cp = checkpoints.checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
+    except checkpoints.CheckpointUnavailable as exc:
+        raise RollbackError(str(exc)) from None
+    checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
         audit_log(action="instances.job.rollback", actor=acting_user, organization=job.organization, obj=job,
@@ -894,6 +908,8 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         Checkpoint.objects.update_or_create(job=job, step=step, defaults={
             "attempt": attempt, "location": str(ev.get("path", ""))[:500], "size_bytes": int(ev.get("bytes", 0)),
             "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now})
+    elif kind == "checkpoint_pruned":  # h-k8s: the runtime deleted it (keep-last-K)
+        checkpoints.checkpoint_pruned_apply(job=job, step=step, path=ev.get("path"), now=now)
     elif kind == "exit":
         JobAttempt.objects.filter(pk=attempt.pk).update(
             message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300])
