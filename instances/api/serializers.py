@@ -55,7 +55,8 @@ class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
 
     class Meta:
         model = Checkpoint
-        fields = ["id", "step", "created_at", "size_bytes", "location", "loss", "complete", "rolled_back", "attempt"]
+        fields = ["id", "step", "created_at", "size_bytes", "location", "loss", "complete", "rolled_back", "attempt",
+                  "pinned", "deleted_at"]
 
 
 class InstanceLaunchSerializer(serializers.Serializer[Any]):
@@ -89,6 +90,12 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
 
 class RollbackSerializer(serializers.Serializer[Any]):
     checkpoint = serializers.IntegerField()
+
+
+class PinSerializer(serializers.Serializer[Any]):
+    """Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``: ``pinned`` false unpins."""
+
+    pinned = serializers.BooleanField(default=True)
 
 
 KIND_TRAINING = InstanceKind.TRAINING

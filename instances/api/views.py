@@ -19,13 +19,14 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from instances import selectors, services
+from instances import checkpoints, joblogs, selectors, services
 from instances.api.serializers import (
     CheckpointSerializer,
     InstanceLaunchSerializer,
     InstanceSerializer,
     JobLaunchSerializer,
     JobSerializer,
+    PinSerializer,
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
@@ -140,12 +141,47 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         rows = selectors.checkpoints_of(job).select_related("attempt")
         return Response(CheckpointSerializer(rows, many=True).data)
 
-    @extend_schema(responses={200: dict})
+    @extend_schema(
+        parameters=[OpenApiParameter("rank", int, description="node rank (pod index), default 0"),
+                    OpenApiParameter("attempt", int, description="attempt number, default the newest"),
+                    OpenApiParameter("lines", int, description="1 … 2000, default 200")],
+        responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
+        """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+        copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+        or attempt is a 404 ``unknown_rank``."""
         job = self.get_object()
-        lines = min(max(int(request.query_params.get("lines", "200") or 200), 1), 2000)
-        return Response({"job": job.pk, "lines": selectors.job_logs_tail(job, lines=lines)})
+        try:
+            lines = min(max(int(request.query_params.get("lines", "200") or 200), 1), 2000)
+            rank = int(request.query_params.get("rank", "0") or 0)
+            attempt_param = request.query_params.get("attempt")
+            attempt = int(attempt_param) if attempt_param else None
+        except ValueError:
+            raise ApiError("invalid", "rank, attempt and lines must be integers", 400) from None
+        try:
+            found = joblogs.job_log(job=job, rank=rank, attempt_number=attempt, lines=lines)
+        except joblogs.UnknownRank as exc:
+            raise ApiError("unknown_rank", str(exc), 404, {"field": "rank"}) from None
+        return Response({"job": job.pk, "attempt": found.attempt, "rank": found.rank, "ranks": found.ranks,
+                         "source": found.source, "lines": found.lines})
+
+    @extend_schema(request=PinSerializer, responses=CheckpointSerializer)
+    @action(detail=True, methods=["post"], url_path=r"checkpoints/(?P<checkpoint_id>[0-9]+)/pin")
+    def pin(self, request: Request, pk: str, checkpoint_id: str) -> Response:
+        """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+        Another job's or organization's checkpoint is a 404; a deleted one a 409."""
+        job = self.get_object()
+        data = PinSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint_id, pinned=data.validated_data["pinned"],
+                                            acting_user=request.user)  # type: ignore[arg-type]
+        except checkpoints.CheckpointUnavailable as exc:
+            if exc.not_found:
+                raise ApiError("not_found", str(exc), 404) from None
+            raise ApiError("checkpoint_unavailable", str(exc), 409) from None
+        return Response(CheckpointSerializer(cp).data)
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
