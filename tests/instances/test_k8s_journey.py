@@ -323,3 +323,38 @@ def test_a_pod_pending_past_the_timeout_fails_with_the_reason_in_words(
     assert inst.status_reason == f"Did not start within 10 minutes: {waiting_reason}"[:300]
     assert inst.job.outcome == "failed"
     assert cluster.job(NS, object_name_of(inst.job, 1)) is None  # given up: the cluster job is deleted
+
+
+@pytest.mark.parametrize(("language", "reasons"), [
+    ("en", ["Waiting for capacity: no node with 8 free H100-80G-SXM GPUs (0/4 nodes are available: "
+            "4 Insufficient nvidia.com/gpu.)",
+            "The container image reg/x:1 cannot be pulled (Failed to pull image)",
+            "Out of memory: pod p-0 was killed (OOMKilled); use a smaller micro-batch or more GPUs",
+            "Preempted: pod p-1 was evicted (EvictionByEvictionAPI); resuming from the newest checkpoint",
+            "Node lost: pod p-1 on gpu-7 stopped answering; resuming from the newest checkpoint",
+            "The cluster job gp-a1 was deleted outside the portal"]),
+    ("zh-hans", ["等待算力：没有节点有 8 块空闲的 H100-80G-SXM GPU（0/4 nodes are available: "
+                 "4 Insufficient nvidia.com/gpu.）",
+                 "无法拉取容器镜像 reg/x:1（Failed to pull image）",
+                 "内存不足：Pod p-0 被终止（OOMKilled）；请减小 micro-batch 或使用更多 GPU",
+                 "已被抢占：Pod p-1 被驱逐（EvictionByEvictionAPI）；将从最新检查点恢复",
+                 "节点失联：gpu-7 上的 Pod p-1 已无响应；将从最新检查点恢复",
+                 "集群任务 gp-a1 已在门户之外被删除"]),
+])
+def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: list[str]) -> None:
+    from django.utils import translation
+
+    from instances.backends.base import JobStatus
+    from instances.k8s_reasons import status_reason
+
+    statuses = [
+        JobStatus("pending", reason="unschedulable",
+                  details={"gpus": 8, "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}),
+        JobStatus("pending", reason="image_pull", details={"image": "reg/x:1", "message": "Failed to pull image"}),
+        JobStatus("failed", 137, reason="oom_killed", details={"pod": "p-0"}),
+        JobStatus("preempted", 85, reason="evicted", details={"pod": "p-1", "why": "EvictionByEvictionAPI"}),
+        JobStatus("preempted", reason="node_lost", details={"pod": "p-1", "node": "gpu-7"}),
+        JobStatus("failed", reason="deleted", details={"job": "gp-a1"}),
+    ]
+    with translation.override(language):
+        assert [status_reason(s, gpu_type="H100-80G-SXM") for s in statuses] == reasons
