@@ -35,6 +35,9 @@ plane for them:
 * **Node lifecycle**: a node set NotReady is tainted ``unreachable``; after ``not_ready_eviction_s`` (the
   default toleration, 300 s) its pods get ``DisruptionTarget`` (``DeletionByTaintManager``) and fail. A node
   removed from the inventory fails its pods at once (``DeletionByPodGC``).
+* **Deployments**: ``replicas`` pods of the current pod template (scheduled and run as above, so a missing
+  GPU or a bad image keeps them from being ready); ``readyReplicas`` / ``observedGeneration`` / the
+  ``Available`` condition follow them; a replaced template replaces the pods.
 * Every write bumps a cluster-wide ``resourceVersion``; bodies POSTed / PUT are validated in strict mode
   against the OpenAPI schema (``kubernetes-validate``, ``schema_version``) and refused with 422 like an API
   server's validation; names collide with 409; missing objects are 404 ``Status`` objects.
@@ -45,12 +48,14 @@ run after every request and every clock move, under one lock, so what a client r
 What a real cluster adds and this does not: the kubelet and a container runtime (images are not pulled,
 nothing runs: exits and logs are scripted), CNI and cluster DNS (the headless Service only exists), the
 scheduler's scoring and preemption (first fitting node by name), PodDisruptionBudgets, admission (quotas,
-PodSecurity, defaulting beyond the few fields set here), watches, RBAC, real NCCL over real GPUs, and the
-Deployment controller's rollout (a Deployment is ready at once unless its image is in ``bad_images``).
+PodSecurity, defaulting beyond the few fields set here), watches, RBAC, real NCCL over real GPUs, readiness
+probes (a running container is Ready), and the Deployment controller's rolling update (here a changed pod
+template replaces the pods at once, like ``strategy: Recreate``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import secrets
@@ -618,7 +623,8 @@ class StandinCluster:
                 if key in self.objects:
                     self._job_controller(self.objects[key])
             for key in [k for k in self.objects if k[0] == "Deployment"]:
-                self._deployment_controller(self.objects[key])
+                if key in self.objects:
+                    self._deployment_controller(self.objects[key])
             for pod in self.pods():
                 if pod["status"].get("phase") == "Pending" and not pod["metadata"].get("deletionTimestamp"):
                     if not pod["spec"].get("nodeName"):
@@ -669,10 +675,16 @@ class StandinCluster:
                 self._terminate(pod, SIGKILL_EXIT)
 
     def _collect_garbage(self) -> None:
+        jobs = {o["metadata"]["uid"] for (k, _, _), o in self.objects.items() if k == "Job"}
         for pod in self.pods():
-            if pod["metadata"].get("deletionTimestamp") and self._terminated(pod) and (
-                    pod["metadata"]["uid"] in self._accounted or not pod["metadata"].get("ownerReferences")):
-                self.objects.pop(("Pod", pod["metadata"]["namespace"], pod["metadata"]["name"]), None)
+            meta = pod["metadata"]
+            if not (meta.get("deletionTimestamp") and self._terminated(pod)):
+                continue
+            # The Job controller's tracking finalizer holds a pod until its Job has counted it (or is gone).
+            held = "batch.kubernetes.io/job-tracking" in (meta.get("finalizers") or []) and meta["uid"] not in \
+                self._accounted and any(r.get("uid") in jobs for r in meta.get("ownerReferences") or [])
+            if not held:
+                self.objects.pop(("Pod", meta["namespace"], meta["name"]), None)
         for key, job in list(self.objects.items()):
             if key[0] == "Job" and job["metadata"].get("deletionTimestamp") and not self._owned(job):
                 del self.objects[key]
@@ -803,16 +815,41 @@ class StandinCluster:
         self._event(job, "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}")
 
     def _deployment_controller(self, dep: dict[str, Any]) -> None:
-        spec, status = dep["spec"], dep.setdefault("status", {})
-        images = {c["image"] for c in spec["template"]["spec"]["containers"]}
+        """ReplicaSet behaviour folded in: ``replicas`` pods of the current template (label
+        ``pod-template-hash``); pods of an older template are deleted (a Recreate rollout); ready replicas are
+        the current pods whose kubelet reports them Ready."""
+        spec, status, meta = dep["spec"], dep.setdefault("status", {}), dep["metadata"]
+        if meta.get("deletionTimestamp"):
+            return
+        template = spec["template"]
+        digest = hashlib.sha256(json.dumps(template, sort_keys=True).encode()).hexdigest()[:10]
+        pods = self._owned(dep)
+        current = []
+        for pod in pods:
+            if pod["metadata"].get("deletionTimestamp") or self._terminated(pod):
+                continue
+            if (pod["metadata"].get("labels") or {}).get("pod-template-hash") != digest:
+                self._delete_pod(pod, None)
+            else:
+                current.append(pod)
         replicas = int(spec.get("replicas", 1))
-        ready = 0 if images & self.bad_images else replicas
-        want = {"observedGeneration": dep["metadata"].get("generation", 1), "replicas": replicas,
-                "readyReplicas": ready, "availableReplicas": ready, "updatedReplicas": replicas}
+        for _ in range(replicas - len(current)):
+            labels = {**((template.get("metadata") or {}).get("labels") or {}), "pod-template-hash": digest}
+            pod = {"apiVersion": "v1", "kind": "Pod",
+                   "metadata": {"name": f"{meta['name']}-{digest[:8]}-{secrets.token_hex(3)[:5]}", "labels": labels,
+                                "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
+                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                                     "name": meta["name"], "uid": meta["uid"], "controller": True}]},
+                   "spec": json.loads(json.dumps(template["spec"])),
+                   "status": {"phase": "Pending", "conditions": []}}
+            current.append(self._store(pod, meta["namespace"]))
+        ready = sum(1 for p in current if "Ready" in self._conds(p))
+        want = {"observedGeneration": meta.get("generation", 1), "replicas": len(current),
+                "readyReplicas": ready, "availableReplicas": ready, "updatedReplicas": len(current)}
         if any(status.get(k) != v for k, v in want.items()):
             status.update(want)
             status["conditions"] = [{"type": "Available", "status": "True" if ready else "False",
                                      "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
+                                     "message": f"{ready} of {replicas} replicas ready",
                                      "lastTransitionTime": _ts(self.now)}]
             self._touch(dep)
-

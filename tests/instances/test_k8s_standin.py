@@ -214,3 +214,31 @@ def test_pod_logs_are_served_and_resource_versions_grow(cluster: StandinCluster)
     assert core.read_namespaced_pod_log(pod, NS, container="trainer", tail_lines=2) == "step 2\nstep 3\n"
     assert int(core.read_namespaced_pod(pod, NS).metadata.resource_version) > rv1
     assert batch.read_namespaced_job("j", NS).status.conditions[-1].type == "Complete"
+
+
+def test_marketplace_deployments_become_ready_or_say_why_not(cluster: StandinCluster, tmp_path: Any) -> None:
+    """Deployment -> pods of its template (scheduler + kubelet), readyReplicas, Background delete; a bad
+    image keeps the replica unready with ErrImagePull, which ``KubernetesDeployments`` reports."""
+    from instances.inference import DeploymentError, KubernetesDeployments
+
+    export = tmp_path / "legal" / "v1"
+    export.mkdir(parents=True)
+
+    def deployments(image: str) -> KubernetesDeployments:
+        return KubernetesDeployments(image=image, model_claim="app-models", model_root=tmp_path, model_subpath="apps",
+                                     namespace="apps", api_client=cluster.api_client(), poll_s=0.01,
+                                     ready_timeout_s=0.2)
+
+    cluster.bad_images.add("registry.example/missing:1")
+    started = deployments("registry.example/runtime:1").start(name="app-version-7", model_dir=export)
+    phases = [p["status"]["phase"] for p in cluster.pods("apps")]
+    with pytest.raises(DeploymentError) as refused:
+        deployments("registry.example/missing:1").start(name="app-version-8", model_dir=export)
+    stopped = deployments("registry.example/runtime:1").stop(started, grace_s=0)
+
+    assert started["url"] == "http://app-version-7.apps.svc"
+    assert phases == ["Running"]
+    assert "ErrImagePull" in str(refused.value) and "app-version-8" in str(refused.value)
+    assert stopped is True
+    assert cluster.pods("apps") == []
+    assert [k for k, ns, _ in cluster.objects if ns == "apps" and k in ("Deployment", "Service")] == []
