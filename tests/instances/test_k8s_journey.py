@@ -358,3 +358,30 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
     ]
     with translation.override(language):
         assert [status_reason(s, gpu_type="H100-80G-SXM") for s in statuses] == reasons
+
+
+def test_a_node_that_disappears_from_the_inventory_mid_run_preempts_and_resumes_elsewhere(
+    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any, t0: Any,
+) -> None:
+    """Relies on: pod GC failing the pods of a deleted Node object (DisruptionTarget, DeletionByPodGC)."""
+    from instances.models import Node
+    from instances.services import nodes_sync
+
+    capture = django_capture_on_commit_callbacks
+    inst = launch(rich, alice, licensed, capture)
+    reconcile(k8s, capture, t0)
+    gone = cluster.pod(NS, f"{object_name_of(inst.job, 1)}-1-")["spec"]["nodeName"]
+
+    cluster.remove_node(gone)
+    nodes_sync(backend=k8s)
+    reconcile(k8s, capture, t0 + timedelta(minutes=1))
+    inst.refresh_from_db()
+    inst.job.refresh_from_db()
+
+    assert (inst.job.attempts.get(number=1).state, inst.job.preempt_count, inst.job.crash_count) == (
+        "preempted", 1, 0)
+    assert (Node.objects.get(name=gone).gpus, inst.status) == (0, "provisioning")
+    assert gone not in [name for name, _ in inst.placement] and len(inst.placement) == 2
+    reconcile(k8s, capture, t0 + timedelta(minutes=2))
+    assert status_of(inst) == "running"
