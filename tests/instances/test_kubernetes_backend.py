@@ -494,3 +494,28 @@ def test_get_backend_builds_a_kubernetes_backend_without_contacting_a_cluster() 
 
     assert isinstance(backend, KubernetesBackend)
     assert backend.namespace == "x"
+
+
+def test_the_pod_launcher_passes_the_kubelets_sigterm_on_and_reports_the_code(tmp_path: Path) -> None:
+    """The kubelet signals only the container's first process; the launcher (``--forward-signals``) passes
+    SIGTERM to its command (torchrun passes it to the ranks), whose exit code reaches the termination log."""
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    child = ("import pathlib, signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(85))\n"
+             f"pathlib.Path({str(ready)!r}).write_text('up')\n"
+             "time.sleep(120)\n")
+    termination = tmp_path / "termination-log"
+    proc = subprocess.Popen([sys.executable, "-m", "instances.backends.local_launcher",
+                             f"--workspace={tmp_path / 'ws'}", f"--termination-log={termination}",
+                             "--forward-signals", "--", sys.executable, "-c", child])
+    for _ in range(600):  # wait for the child's handler, not for time to pass
+        if ready.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+
+    assert proc.wait(timeout=60) == 85
+    assert json.loads(termination.read_text()) == {"exit_code": 85, "ranks": []}
