@@ -451,22 +451,25 @@ class KubernetesBackend(ComputeBackend):
         (the node rank; torchrun's local ranks share the pod's log), read with ``read_namespaced_pod_log``.
         ``None`` when no such pod exists (any more): a rank outside the gang, or a Job gone."""
         from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
 
         ns, name = self.parse_handle(handle)
         sanitize = self.api_client.sanitize_for_serialization
         core = self._core()
-        pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
-        mine = [p for p in pods if _index(p) == rank]
-        if not mine:
-            return None
-        pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
         try:
+            pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
+            mine = [p for p in pods if _index(p) == rank]
+            if not mine:
+                return None
+            pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
             text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER,
                                                 tail_lines=lines)
         except ApiException as exc:
             if exc.status in (400, 404):  # gone, or its container never started
                 return None
-            raise BackendError(f"reading the log of {pod['metadata']['name']}: {exc.reason}") from exc
+            raise BackendError(f"reading the log of {name} rank {rank}: {exc.reason}") from exc
+        except (HTTPError, OSError) as exc:  # the API server cannot be reached
+            raise BackendError(f"reading the log of {name} rank {rank}: {exc}") from exc
         return str(text or "").splitlines()[-lines:]
 
     def request_checkpoint(self, handle: str) -> int:

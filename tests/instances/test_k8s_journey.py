@@ -100,37 +100,45 @@ def minute(at: Any) -> None:
 
 def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_metering(
     rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any,
+    django_capture_on_commit_callbacks: Any, t0: Any, time_machine: Any,
 ) -> None:
     """Relies on: Indexed Job -> 2 pods bound to 2 nodes; the Eviction API's DisruptionTarget and the FailJob
     rule ending the gang (the other pod gets SIGTERM and exits 85); Foreground deletion on stop. A real
-    cluster adds the kubelet, image pulls, NCCL between the pods and the runtime's own callbacks."""
+    cluster adds the kubelet, image pulls, NCCL between the pods and the runtime's own callbacks.
+    The portal's clock is moved to each step (reconciles at :30, metering ticks at :45)."""
+    from kubernetes import client
+
     from instances.selectors import gpus_in_use
+    from instances.services import instance_stop
+
+    def at(minutes: int, seconds: int = 0) -> Any:
+        when = t0 + timedelta(minutes=minutes, seconds=seconds)
+        time_machine.move_to(when, tick=False)
+        return when
 
     capture = django_capture_on_commit_callbacks
+    at(0)
     inst = launch(rich, alice, licensed, capture)
     job = inst.job
     first = object_name_of(job, 1)
     assert inst.status == "provisioning"
     assert len(cluster.pods(NS, f"gpu-portal/job={first}")) == 2
 
-    reconcile(k8s, capture, t0)
+    reconcile(k8s, capture, at(0))
     report(job, 1, [{"seq": 1, "type": "started", "step": 0},
                     {"seq": 2, "type": "checkpoint", "step": 10, "path": "/checkpoints/step-10", "bytes": 1},
                     {"seq": 3, "type": "checkpoint", "step": 20, "path": "/checkpoints/step-20", "bytes": 1}],
-           t0 + timedelta(minutes=1))
-    for m in range(1, 4):
-        reconcile(k8s, capture, t0 + timedelta(minutes=m))
-        minute(t0 + timedelta(minutes=m, seconds=15))
-    inst.refresh_from_db()
-    assert inst.status == "running"
+           at(0, 20))
+    for m in range(4):
+        reconcile(k8s, capture, at(m))
+        minute(at(m, 15))
+    assert status_of(inst) == "running"
 
     victim = cluster.pod(NS, f"{first}-1-")["metadata"]["name"]
-    from kubernetes import client
-
     client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
         victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
-    reconcile(k8s, capture, t0 + timedelta(minutes=4))
+    reconcile(k8s, capture, at(4))
+    minute(at(4, 15))
     job.refresh_from_db()
     inst.refresh_from_db()
 
@@ -145,26 +153,26 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
     assert (config["attempt"], config["resume_step"]) == (2, -1)  # -1: the newest complete checkpoint (20)
     assert job.checkpoints.filter(deleted_at__isnull=True).order_by("-step").first().step == 20
 
-    reconcile(k8s, capture, t0 + timedelta(minutes=5))
-    report(job, 2, [{"seq": 1, "type": "started", "step": 20}], t0 + timedelta(minutes=5))
-    minute(t0 + timedelta(minutes=5, seconds=15))
-    from instances.services import instance_stop
-
+    reconcile(k8s, capture, at(5))
+    report(job, 2, [{"seq": 1, "type": "started", "step": 20}], at(5, 10))
+    minute(at(5, 15))
+    at(6)
     with capture(execute=True):
         instance_stop(instance=inst, reason="done", acting_user=alice)
     inst.refresh_from_db()
-    minute(t0 + timedelta(minutes=9))
+    for m in range(6, 9):
+        minute(at(m, 15))
 
     assert job.attempts.get(number=2).started_step == 20
-    assert inst.status == "stopped"
+    assert (inst.status, job.attempts.get(number=2).state) == ("stopped", "stopped")
     assert gpus_in_use(rich) == 0
     assert cluster.job(NS, second) is None and cluster.pods(NS) == []
-    segments = list(inst.run_segments.order_by("started_at").values_list("ended_at", flat=True))
-    assert all(end is not None for end in segments)
-    minutes_billed, _ = billed(inst)
+    assert list(inst.run_segments.order_by("started_at").values_list("started_at", "ended_at")) == [
+        (at(0), at(4)), (at(5), at(6))]
+    # minutes 0-4 and 5-6 of 16 A100 at 8.00 CNY per GPU-hour: 128 CNY/h × 7/60 h = 14.933333 CNY
+    assert billed(inst) == (7, 14_933_333)
     again = launch(rich, alice, licensed, capture)
     assert again.status == "provisioning"  # the quota and the nodes are free again
-    assert minutes_billed == billed(inst)[0]  # nothing more after the stop
 
 
 def object_name_of(job: Any, number: int) -> str:

@@ -519,3 +519,13 @@ def test_the_pod_launcher_passes_the_kubelets_sigterm_on_and_reports_the_code(tm
 
     assert proc.wait(timeout=60) == 85
     assert json.loads(termination.read_text()) == {"exit_code": 85, "ranks": []}
+
+
+def test_logs_of_an_unreachable_cluster_are_a_backend_error() -> None:
+    from instances.backends.base import BackendError
+
+    backend = KubernetesBackend(namespace=NS, api_client=client.ApiClient(client.Configuration(
+        host="http://127.0.0.1:9")))  # discard port: nothing listens
+
+    with pytest.raises(BackendError, match=f"reading the log of {NAME} rank 0"):
+        backend.logs(f"k8s:{NS}/{NAME}", rank=0)
