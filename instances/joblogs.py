@@ -2,22 +2,25 @@
 
 On Kubernetes each node rank is one pod (its completion index) and its log is read with
 ``read_namespaced_pod_log`` (``KubernetesBackend.logs``) while the pod exists — including earlier attempts'
-pods until their Job is deleted. Before the portal deletes a Job (stop) and when it sees an attempt end, the
-last ``INSTANCES_LOG_ARCHIVE_LINES`` lines of every rank are copied into :class:`JobLogArchive`, so a failed
-job's log can be read the next day. The local backend writes one log file per attempt (rank 0).
+pods until their Job is deleted. The last ``INSTANCES_LOG_ARCHIVE_LINES`` lines of every rank are copied into
+:class:`JobLogArchive` before the portal deletes a Job (stop), when the reconcile sees an attempt end or start
+stopping, and every ``INSTANCES_LOG_ARCHIVE_EVERY_S`` seconds while it runs (a preempted gang's pods are
+deleted by the cluster before the portal can look), so a failed job's log can be read the next day. The
+local backend writes one log file per attempt (rank 0).
 """
 
 from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from instances.backends.base import BackendError, ComputeBackend
+from instances.backends.base import BackendError, ComputeBackend, JobStatus
 from instances.models import JobAttempt, JobLogArchive, TrainingJob
 
 log = logging.getLogger(__name__)
@@ -63,6 +66,21 @@ def attempt_logs_archive(*, attempt: JobAttempt, backend: ComputeBackend, now: d
             "text": "\n".join(text), "archived_at": now or timezone.now()})
         copied += 1
     return copied
+
+
+def attempt_logs_archive_due(*, attempt: JobAttempt, status: JobStatus, backend: ComputeBackend,
+                             now: datetime) -> int:
+    """Archive the attempt's logs when the reconcile's ``status`` says so: it ended, it is stopping, or it
+    runs and the newest copy is older than ``INSTANCES_LOG_ARCHIVE_EVERY_S`` (default 300). Returns ranks
+    copied."""
+    if not attempt.handle or attempt.backend == "local" or status.state == "pending":
+        return 0
+    if not status.terminal and not status.message.startswith("stopping"):
+        every = timedelta(seconds=float(getattr(settings, "INSTANCES_LOG_ARCHIVE_EVERY_S", 300)))
+        newest = JobLogArchive.objects.filter(attempt=attempt).aggregate(t=Max("archived_at"))["t"]
+        if newest is not None and now - newest < every:
+            return 0
+    return attempt_logs_archive(attempt=attempt, backend=backend, now=now)
 
 
 def job_log(*, job: TrainingJob, rank: int = 0, attempt_number: int | None = None, lines: int = 200,

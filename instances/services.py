@@ -670,8 +670,7 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
             log.warning("reconcile: status of %s failed: %s", attempt.handle, exc)
             continue
         attempt_observe(attempt=attempt, status=st, now=now)
-        if st.terminal:  # h-k8s: keep the pods' logs before the cluster deletes them
-            joblogs.attempt_logs_archive(attempt=attempt, backend=backend, now=now)
+        joblogs.attempt_logs_archive_due(attempt=attempt, status=st, backend=backend, now=now)  # h-k8s
         observed += 1
     # instances stopping without a submitted attempt (stopped during provisioning) end now
     for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):

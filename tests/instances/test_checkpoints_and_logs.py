@@ -281,3 +281,32 @@ def test_pod_logs_per_rank_in_the_api_and_console_and_archived_after_the_pods_ar
     assert (after["source"], after["lines"]) == ("archive", ["[node 1] step 1", "[node 1] step 2", "[node 1] step 3"])
     assert api_for(charlie).get(url).status_code == 404
     assert json.loads(json.dumps(after))["ranks"] == 2
+
+
+def test_a_preempted_attempts_logs_stay_readable_after_the_cluster_deleted_its_pods(
+        alice: Any, k8s_job: Any, cluster: StandinCluster, django_capture_on_commit_callbacks: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relies on: FailJob on DisruptionTarget deleting the gang's pods (they vanish once terminated); the
+    reconcile archived the running pods' logs before."""
+    from django.utils import timezone
+    from kubernetes import client
+
+    from instances import services
+
+    backend = services.compute_backend()
+    now = timezone.now()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.instances_reconcile(now=now, backend=backend)  # running: the first copy is taken
+    name = object_name(f"job-{k8s_job.pk}", 1)
+    victim = cluster.pod(NS, f"{name}-0-")["metadata"]["name"]
+    client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
+        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
+    with django_capture_on_commit_callbacks(execute=True):
+        services.instances_reconcile(now=now + timedelta(minutes=1), backend=backend)
+
+    old = api_for(alice).get(f"/api/v1/jobs/{k8s_job.pk}/logs", {"attempt": 1, "rank": 1}).json()
+
+    assert k8s_job.attempts.get(number=1).state == "preempted"
+    assert cluster.pods(NS, f"gpu-portal/job={name}") == []
+    assert (old["attempt"], old["source"], old["lines"]) == (
+        1, "archive", ["[node 1] step 1", "[node 1] step 2", "[node 1] step 3"])
