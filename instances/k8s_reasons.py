@@ -15,6 +15,20 @@ from django.utils.translation import gettext as _
 from instances.backends.base import JobStatus
 
 
+def _why(code: str) -> str:
+    """A ``DisruptionTarget`` reason (or Event reason) in words; unknown codes as they are."""
+    words = {
+        "EvictionByEvictionAPI": _("evicted by a node drain"),
+        "PreemptionByScheduler": _("preempted by a higher-priority workload"),
+        "DeletionByTaintManager": _("node unreachable"),
+        "TaintManagerEviction": _("node unreachable"),
+        "DeletionByPodGC": _("node removed from the cluster"),
+        "TerminationByKubelet": _("node shutting down or out of resources"),
+        "DisruptionTarget": _("cluster disruption"),
+    }
+    return words.get(code, code)
+
+
 def status_reason(status: JobStatus, *, gpu_type: str = "") -> str:
     """The sentence for ``status`` (≤ 300 characters): its ``reason`` in words, else its ``message``.
 
@@ -33,8 +47,8 @@ def status_reason(status: JobStatus, *, gpu_type: str = "") -> str:
         text = _("Out of memory: pod %(pod)s was killed (OOMKilled); use a smaller micro-batch or more GPUs") % {
             "pod": d.get("pod", "")}
     elif reason == "evicted":
-        text = _("Preempted: pod %(pod)s was evicted (%(why)s); resuming from the newest checkpoint") % {
-            "pod": d.get("pod", ""), "why": d.get("why", "")}
+        text = _("Preempted: pod %(pod)s was stopped (%(why)s); resuming from the newest checkpoint") % {
+            "pod": d.get("pod", ""), "why": _why(str(d.get("why", "")))}
     elif reason == "node_lost":
         text = _("Node lost: pod %(pod)s on %(node)s stopped answering; resuming from the newest checkpoint") % {
             "pod": d.get("pod", ""), "node": d.get("node") or _("its node")}

@@ -145,7 +145,7 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
     assert (job.preempt_count, job.crash_count, job.outcome) == (1, 0, "")
     assert job.attempts.get(number=1).state == "preempted"
     assert job.attempts.get(number=1).message == (
-        f"Preempted: pod {victim} was evicted (DisruptionTarget); resuming from the newest checkpoint")
+        f"Preempted: pod {victim} was stopped (cluster disruption); resuming from the newest checkpoint")
     assert list(inst.transitions.values_list("to_status", flat=True))[-3:] == [
         "preempted", "scheduling", "provisioning"]
     second = object_name_of(job, 2)
@@ -338,14 +338,14 @@ def test_a_pod_pending_past_the_timeout_fails_with_the_reason_in_words(
             "4 Insufficient nvidia.com/gpu.)",
             "The container image reg/x:1 cannot be pulled (Failed to pull image)",
             "Out of memory: pod p-0 was killed (OOMKilled); use a smaller micro-batch or more GPUs",
-            "Preempted: pod p-1 was evicted (EvictionByEvictionAPI); resuming from the newest checkpoint",
+            "Preempted: pod p-1 was stopped (evicted by a node drain); resuming from the newest checkpoint",
             "Node lost: pod p-1 on gpu-7 stopped answering; resuming from the newest checkpoint",
             "The cluster job gp-a1 was deleted outside the portal"]),
     ("zh-hans", ["等待算力：没有节点有 8 块空闲的 H100-80G-SXM GPU（0/4 nodes are available: "
                  "4 Insufficient nvidia.com/gpu.）",
                  "无法拉取容器镜像 reg/x:1（Failed to pull image）",
                  "内存不足：Pod p-0 被终止（OOMKilled）；请减小 micro-batch 或使用更多 GPU",
-                 "已被抢占：Pod p-1 被驱逐（EvictionByEvictionAPI）；将从最新检查点恢复",
+                 "已被抢占：Pod p-1 已停止（因节点排空被驱逐）；将从最新检查点恢复",
                  "节点失联：gpu-7 上的 Pod p-1 已无响应；将从最新检查点恢复",
                  "集群任务 gp-a1 已在门户之外被删除"]),
 ])
