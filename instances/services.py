@@ -906,7 +906,8 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
     elif kind == "checkpoint" and isinstance(step, int):
         Checkpoint.objects.update_or_create(job=job, step=step, defaults={
             "attempt": attempt, "location": str(ev.get("path", ""))[:500], "size_bytes": int(ev.get("bytes", 0)),
-            "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now})
+            "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now,
+            "deleted_at": None})  # h-k8s: a step saved again after a prune exists again
     elif kind == "checkpoint_pruned":  # h-k8s: the runtime deleted it (keep-last-K)
         checkpoints.checkpoint_pruned_apply(job=job, step=step, path=ev.get("path"), now=now)
     elif kind == "exit":

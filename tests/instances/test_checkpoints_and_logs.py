@@ -310,3 +310,13 @@ def test_a_preempted_attempts_logs_stay_readable_after_the_cluster_deleted_its_p
     assert cluster.pods(NS, f"gpu-portal/job={name}") == []
     assert (old["attempt"], old["source"], old["lines"]) == (
         1, "archive", ["[node 1] step 1", "[node 1] step 2", "[node 1] step 3"])
+
+
+def test_a_step_saved_again_after_its_prune_is_listed_again(job: Any, ckpt: Path) -> None:
+    checkpoint_folders(ckpt, job, (10,))
+    path = job.checkpoints.get().location
+    report(job, [{"seq": 300, "type": "checkpoint_pruned", "step": 10, "path": path}])
+
+    report(job, [{"seq": 301, "type": "checkpoint", "step": 10, "path": path, "bytes": 2}])
+
+    assert (job.checkpoints.get().deleted_at, job.checkpoints.get().size_bytes) == (None, 2)
