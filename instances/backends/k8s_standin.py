@@ -48,7 +48,8 @@ run after every request and every clock move, under one lock, so what a client r
 What a real cluster adds and this does not: the kubelet and a container runtime (images are not pulled,
 nothing runs: exits and logs are scripted), CNI and cluster DNS (the headless Service only exists), the
 scheduler's scoring and preemption (first fitting node by name), PodDisruptionBudgets, admission (quotas,
-PodSecurity, defaulting beyond the few fields set here), watches, RBAC, real NCCL over real GPUs, readiness
+PodSecurity, defaulting beyond the few fields set here), watches, RBAC, the TTL-after-finished controller,
+``activeDeadlineSeconds``, container restarts (``restartPolicy: Never`` is assumed), real NCCL over real GPUs, readiness
 probes (a running container is Ready), and the Deployment controller's rolling update (here a changed pod
 template replaces the pods at once, like ``strategy: Recreate``).
 """
