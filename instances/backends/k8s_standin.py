@@ -217,7 +217,7 @@ class StandinCluster:
     def url(self) -> str:
         assert self._server is not None, "start() the cluster first"
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     def api_client(self) -> Any:
         """An official ``kubernetes.client.ApiClient`` pointed at this stand-in."""
@@ -802,7 +802,7 @@ class StandinCluster:
         labels = dict(pod_meta.get("labels") or {})
         labels.update({JOB_NAME_LABEL: meta["name"], "job-name": meta["name"], INDEX_ANNOTATION: str(index),
                        "controller-uid": meta["uid"]})
-        pod = {
+        pod: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": f"{meta['name']}-{index}-{secrets.token_hex(3)[:5]}", "labels": labels,
                          "annotations": {**(pod_meta.get("annotations") or {}), INDEX_ANNOTATION: str(index)},

@@ -670,7 +670,8 @@ def _failed_status(cond: dict[str, Any], pods: list[dict[str, Any]], started: da
         pod_name = disrupted_pod["metadata"]["name"] if disrupted_pod else named.group(1)  # type: ignore[union-attr]
         why = disruption.get("reason") or "DisruptionTarget"
         node = ((disrupted_pod or {}).get("spec") or {}).get("nodeName") or ""
-        said = {e.get("reason") for e in events if (e.get("involvedObject") or {}).get("name") == pod_name}
+        said = {str(e.get("reason") or "") for e in events
+                if (e.get("involvedObject") or {}).get("name") == pod_name}
         if why == "DisruptionTarget" and said & NODE_LOSS_EVENTS:
             why = sorted(said & NODE_LOSS_EVENTS)[0]
         reason = "node_lost" if why in NODE_LOSS_REASONS | NODE_LOSS_EVENTS else "evicted"
