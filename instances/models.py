@@ -259,6 +259,9 @@ class JobAttempt(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     first_step_at = models.DateTimeField(null=True, blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
+    # The last reconcile that saw the backend report this attempt running: a job lost without a trace (its
+    # Kubernetes Job deleted behind the portal's back) is billed up to here, not up to when the loss is seen.
+    last_seen_running_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["instance", "number"]
@@ -272,6 +275,8 @@ class Checkpoint(models.Model):
     """A checkpoint the runtime reported complete (the runtime reports only complete ones).
 
     ``rolled_back``: set aside by a rollback to an earlier step (kept on disk, not resumed from).
+    ``deleted_at``: the runtime pruned it (keep-last-K; event ``checkpoint_pruned``): kept as history, offers no
+    action. ``pinned``: the user pinned it (a ``PINNED`` marker in its folder): never pruned, not counted in K.
     """
 
     job = models.ForeignKey(TrainingJob, on_delete=models.CASCADE, related_name="checkpoints")
@@ -282,6 +287,8 @@ class Checkpoint(models.Model):
     loss = models.FloatField(null=True, blank=True)
     complete = models.BooleanField(default=True)
     rolled_back = models.BooleanField(default=False)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    pinned = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -328,3 +335,23 @@ class JobEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.job_id}#{self.attempt}/{self.seq} {self.type}"
+
+
+class JobLogArchive(models.Model):
+    """The last lines of one node rank's log of one attempt, copied from the backend before its pods go
+    (Kubernetes deletes them with the Job), so a finished or failed job's log can still be read.
+
+    ``rank``: the node rank (pod completion index). ``text``: at most ``INSTANCES_LOG_ARCHIVE_LINES`` lines.
+    """
+
+    attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="log_archives")
+    rank = models.PositiveIntegerField()
+    text = models.TextField(blank=True)
+    archived_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["attempt", "rank"]
+        constraints = [models.UniqueConstraint(fields=["attempt", "rank"], name="uniq_log_archive_rank")]
+
+    def __str__(self) -> str:
+        return f"{self.attempt_id}/rank {self.rank}"

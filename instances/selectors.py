@@ -88,8 +88,9 @@ def gpu_quota_of(organization: Organization) -> int | None:
 
 
 def newest_complete_checkpoint(job: TrainingJob) -> Checkpoint | None:
-    """The checkpoint a resume starts from: the newest complete one not set aside by a rollback."""
-    return job.checkpoints.filter(complete=True, rolled_back=False).order_by("-step").first()
+    """The checkpoint a resume starts from: the newest complete one not set aside by a rollback nor deleted."""
+    return job.checkpoints.filter(complete=True, rolled_back=False, deleted_at__isnull=True).order_by(
+        "-step").first()
 
 
 def checkpoint_by_id(checkpoint_id: int) -> Checkpoint:

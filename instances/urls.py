@@ -18,4 +18,5 @@ urlpatterns = [
     path("jobs/<int:pk>/checkpoint/", views.job_checkpoint_now, name="job_checkpoint_now"),
     path("jobs/<int:pk>/logs/", views.job_logs, name="job_logs"),
     path("jobs/<int:pk>/rollback/<int:checkpoint>/", views.job_rollback, name="job_rollback"),
+    path("jobs/<int:pk>/checkpoints/<int:checkpoint>/pin/", views.job_checkpoint_pin, name="job_checkpoint_pin"),
 ]

@@ -13,15 +13,16 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound
-from instances import selectors, services
+from instances import checkpoints, joblogs, selectors, services
 from instances.forms import InstanceLaunchForm, JobLaunchForm
+from instances.job_page import format_duration, job_summary
 from instances.models import GpuType, Instance, TrainingJob
 from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
@@ -165,9 +166,12 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
                                       color="#1f8a4c"),
         "checkpoints": selectors.checkpoints_of(job)[:50],
         "attempts": job.attempts.order_by("-number")[:20],
-        "logs": selectors.job_logs_tail(job, lines=60),
+        "logs": joblogs.job_log(job=job, lines=60).lines,
         "last": curve[-1] if curve else None,
     }
+    summary = job_summary(job)
+    ctx.update(summary=summary, running_for=format_duration(summary.running),
+               since_launch=format_duration(summary.since_launch))
     return render(request, "instances/job_status.html" if is_partial(request) else "instances/job_detail.html", ctx)
 
 
@@ -229,8 +233,48 @@ def job_checkpoint_now(request: AuthedHttpRequest, org: str, pk: int) -> HttpRes
     return redirect("job_detail", org=organization.slug, pk=job.pk)
 
 
+def _int_param(value: str | None) -> int | None:
+    try:
+        return int(value) if value not in (None, "") else None
+    except ValueError:
+        return -1  # never a rank or an attempt: answered as unknown
+
+
 @login_required
 def job_logs(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
+    """One node rank's log (``?rank=``, default 0) of the newest attempt or ``?attempt=``; an unknown rank
+    or attempt is a 404 page that says which exist."""
     organization, job = _job(request, org, pk)
-    return render(request, "instances/job_logs.html", {"org": organization, "job": job,
-                                                       "logs": selectors.job_logs_tail(job, lines=400)})
+    rank = _int_param(request.GET.get("rank")) or 0
+    attempt = _int_param(request.GET.get("attempt"))
+    ctx: dict[str, Any] = {"org": organization, "job": job,
+                           "attempts": list(job.attempts.exclude(handle="").order_by("-number")
+                                            .values_list("number", flat=True))}
+    try:
+        found = joblogs.job_log(job=job, rank=rank, attempt_number=attempt, lines=400)
+    except joblogs.UnknownRank as exc:
+        ctx.update(error=str(exc), logs=[], ranks=[], rank=rank, attempt=attempt)
+        return render(request, "instances/job_logs.html", ctx, status=404)
+    ctx.update(logs=found.lines, ranks=list(range(found.ranks)), rank=found.rank, attempt=found.attempt,
+               source=found.source)
+    return render(request, "instances/job_logs.html", ctx)
+
+
+@login_required
+@require_POST
+def job_checkpoint_pin(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
+    """Pin (``pinned=1``) or unpin a checkpoint of the job; a checkpoint of another job or organization is
+    a 404."""
+    organization, job = _job(request, org, pk)
+    pinned = request.POST.get("pinned", "1") == "1"
+    try:
+        cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint, pinned=pinned,
+                                        acting_user=request.user)  # type: ignore[arg-type]
+    except checkpoints.CheckpointUnavailable as exc:
+        if exc.not_found:
+            raise Http404(str(exc)) from None
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, (_("Checkpoint at step %(step)d pinned: it is never deleted.") if pinned else
+                                _("Checkpoint at step %(step)d unpinned.")) % {"step": cp.step})
+    return redirect("job_detail", org=organization.slug, pk=job.pk)

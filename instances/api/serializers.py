@@ -105,7 +105,8 @@ class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
 
     class Meta:
         model = Checkpoint
-        fields = ["id", "step", "created_at", "size_bytes", "location", "loss", "complete", "rolled_back", "attempt"]
+        fields = ["id", "step", "created_at", "size_bytes", "location", "loss", "complete", "rolled_back", "attempt",
+                  "pinned", "deleted_at"]
 
 
 class InstanceLaunchSerializer(serializers.Serializer[Any]):
@@ -141,10 +142,19 @@ class LogsQuerySerializer(serializers.Serializer[Any]):
     """Query of ``GET /jobs/{id}/logs``."""
 
     lines = serializers.IntegerField(min_value=1, max_value=2000, default=200, help_text="newest lines to return")
+    rank = serializers.IntegerField(min_value=0, max_value=1023, default=0, help_text="node rank (pod index)")
+    attempt = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False,
+                                       help_text="attempt number; default the newest")
 
 
 class RollbackSerializer(serializers.Serializer[Any]):
     checkpoint = serializers.IntegerField(min_value=1, max_value=2**63 - 1)
+
+
+class PinSerializer(serializers.Serializer[Any]):
+    """Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``: ``pinned`` false unpins."""
+
+    pinned = serializers.BooleanField(default=True)
 
 
 KIND_TRAINING = InstanceKind.TRAINING

@@ -17,7 +17,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from instances import selectors, services
+from instances import checkpoints, joblogs, selectors, services
 from instances.api.serializers import (
     CheckpointSerializer,
     InstanceLaunchSerializer,
@@ -25,6 +25,7 @@ from instances.api.serializers import (
     JobLaunchSerializer,
     JobSerializer,
     LogsQuerySerializer,
+    PinSerializer,
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
@@ -144,10 +145,36 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(parameters=[LogsQuerySerializer], responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
+        """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+        copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+        or attempt is a 404 ``unknown_rank``."""
         job = self.get_object()
         query = LogsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        return Response({"job": job.pk, "lines": selectors.job_logs_tail(job, lines=query.validated_data["lines"])})
+        q = query.validated_data
+        try:
+            found = joblogs.job_log(job=job, rank=q["rank"], attempt_number=q.get("attempt"), lines=q["lines"])
+        except joblogs.UnknownRank as exc:
+            raise ApiError("unknown_rank", str(exc), 404, {"field": "rank"}) from None
+        return Response({"job": job.pk, "attempt": found.attempt, "rank": found.rank, "ranks": found.ranks,
+                         "source": found.source, "lines": found.lines})
+
+    @extend_schema(request=PinSerializer, responses=CheckpointSerializer)
+    @action(detail=True, methods=["post"], url_path=r"checkpoints/(?P<checkpoint_id>[0-9]+)/pin")
+    def pin(self, request: AuthedRequest, pk: str, checkpoint_id: str) -> Response:
+        """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+        Another job's or organization's checkpoint is a 404; a deleted one a 409."""
+        job = self.get_object()
+        data = PinSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint_id, pinned=data.validated_data["pinned"],
+                                            acting_user=request.user)
+        except checkpoints.CheckpointUnavailable as exc:
+            if exc.not_found:
+                raise ApiError("not_found", str(exc), 404) from None
+            raise ApiError("checkpoint_unavailable", str(exc), 409) from None
+        return Response(CheckpointSerializer(cp).data)
 
     @extend_schema(responses={200: dict})
     @action(detail=True, methods=["get"], pagination_class=None)

@@ -103,13 +103,20 @@ class JobSpec:
 
 @dataclass(frozen=True, slots=True)
 class JobStatus:
-    """What a backend knows about a submitted attempt. Times are timezone-aware UTC or ``None``."""
+    """What a backend knows about a submitted attempt. Times are timezone-aware UTC or ``None``.
+
+    ``reason``: a machine-readable cause when the backend knows one (``unschedulable``, ``image_pull``,
+    ``oom_killed``, ``evicted``, ``node_lost``, ``deleted``; see ``instances.k8s_reasons``), with
+    ``details`` (JSON-able values) for the sentence the portal shows in the user's language; "" otherwise.
+    """
 
     state: JobState
     exit_code: int | None = None
     message: str = ""
     started_at: datetime | None = None
     finished_at: datetime | None = None
+    reason: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
 
     @property
     def terminal(self) -> bool:
@@ -177,6 +184,11 @@ class ComputeBackend(abc.ABC):
     @abc.abstractmethod
     def inventory(self) -> list[NodeView]:
         """Nodes this backend can run on, with free GPUs, for the scheduler."""
+
+    def logs(self, handle: str, *, rank: int = 0, lines: int = 200) -> list[str] | None:
+        """The last ``lines`` lines of node-rank ``rank``'s log, or ``None`` when that rank does not exist
+        (or no longer does). Backends that cannot read logs return ``None``."""
+        return None
 
 
 def get_backend(name: str, **options: Any) -> ComputeBackend:

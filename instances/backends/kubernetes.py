@@ -11,15 +11,22 @@ Objects (all named ``gp-<job>-a<attempt>``, labelled ``gpu-portal/job``, in one 
   values from the scheduler's placement and pod anti-affinity so two pods never share a node; datasets
   mounted read-only (PVC or hostPath), a checkpoint PVC, ``/dev/shm`` in memory; NCCL / RDMA environment;
   ``terminationGracePeriodSeconds`` from the spec (long enough for the final checkpoint); and a
-  ``podFailurePolicy``: ``FailJob`` on the runtime's config-error exit code (retrying cannot help),
-  ``Ignore`` on the ``DisruptionTarget`` pod condition (preemption, eviction, node drain) so a preemption
-  does not use up ``backoffLimit`` (Kubernetes docs, "Handling retriable and non-retriable pod failures
-  with Pod failure policy"; needs ``restartPolicy: Never``).
+  ``podFailurePolicy`` (needs ``restartPolicy: Never``; Kubernetes docs, "Handling retriable and
+  non-retriable pod failures with Pod failure policy"): ``FailJob`` on the runtime's config-error and
+  resume-refused exit codes (retrying cannot help), and ``FailJob`` on the ``DisruptionTarget`` pod condition
+  (preemption, eviction, a lost node). A gang cannot go on with one pod replaced — the other ranks' collective
+  calls fail — so a disruption ends the whole Job at once: its other pods get SIGTERM (the runtime saves a
+  checkpoint), and the Job's ``Failed`` condition keeps the cause ("Pod ns/p has condition DisruptionTarget
+  matching FailJob rule at index 1") after the evicted pod itself is gone. An ``Ignore`` rule would instead
+  hide the disruption: the replacement pod starts alone and the surviving ranks crash.
+* The container runs ``local_launcher -- torchrun … rank_shim -m instances.runtime``, so its exit code is
+  the runtime's own (torchrun alone exits 1 for any worker failure) and the termination message carries it.
 
-Status reads the Job and its pods. A pod that failed with the ``DisruptionTarget`` condition or exited with
-``EXIT_PREEMPTED`` makes the attempt ``preempted``: the portal then stops this attempt and resumes the job
-from its newest checkpoint on new capacity (the same path as on the local backend), so the Job's own pod
-replacement is only a stopgap until the portal reacts.
+Status reads the Job, its pods and, for pods still Pending, their Events (see :func:`job_status_from`): a Job
+failed through a ``DisruptionTarget`` makes the attempt ``preempted`` (reason ``evicted`` or ``node_lost``),
+and the portal resumes the job from its newest checkpoint on new capacity; a Job that no longer exists (404:
+deleted outside the portal, or garbage-collected) is ``failed`` without an exit code (reason ``deleted``),
+which the portal treats as lost capacity (``preempted``, resumed) or, while stopping, as stopped.
 
 ``request_checkpoint`` annotates the Job (``gpu-portal/checkpoint-requested-at``). Nothing in the pod reads
 annotations: the runtime learns of the request by polling the portal over HTTP; the annotation is a record
@@ -32,8 +39,6 @@ through the official client. The container image is described by ``instances/bac
 
 from __future__ import annotations
 
-import json
-import re
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -44,30 +49,38 @@ from instances.backends.base import (
     JobSpec,
     JobStatus,
     UnknownHandle,
-    state_for_exit_code,
 )
-from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_PREEMPTED
+from instances.backends.k8s_objects import (  # noqa: F401 - names of this module before the split
+    _DISRUPTED_IN_MESSAGE,
+    _NOT_DNS,
+    CHECKPOINT_ANNOTATION,
+    CONFIG_DIR,
+    CONTAINER,
+    DEFAULT_GPU_TYPES,
+    DEFAULT_TOPOLOGY_LABELS,
+    DRAINING_ANNOTATION,
+    GPU_PRODUCT_LABEL,
+    GPU_RESOURCE,
+    HOSTNAME_LABEL,
+    INDEX_ANNOTATION,
+    JOB_LABEL,
+    NOT_RETRIED_EXIT_CODES,
+    POD_WORKSPACE,
+    RDZV_PORT,
+    TERMINATION_LOG,
+    _conditions,
+    _failed_status,
+    _gpus_of,
+    _index,
+    _pending_reason,
+    _time,
+    _trainer_exit,
+    _trainer_state,
+    dump,
+    job_status_from,
+    nodes_from,
+)
 from instances.scheduler import NodeView
-
-GPU_RESOURCE = "nvidia.com/gpu"
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"  # set by NVIDIA GPU Feature Discovery
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-JOB_LABEL = "gpu-portal/job"
-DRAINING_ANNOTATION = "gpu-portal/draining"
-CHECKPOINT_ANNOTATION = "gpu-portal/checkpoint-requested-at"
-CONTAINER = "trainer"
-CONFIG_DIR = "/etc/gpu-portal"
-RDZV_PORT = 29500
-# Rack / switch block first (a site-defined label), then the standard zone label as a coarse fallback.
-DEFAULT_TOPOLOGY_LABELS = ("topology.gpu-portal.io/block", "topology.kubernetes.io/zone")
-# nvidia.com/gpu.product values -> catalog GPU types; unknown products are reported as labelled.
-DEFAULT_GPU_TYPES = {
-    "NVIDIA-H100-80GB-HBM3": "H100-80G-SXM",
-    "NVIDIA-A100-SXM4-80GB": "A100-80G-SXM",
-    "NVIDIA-L40S": "L40S-48G",
-    "NVIDIA-GeForce-RTX-4090": "RTX-4090-24G",
-}
-_NOT_DNS = re.compile(r"[^a-z0-9-]+")
 
 
 def object_name(job_id: str, attempt: int) -> str:
@@ -204,10 +217,22 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def _command(self, spec: JobSpec, name: str, gpus_per_node: int) -> list[str]:
+        """The container's argv. The runtime runs as ``local_launcher -- torchrun … rank_shim -m
+        instances.runtime``: torchrun exits 1 whatever its workers returned, so each rank's shim records its
+        exit code, and the launcher (the container's first process, forwarding SIGTERM to torchrun) exits
+        with the combined code and writes it to the termination message (``/dev/termination-log``). So a
+        config error (64) or a refused resume (87) reaches the portal as itself, not as a crash."""
         if spec.command is not None:
             return list(spec.command)
         nproc = min(spec.nproc_per_node, gpus_per_node) if gpus_per_node else spec.nproc_per_node
         return [
+            "python",
+            "-m",
+            "instances.backends.local_launcher",
+            f"--workspace={POD_WORKSPACE}",
+            f"--termination-log={TERMINATION_LOG}",
+            "--forward-signals",
+            "--",
             "torchrun",
             f"--nnodes={spec.nnodes}",
             f"--nproc-per-node={nproc}",
@@ -215,6 +240,10 @@ class KubernetesBackend(ComputeBackend):
             f"--rdzv-endpoint={name}-0.{name}.{self.namespace}.svc:{RDZV_PORT}",
             f"--rdzv-id={name}",
             "--max-restarts=0",
+            "-m",
+            "instances.backends.rank_shim",
+            "--exit-dir",  # rank_shim reads "--exit-dir D" as two arguments
+            f"{POD_WORKSPACE}/ranks",
             "-m",
             "instances.runtime",
             "--config",
@@ -266,10 +295,12 @@ class KubernetesBackend(ComputeBackend):
         volumes: list[dict[str, Any]] = [
             {"name": "config", "configMap": {"name": name}},
             {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": self.shm_size}},
+            {"name": "launcher", "emptyDir": {"sizeLimit": "16Mi"}},
         ]
         mounts: list[dict[str, Any]] = [
             {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
             {"name": "dshm", "mountPath": "/dev/shm"},  # noqa: S108 - shared memory for NCCL / data loaders
+            {"name": "launcher", "mountPath": POD_WORKSPACE},
         ]
         for i, ds in enumerate(spec.dataset_mounts):
             vol = f"dataset-{i}"
@@ -297,6 +328,8 @@ class KubernetesBackend(ComputeBackend):
             "resources": {"limits": limits},
             "volumeMounts": mounts,
             "ports": [{"name": "c10d", "containerPort": RDZV_PORT, "protocol": "TCP"}],
+            "terminationMessagePath": TERMINATION_LOG,
+            "terminationMessagePolicy": "FallbackToLogsOnError",
         }
         if self.rdma_resource:
             container["securityContext"] = {"capabilities": {"add": ["IPC_LOCK"]}}  # RDMA memory pinning
@@ -343,11 +376,11 @@ class KubernetesBackend(ComputeBackend):
                             "onExitCodes": {
                                 "containerName": CONTAINER,
                                 "operator": "In",
-                                "values": [EXIT_CONFIG_ERROR],
+                                "values": NOT_RETRIED_EXIT_CODES,
                             },
                         },
                         {
-                            "action": "Ignore",
+                            "action": "FailJob",
                             "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
                         },
                     ]
@@ -392,7 +425,9 @@ class KubernetesBackend(ComputeBackend):
         return f"k8s:{self.namespace}/{job['metadata']['name']}"
 
     def status(self, handle: str) -> JobStatus:
-        """State from the Job's conditions and its pods (see :func:`job_status_from`)."""
+        """State from the Job's conditions, its pods and the Events of its Pending pods (see
+        :func:`job_status_from`). A Job that is gone (404) is ``failed`` with no exit code and reason
+        ``deleted``: it will never report again, so the portal must not wait for it."""
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
@@ -400,11 +435,49 @@ class KubernetesBackend(ComputeBackend):
             job = self._batch().read_namespaced_job(name, ns)
         except ApiException as exc:
             if exc.status == 404:
-                return JobStatus("unknown", None, f"job {name} not found in {ns}")
+                return JobStatus("failed", None, f"job {name} not found in {ns}: deleted outside the portal",
+                                 reason="deleted", details={"job": name, "namespace": ns})
             raise BackendError(f"reading job {name}: {exc.reason}") from exc
-        pods = self._core().list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items
+        core = self._core()
         sanitize = self.api_client.sanitize_for_serialization
-        return job_status_from(sanitize(job), [sanitize(p) for p in pods])
+        pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
+        job_json = sanitize(job)
+        about = [p["metadata"]["name"] for p in pods if (p.get("status") or {}).get("phase") == "Pending"]
+        failed = _conditions(job_json).get("Failed") or {}
+        named = _DISRUPTED_IN_MESSAGE.search(failed.get("message") or "")
+        if named and named.group(1) not in {p["metadata"]["name"] for p in pods}:
+            about.append(named.group(1))  # the disrupted pod is gone; its Events say why
+        events: list[dict[str, Any]] = []
+        for pod_name in about:
+            field = f"involvedObject.name={pod_name}"
+            events.extend(sanitize(e) for e in core.list_namespaced_event(ns, field_selector=field).items)
+        return job_status_from(job_json, pods, events)
+
+    def logs(self, handle: str, *, rank: int = 0, lines: int = 200) -> list[str] | None:
+        """The last ``lines`` lines of the trainer container of the pod with completion index ``rank``
+        (the node rank; torchrun's local ranks share the pod's log), read with ``read_namespaced_pod_log``.
+        ``None`` when no such pod exists (any more): a rank outside the gang, or a Job gone."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        ns, name = self.parse_handle(handle)
+        sanitize = self.api_client.sanitize_for_serialization
+        core = self._core()
+        try:
+            pods = [sanitize(p) for p in core.list_namespaced_pod(ns, label_selector=f"{JOB_LABEL}={name}").items]
+            mine = [p for p in pods if _index(p) == rank]
+            if not mine:
+                return None
+            pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
+            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER,
+                                                tail_lines=lines)
+        except ApiException as exc:
+            if exc.status in (400, 404):  # gone, or its container never started
+                return None
+            raise BackendError(f"reading the log of {name} rank {rank}: {exc.reason}") from exc
+        except (HTTPError, OSError) as exc:  # the API server cannot be reached
+            raise BackendError(f"reading the log of {name} rank {rank}: {exc}") from exc
+        return str(text or "").splitlines()[-lines:]
 
     def request_checkpoint(self, handle: str) -> int:
         """Annotate the Job with the request time (informational: the runtime polls the portal). Returns 1.
@@ -422,8 +495,9 @@ class KubernetesBackend(ComputeBackend):
 
     def stop(self, handle: str, grace_s: float) -> JobStatus:
         """Delete the Job (Foreground propagation, ``grace_s`` on the delete), then its Service and
-        ConfigMap; objects already gone are fine. Returns the status read after the delete was accepted
-        (usually still running or unknown: deletion completes asynchronously)."""
+        ConfigMap; objects already gone are fine. Returns the status read after the delete was accepted:
+        usually ``running`` ("stopping") while pods get their grace period, ``stopped`` once the Job is gone
+        (deletion completes asynchronously; the portal's reconcile sees the rest)."""
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
@@ -445,7 +519,10 @@ class KubernetesBackend(ComputeBackend):
             except ApiException as exc:
                 if exc.status != 404:
                     raise BackendError(f"deleting {name}: {exc.reason}") from exc
-        return self.status(handle)
+        after = self.status(handle)
+        if after.reason == "deleted":  # gone because we deleted it
+            return JobStatus("stopped", None, f"stopped (job {name} deleted)")
+        return after
 
     def inventory(self) -> list[NodeView]:
         """Nodes with allocatable ``nvidia.com/gpu``; free = allocatable minus GPU limits of the pods on them
@@ -459,131 +536,3 @@ class KubernetesBackend(ComputeBackend):
 
 
 # -- parsing (pure, over the API's JSON shapes) -----------------------------------------------------------------
-
-
-def _time(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    return datetime.fromisoformat(value)  # Python 3.11 reads the trailing Z
-
-
-def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        c["type"]: c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
-    }
-
-
-def _trainer_exit(pod: dict[str, Any]) -> int | None:
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if cs.get("name") == CONTAINER:
-            term = (cs.get("state") or {}).get("terminated") or (cs.get("lastState") or {}).get("terminated")
-            if term is not None:
-                return int(term.get("exitCode", 0))
-    return None
-
-
-def job_status_from(job: dict[str, Any], pods: list[dict[str, Any]]) -> JobStatus:
-    """Map a Job and its pods (API JSON, camelCase) to a :class:`JobStatus`.
-
-    Rules, first match wins: a pod disrupted (``DisruptionTarget``) or exited ``EXIT_PREEMPTED`` ->
-    ``preempted``; Job ``Complete`` -> ``succeeded``; Job ``Failed`` -> the failed pods' exit code mapped by
-    :func:`state_for_exit_code` (a config error, a crash); a Job being deleted -> ``stopped`` once no pod is
-    left, else ``running``; all pods running -> ``running``; otherwise ``pending``.
-    """
-    status = job.get("status") or {}
-    started = _time(status.get("startTime"))
-    finished = _time(status.get("completionTime"))
-    job_conds = _conditions(job)
-    for pod in pods:
-        phase = (pod.get("status") or {}).get("phase")
-        disrupted = _conditions(pod).get("DisruptionTarget")
-        if phase == "Failed" and disrupted is not None:
-            reason = disrupted.get("reason") or "DisruptionTarget"
-            msg = f"pod {pod['metadata']['name']} disrupted ({reason}): resume from the newest checkpoint"
-            return JobStatus("preempted", _trainer_exit(pod), msg, started, finished)
-        if _trainer_exit(pod) == EXIT_PREEMPTED:
-            msg = f"pod {pod['metadata']['name']} exited {EXIT_PREEMPTED} (preempted, checkpoint saved)"
-            return JobStatus("preempted", EXIT_PREEMPTED, msg, started, finished)
-    if "Complete" in job_conds:
-        return JobStatus(
-            "succeeded",
-            0,
-            "finished",
-            started,
-            finished or _time(job_conds["Complete"].get("lastTransitionTime")),
-        )
-    if "Failed" in job_conds:
-        cond = job_conds["Failed"]
-        ended = _time(cond.get("lastTransitionTime"))
-        codes = [c for c in (_trainer_exit(p) for p in pods) if c not in (None, 0)]
-        if codes:
-            code = EXIT_CONFIG_ERROR if EXIT_CONFIG_ERROR in codes else codes[0]
-            state, msg = state_for_exit_code(code)
-            return JobStatus(state, code, f"{msg}; {cond.get('reason', '')}".rstrip("; "), started, ended)
-        return JobStatus(
-            "failed", None, cond.get("message") or cond.get("reason") or "job failed", started, ended
-        )
-    if (job.get("metadata") or {}).get("deletionTimestamp"):
-        live = [p for p in pods if (p.get("status") or {}).get("phase") in ("Pending", "Running")]
-        return JobStatus("running" if live else "stopped", None, "stopping", started, None)
-    phases = [(p.get("status") or {}).get("phase") for p in pods]
-    wanted = (job.get("spec") or {}).get("parallelism") or 1
-    if len(phases) >= wanted and all(ph == "Running" for ph in phases):
-        return JobStatus("running", None, f"{len(phases)} pod(s) running", started)
-    running = sum(ph == "Running" for ph in phases)
-    return JobStatus("pending", None, f"{running} of {wanted} pod(s) running", started)
-
-
-def nodes_from(
-    node_list: dict[str, Any],
-    pod_list: dict[str, Any],
-    topology_labels: tuple[str, ...] = DEFAULT_TOPOLOGY_LABELS,
-    gpu_types: dict[str, str] | None = None,
-) -> list[NodeView]:
-    """Scheduler nodes from a NodeList and a PodList (API JSON).
-
-    Only nodes with allocatable ``nvidia.com/gpu`` > 0. GPU type from ``nvidia.com/gpu.product`` through
-    ``gpu_types`` (unmapped products as labelled); block from the first of ``topology_labels`` present
-    (else ``"default"``); state ``cordoned`` when ``spec.unschedulable`` or the Ready condition is not True,
-    ``draining`` when additionally annotated ``gpu-portal/draining: "true"``. Free GPUs = allocatable minus
-    the ``nvidia.com/gpu`` limits (or requests) of the listed pods bound to the node.
-    """
-    gpu_types = DEFAULT_GPU_TYPES if gpu_types is None else gpu_types
-    used: dict[str, int] = {}
-    for pod in pod_list.get("items") or []:
-        node = (pod.get("spec") or {}).get("nodeName")
-        if not node or (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
-            continue
-        for c in (pod.get("spec") or {}).get("containers") or []:
-            res = c.get("resources") or {}
-            amount = (res.get("limits") or {}).get(GPU_RESOURCE) or (res.get("requests") or {}).get(
-                GPU_RESOURCE
-            )
-            if amount:
-                used[node] = used.get(node, 0) + int(amount)
-    out: list[NodeView] = []
-    for node in node_list.get("items") or []:
-        meta = node.get("metadata") or {}
-        total = int(((node.get("status") or {}).get("allocatable") or {}).get(GPU_RESOURCE) or 0)
-        if total <= 0:
-            continue
-        labels = meta.get("labels") or {}
-        product = labels.get(GPU_PRODUCT_LABEL, "unknown")
-        block = next((labels[k] for k in topology_labels if labels.get(k)), "default")
-        ready = any(
-            c.get("type") == "Ready" and c.get("status") == "True"
-            for c in (node.get("status") or {}).get("conditions") or []
-        )
-        state = "ready"
-        if (node.get("spec") or {}).get("unschedulable") or not ready:
-            draining = (meta.get("annotations") or {}).get(DRAINING_ANNOTATION) == "true"
-            state = "draining" if draining else "cordoned"
-        name = meta["name"]
-        free = max(0, total - used.get(name, 0))
-        out.append(NodeView(name, gpu_types.get(product, product), total, free, block, state))  # type: ignore[arg-type]
-    return sorted(out, key=lambda n: n.name)
-
-
-def dump(manifests: list[dict[str, Any]]) -> str:
-    """Manifests as a JSON list (for ``kubectl apply -f -`` by an operator, or a debug page)."""
-    return json.dumps(manifests, indent=2)

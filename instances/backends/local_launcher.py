@@ -13,12 +13,19 @@ Started by :class:`instances.backends.local.LocalBackend` in its own session. It
 The exit code is ``CMD``'s, except when ``CMD`` is torchrun and failed: torchrun then exits 1 whatever its
 workers returned, so the per-rank codes written by :mod:`instances.backends.rank_shim` into ``WS/ranks/``
 are combined by :func:`combine_exit_codes`.
+
+In a Kubernetes pod the same launcher is the container's first process (``--forward-signals``: the kubelet
+signals only that process, so SIGTERM / SIGINT are passed on to ``CMD``, and torchrun passes them to its
+workers) and ``--termination-log /dev/termination-log`` writes ``{"exit_code": N, "ranks": [...]}`` there:
+the container's termination message, which the backend reads beside the container's exit code.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ctypes
+import json
 import os
 import signal
 import subprocess
@@ -118,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m instances.backends.local_launcher")
     parser.add_argument("--workspace", required=True, type=Path)
     parser.add_argument("--leftover-grace-s", type=float, default=LEFTOVER_GRACE_S)
+    parser.add_argument("--termination-log", type=Path, default=None)
+    parser.add_argument("--forward-signals", action="store_true")
     parser.add_argument("command", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     command = args.command[1:] if args.command[:1] == ["--"] else args.command
@@ -126,16 +135,26 @@ def main(argv: list[str] | None = None) -> int:
     workspace: Path = args.workspace
     marker = os.environ.get(MARKER_ENV, str(workspace))
 
+    workspace.mkdir(parents=True, exist_ok=True)
     _become_subreaper()
+    started: list[subprocess.Popen[bytes]] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        if args.forward_signals and started and signum in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(OSError):
+                started[0].send_signal(signum)
+
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
-        signal.signal(sig, lambda signum, frame: None)
+        signal.signal(sig, on_signal)
 
     try:
         child = subprocess.Popen(command)
     except OSError as exc:
         print(f"local_launcher: cannot start {command[0]!r}: {exc}", file=sys.stderr, flush=True)
         write_atomically(workspace / EXIT_CODE_FILE, "127\n")
+        _termination_log(args.termination_log, 127, [])
         return 127
+    started.append(child)
     status = 0
     while True:  # reap re-parented orphans too, until the direct child is done
         try:
@@ -149,12 +168,24 @@ def main(argv: list[str] | None = None) -> int:
 
     _kill_leftovers(marker, args.leftover_grace_s)
     code = status
-    if status != 0:
-        ranks = read_rank_codes(workspace / RANKS_DIR)
-        if ranks:
-            code = combine_exit_codes(ranks)
+    ranks = read_rank_codes(workspace / RANKS_DIR)
+    if status != 0 and ranks:
+        code = combine_exit_codes(ranks)
     write_atomically(workspace / EXIT_CODE_FILE, f"{code}\n")
+    _termination_log(args.termination_log, code, ranks)
     return code
+
+
+def _termination_log(path: Path | None, code: int, ranks: list[int]) -> None:
+    """Write ``{"exit_code", "ranks"}`` as the container's termination message (Kubernetes reads at most
+    4096 bytes of it: the rank list is cut to fit)."""
+    if path is None:
+        return
+    text = json.dumps({"exit_code": code, "ranks": ranks[:256]})
+    try:
+        path.write_text(text[:4096])
+    except OSError as exc:
+        print(f"local_launcher: cannot write {path}: {exc}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from instances import checkpoints
 from instances.choices import AttemptState, InstanceStatus
 from instances.models import Checkpoint, Instance, JobAttempt, JobEvent, JobMetric, TrainingJob
 from instances.services.errors import CallbackRefused
@@ -90,10 +91,13 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
     elif kind == "checkpoint" and isinstance(step, int):
         Checkpoint.objects.update_or_create(job=job, step=step, defaults={
             "attempt": attempt, "location": str(ev.get("path", ""))[:500], "size_bytes": int(ev.get("bytes", 0)),
-            "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now})
+            "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now,
+            "deleted_at": None})  # a step saved again after a prune exists again
         webhook_emit(organization=job.organization, event_type="job.checkpoint_committed", data={"job_id": job.pk,
                      "instance_id": attempt.instance_id, "attempt": attempt.number, "step": step,
                      "size_bytes": int(ev.get("bytes", 0)), "loss": ev.get("loss")})
+    elif kind == "checkpoint_pruned":  # the runtime deleted it (keep-last-K)
+        checkpoints.checkpoint_pruned_apply(job=job, step=step, path=ev.get("path"), now=now)
     elif kind == "exit":
         JobAttempt.objects.filter(pk=attempt.pk).update(
             message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300])

@@ -26,8 +26,12 @@ def nodes_sync(*, backend: ComputeBackend | None = None, now: datetime | None = 
     now = now or timezone.now()
     types = {t.code: t for t in GpuType.objects.all()}
     seen = 0
+    inventory = backend.inventory()
     with transaction.atomic():
-        for view in backend.inventory():
+        if inventory:  # a node gone from the inventory offers no GPUs until it is seen again
+            Node.objects.exclude(name__in=[v.name for v in inventory]).exclude(gpus=0).update(
+                gpus=0, backend_free_gpus=0)
+        for view in inventory:
             gpu_type = types.get(view.gpu_type)
             if gpu_type is None:
                 log.warning("inventory: node %s has GPU type %s, not in the catalog", view.name, view.gpu_type)

@@ -9,7 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from instances import tasks
+from instances import checkpoints, tasks
 from instances.choices import HOLDS_CAPACITY, RESTING, InstanceStatus
 from instances.models import TrainingJob
 from instances.services.errors import RollbackError
@@ -52,13 +52,11 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
     is not a complete, current checkpoint of this job."""
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
-    try:
-        cp_id = int(checkpoint_id)
-    except (TypeError, ValueError):
-        raise RollbackError(_("Unknown checkpoint.")) from None
-    cp = job.checkpoints.filter(pk=cp_id, complete=True, rolled_back=False).first()
-    if cp is None:
-        raise RollbackError(_("Unknown checkpoint."))
+    try:  # one check for rollback and publish (deleted by keep-last-K, set aside, foreign, partial)
+        cp = checkpoints.checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
+    except checkpoints.CheckpointUnavailable as exc:
+        raise RollbackError(str(exc)) from None
+    checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
         audit_log(action="instances.job.rollback", actor=acting_user, organization=job.organization, obj=job,

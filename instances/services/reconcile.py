@@ -3,6 +3,7 @@ stops go through ``stopping`` with a final checkpoint."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from datetime import datetime, timedelta
 
@@ -11,9 +12,10 @@ from django.db.models import F
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from instances import tasks
+from instances import attempt_watch, joblogs, tasks
 from instances.backends.base import BackendError, ComputeBackend, JobStatus, UnknownHandle
 from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
+from instances.k8s_reasons import status_reason
 from instances.models import Instance, JobAttempt, Node, TrainingJob
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
 from instances.services import backend as boundary
@@ -47,9 +49,16 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, _("running"), now=now)
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
+        attempt_watch.attempt_seen_running(attempt=attempt, now=now)  # bills a lost job up to here
         return instance
+    if status.state == "pending":  # the reason in words; given up past INSTANCES_PENDING_TIMEOUT_S
+        return attempt_watch.attempt_pending(attempt=attempt, status=status, now=now)
     if not status.terminal:
         return instance
+    if status.reason == "deleted" and instance.status == S.STOPPING:  # our own stop deleted it
+        status = JobStatus("stopped", None, _("stopped"), status.started_at, now)
+    elif status.reason:  # the backend's cause in the user's language (instances.k8s_reasons)
+        status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
     with transaction.atomic():
         claimed = JobAttempt.objects.filter(pk=attempt.pk).exclude(state__in=ATTEMPT_TERMINAL).update(
             state=status.state, exit_code=status.exit_code, message=status.message[:300],
@@ -77,7 +86,11 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 _job_finish(instance, JobOutcome.STOPPED)
         elif state == "preempted" or lost_node:
             reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
+            if status.reason == "deleted":
+                reason = status.message
             _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
+            if lost_node:  # no trace of when it stopped: bill up to when it was last seen running
+                attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
             webhook_emit(organization=instance.organization, event_type="job.preempted", data={
                 "job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number, "message": reason})
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
@@ -125,6 +138,7 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
             log.warning("reconcile: status of %s failed: %s", attempt.handle, exc)
             continue
         attempt_observe(attempt=attempt, status=st, now=now)
+        joblogs.attempt_logs_archive_due(attempt=attempt, status=st, backend=backend, now=now)
         observed += 1
     # instances stopping without a submitted attempt (stopped during provisioning) end now
     for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):
@@ -205,6 +219,7 @@ def instance_stop_backend(*, instance_id: int) -> Instance:
         _try_transition(instance, S.STOPPED, _("stopped before start"), placement=[])
     else:
         backend = boundary.compute_backend()
+        joblogs.attempt_logs_archive(attempt=attempt, backend=backend)  # stopping deletes the pods
         try:
             st = backend.stop(attempt.handle, float(_setting("INSTANCES_STOP_GRACE_S", 120)))
         except UnknownHandle as exc:

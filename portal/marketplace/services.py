@@ -301,6 +301,8 @@ def _checkpoint_of(organization: Organization, job_id: int, checkpoint_id: int) 
     checkpoint = None if job is None else checkpoints_of(job).filter(pk=checkpoint_id).first()
     if checkpoint is None:
         raise CheckpointNotFound("no such checkpoint of this job in your organization")
+    if checkpoint.deleted_at is not None:  # h-k8s: pruned by the runtime's keep-last-K
+        raise MarketplaceError(_("This checkpoint was deleted by the job (keep-last-K); it cannot be published."))
     if not checkpoint.complete or checkpoint.rolled_back:
         raise MarketplaceError(_("Only a complete checkpoint that was not rolled back can be published."))
     return checkpoint

@@ -1,20 +1,26 @@
 """Kubernetes backend (instances/backends/kubernetes.py) without a cluster.
 
 Manifests are validated in strict mode against the OpenAPI schemas shipped by ``kubernetes-validate``
-(releases 1.33 and the newest it carries); the API call sequence runs against a local HTTP stand-in
-(pytest-httpserver) through the official client. Each test's docstring says what a real cluster adds.
+(releases 1.33 and the newest it carries); the calls run through the official client against the cluster
+stand-in (``tests/instances/k8s_standin.py``), which behaves like the control plane; the inventory's node
+shapes are served by pytest-httpserver. Each test's docstring names the cluster semantics it relies on and
+what a real cluster adds.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
+from k8s_standin import StandinCluster
 from kubernetes import client
 from pytest_httpserver import HTTPServer
-from werkzeug import Request, Response
 
 from instances.backends import DatasetMount, JobSpec, get_backend
 from instances.backends.kubernetes import KubernetesBackend, job_status_from, nodes_from, object_name
@@ -96,8 +102,8 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
     assert job["metadata"]["name"] == NAME == object_name("Job_42", 2)
     assert (spec["completionMode"], spec["completions"], spec["parallelism"]) == ("Indexed", 2, 2)
     assert spec["podFailurePolicy"]["rules"] == [
-        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [64]}},
-        {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
+        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [64, 87]}},
+        {"action": "FailJob", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},
     ]
     assert pod["restartPolicy"] == "Never"
     assert pod["subdomain"] == NAME
@@ -117,7 +123,16 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
             ]
         }
     ]
+    assert (container["terminationMessagePath"], container["terminationMessagePolicy"]) == (
+        "/dev/termination-log", "FallbackToLogsOnError")
     assert container["command"] == [
+        "python",
+        "-m",
+        "instances.backends.local_launcher",
+        "--workspace=/run/gpu-portal",
+        "--termination-log=/dev/termination-log",
+        "--forward-signals",
+        "--",
         "torchrun",
         "--nnodes=2",
         "--nproc-per-node=8",
@@ -125,6 +140,10 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
         f"--rdzv-endpoint={NAME}-0.{NAME}.{NS}.svc:29500",
         f"--rdzv-id={NAME}",
         "--max-restarts=0",
+        "-m",
+        "instances.backends.rank_shim",
+        "--exit-dir",
+        "/run/gpu-portal/ranks",
         "-m",
         "instances.runtime",
         "--config",
@@ -138,16 +157,207 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
     assert dataset_volume["persistentVolumeClaim"] == {"claimName": "legal-shards", "readOnly": True}
 
 
-# --- the call sequence against a stand-in -------------------------------------------------------------------
+# --- the call sequence against the cluster stand-in (tests/instances/k8s_standin.py) ------------------------
 
 
-def echo(status: int) -> Any:
-    def handler(request: Request) -> Response:
-        body = json.loads(request.get_data() or b"{}")
-        body.setdefault("metadata", {})["uid"] = "0000"
-        return Response(json.dumps(body), status=status, content_type="application/json")
+@pytest.fixture
+def cluster() -> Iterator[StandinCluster]:
+    with StandinCluster() as c:
+        for name in ("gpu-node-001", "gpu-node-002", "gpu-node-003"):
+            c.add_node(name, gpus=8)
+        yield c
 
-    return handler
+
+def standin_backend(cluster: StandinCluster, **options: Any) -> KubernetesBackend:
+    return KubernetesBackend(namespace=NS, api_client=cluster.api_client(), **options)
+
+
+def test_submit_status_checkpoint_and_stop_on_the_stand_in(cluster: StandinCluster) -> None:
+    """Relies on: strict validation of created bodies, the Indexed Job controller, the scheduler's node
+    affinity, merge-patch handling, Foreground deletion with the pods' grace period. A real cluster also
+    pulls the image and runs torchrun's rendezvous over the headless Service's DNS names."""
+    backend = standin_backend(cluster)
+
+    handle = backend.submit(gang_spec())
+    pods = cluster.pods(NS)
+    running = backend.status(handle)
+    notified = backend.request_checkpoint(handle)
+    annotations = cluster.job(NS, NAME)["metadata"]["annotations"]  # type: ignore[index]
+    stopped = backend.stop(handle, grace_s=600)
+
+    assert handle == f"k8s:{NS}/{NAME}"
+    assert [(p["metadata"]["name"][:-6], p["spec"]["nodeName"]) for p in pods] == [
+        (f"{NAME}-0", "gpu-node-001"), (f"{NAME}-1", "gpu-node-002")]
+    assert (running.state, running.message) == ("running", "2 pod(s) running")
+    assert notified == 1
+    assert annotations.keys() == {"gpu-portal/checkpoint-requested-at"}
+    assert (stopped.state, stopped.message) == ("stopped", f"stopped (job {NAME} deleted)")
+    sent = [(method, path.rsplit("/", 1)[-1], body) for method, path, body in cluster.requests]
+    assert [body["kind"] for method, _, body in sent if method == "POST"] == ["ConfigMap", "Service", "Job"]
+    assert [body for method, _, body in sent if method == "POST"] == backend.manifests(gang_spec())
+    assert next(body for method, last, body in sent if method == "DELETE" and last == NAME) == {
+        "apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground", "gracePeriodSeconds": 600}
+    assert cluster.pods(NS) == [] and cluster.job(NS, NAME) is None
+    assert [k for k, ns, _ in cluster.objects if ns == NS and k in ("Service", "ConfigMap", "Job")] == []
+
+
+def test_a_second_submit_of_the_same_attempt_creates_nothing_new(cluster: StandinCluster) -> None:
+    """Relies on: 409 AlreadyExists for an existing name; the backend keeps the first objects."""
+    backend = standin_backend(cluster)
+    first = backend.submit(gang_spec())
+    uid = cluster.job(NS, NAME)["metadata"]["uid"]  # type: ignore[index]
+
+    assert backend.submit(gang_spec()) == first == f"k8s:{NS}/{NAME}"
+    assert cluster.job(NS, NAME)["metadata"]["uid"] == uid  # type: ignore[index]
+    assert len(cluster.pods(NS)) == 2
+
+
+def test_an_evicted_pod_makes_the_attempt_preempted_not_crashed(cluster: StandinCluster) -> None:
+    """Relies on: the Eviction API's DisruptionTarget, the FailJob rule on it terminating the other pod (its
+    runtime saves a checkpoint and exits 85), the Failed condition naming the disrupted pod after it is gone.
+    On a real cluster the scheduler's preemption or a drain adds the same condition."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec())
+    victim = cluster.pod(NS, f"{NAME}-1-")["metadata"]["name"]
+    client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
+        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
+
+    status = backend.status(handle)
+
+    assert (status.state, status.reason) == ("preempted", "evicted")
+    assert status.message == f"pod {victim} disrupted (DisruptionTarget): resume from the newest checkpoint"
+    assert status.details == {"pod": victim, "why": "DisruptionTarget", "node": ""}
+    assert cluster.pods(NS) == []  # both pods gone; only the Job's condition remembers
+
+
+def test_a_job_deleted_outside_the_portal_is_lost_not_unknown(cluster: StandinCluster) -> None:
+    """Relies on: Background deletion removing the Job at once (``kubectl delete job``); 404 afterwards."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec())
+    client.BatchV1Api(cluster.api_client()).delete_namespaced_job(NAME, NS, propagation_policy="Background")
+
+    status = backend.status(handle)
+
+    assert (status.state, status.exit_code, status.reason) == ("failed", None, "deleted")
+    assert status.terminal
+    assert status.message == f"job {NAME} not found in {NS}: deleted outside the portal"
+
+
+@pytest.mark.parametrize("code", [64, 87])
+def test_a_config_error_or_refused_resume_fails_the_job_at_once(cluster: StandinCluster, code: int) -> None:
+    """Relies on: podFailurePolicy FailJob on exit codes, container exit codes and termination messages.
+    The launcher (tested below with real torchrun) makes the container exit with the runtime's code."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec())
+    pod = cluster.pod(NS, f"{NAME}-0-")["metadata"]["name"]
+
+    cluster.container_exit(NS, pod, code, message=json.dumps({"exit_code": code, "ranks": [code] * 8}))
+    status = backend.status(handle)
+
+    assert (status.state, status.exit_code) == ("failed", code)
+    assert status.message.endswith("; PodFailurePolicy")
+
+
+def test_the_termination_message_wins_over_the_container_exit_code(cluster: StandinCluster) -> None:
+    """A container whose entrypoint lost the code (exit 1) but whose launcher wrote it keeps the code."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec(placement=(("gpu-node-001", 8),)))
+    pod = cluster.pod(NS, f"{NAME}-0-")["metadata"]["name"]
+
+    cluster.container_exit(NS, pod, 1, message='{"exit_code": 64, "ranks": [64, 85]}')
+
+    assert backend.status(handle).exit_code == 64
+
+
+def test_an_oom_killed_pod_says_so(cluster: StandinCluster) -> None:
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec(placement=(("gpu-node-001", 8),)))
+    pod = cluster.pod(NS, f"{NAME}-0-")["metadata"]["name"]
+
+    cluster.container_exit(NS, pod, 137, reason="OOMKilled")
+    status = backend.status(handle)
+
+    assert (status.state, status.exit_code, status.reason, status.details) == (
+        "failed", 137, "oom_killed", {"pod": pod})
+
+
+def test_pending_pods_report_why_from_conditions_and_events(cluster: StandinCluster) -> None:
+    """Relies on: the scheduler's Unschedulable condition and FailedScheduling Event; the kubelet's
+    ErrImagePull waiting state and Failed Event."""
+    backend = standin_backend(cluster)
+    cluster.bad_images.add("registry.example/missing:1")
+    busy = backend.submit(gang_spec(placement=(("gpu-node-001", 8),)))
+    no_room = backend.submit(gang_spec(attempt=3, placement=(("gpu-node-001", 8),)))
+    bad_image = backend.submit(gang_spec(attempt=4, image="registry.example/missing:1",
+                                         placement=(("gpu-node-002", 8),)))
+
+    waiting, pulling = backend.status(no_room), backend.status(bad_image)
+
+    assert backend.status(busy).state == "running"
+    assert (waiting.state, waiting.reason, waiting.details["gpus"]) == ("pending", "unschedulable", 8)
+    assert waiting.details["message"] == (
+        "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
+        "2 node(s) didn't match Pod's node affinity/selector.")
+    assert (pulling.state, pulling.reason, pulling.details["image"]) == (
+        "pending", "image_pull", "registry.example/missing:1")
+    assert "Failed to pull image" in pulling.details["message"]
+
+
+def test_a_node_lost_mid_run_preempts_with_reason_node_lost(cluster: StandinCluster) -> None:
+    """Relies on: NotReady -> taint-manager deletion after the 300 s toleration with DisruptionTarget
+    (DeletionByTaintManager); a real node's kubelet would be unreachable, so no exit code is reported."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec())
+
+    cluster.set_node_ready("gpu-node-002", False)
+    cluster.advance(120)
+    before = backend.status(handle)
+    cluster.advance(180)
+    after = backend.status(handle)
+
+    assert before.state == "running"
+    assert (after.state, after.reason) == ("preempted", "node_lost")
+    assert [n.state for n in backend.inventory() if n.name == "gpu-node-002"] == ["cordoned"]
+
+
+def test_logs_are_read_per_rank_and_an_unknown_rank_is_none(cluster: StandinCluster) -> None:
+    """Relies on: the pod log subresource and the completion-index annotation of Indexed Job pods."""
+    backend = standin_backend(cluster)
+    handle = backend.submit(gang_spec())
+    for index in (0, 1):
+        pod = cluster.pod(NS, f"{NAME}-{index}-")["metadata"]["name"]
+        cluster.write_log(NS, pod, "\n".join(f"rank {index} step {s}" for s in range(5)))
+
+    assert backend.logs(handle, rank=0, lines=2) == ["rank 0 step 3", "rank 0 step 4"]
+    assert backend.logs(handle, rank=1, lines=1) == ["rank 1 step 4"]
+    assert backend.logs(handle, rank=2) is None
+
+
+def test_the_pod_command_keeps_the_runtime_exit_code_under_torchrun(tmp_path: Path) -> None:
+    """The container's argv from the manifest, run here with real torchrun (2 local ranks, one node): an
+    invalid runtime config exits 64 in each rank; torchrun alone would exit 1. A real pod runs the same argv
+    with the config mounted from the ConfigMap and /dev/termination-log read by the kubelet."""
+    backend = backend_for()
+    argv = backend.job_manifest(gang_spec(placement=(("n", 2),), nproc_per_node=2))["spec"]["template"]["spec"][
+        "containers"][0]["command"]
+    (tmp_path / "job.json").write_text('{"max_steps": "not a number"}')
+    termination = tmp_path / "termination-log"
+    replace = {"/etc/gpu-portal": str(tmp_path), "/run/gpu-portal": str(tmp_path / "ws"),
+               "/dev/termination-log": str(termination),
+               f"{NAME}-0.{NAME}.{NS}.svc:29500": "127.0.0.1:0", "--rdzv-backend=c10d": "--standalone"}
+    local: list[str] = []
+    for arg in argv:
+        for old, new in replace.items():
+            arg = arg.replace(old, new)
+        if not arg.startswith("--rdzv-endpoint") and not arg.startswith("--rdzv-id"):
+            local.append(arg)
+    local[0] = sys.executable
+    local[local.index("torchrun")] = str(Path(sys.executable).with_name("torchrun"))
+
+    done = subprocess.run(local, capture_output=True, text=True, timeout=300, check=False)
+
+    assert done.returncode == 64, done.stderr[-2000:]
+    assert json.loads(termination.read_text()) == {"exit_code": 64, "ranks": [64, 64]}
 
 
 def job_json(conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
@@ -188,89 +398,23 @@ def pod_list(*pods: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": list(pods)}
 
 
-def test_submit_status_checkpoint_and_stop_make_the_expected_calls(httpserver: HTTPServer) -> None:
-    """A real cluster would also schedule the pods (device plugin, node affinity), pull the image, run
-    finalizers for the Foreground delete and garbage-collect the pods; here the stand-in only answers."""
-    base, batch = f"/api/v1/namespaces/{NS}", f"/apis/batch/v1/namespaces/{NS}"
-    httpserver.expect_ordered_request(f"{base}/configmaps", method="POST").respond_with_handler(echo(201))
-    httpserver.expect_ordered_request(f"{base}/services", method="POST").respond_with_handler(echo(201))
-    httpserver.expect_ordered_request(f"{batch}/jobs", method="POST").respond_with_handler(echo(201))
-    httpserver.expect_ordered_request(f"{batch}/jobs/{NAME}", method="GET").respond_with_json(job_json())
-    httpserver.expect_ordered_request(
-        f"{base}/pods", method="GET", query_string={"labelSelector": f"gpu-portal/job={NAME}"}
-    ).respond_with_json(pod_list(pod_json(0, "Running"), pod_json(1, "Running")))
-    httpserver.expect_ordered_request(f"{batch}/jobs/{NAME}", method="PATCH").respond_with_json(job_json())
-    httpserver.expect_ordered_request(f"{batch}/jobs/{NAME}", method="DELETE").respond_with_json(
-        {"kind": "Status", "apiVersion": "v1", "status": "Success"}
-    )
-    httpserver.expect_ordered_request(f"{base}/services/{NAME}", method="DELETE").respond_with_json({})
-    httpserver.expect_ordered_request(f"{base}/configmaps/{NAME}", method="DELETE").respond_with_json({})
-    httpserver.expect_ordered_request(f"{batch}/jobs/{NAME}", method="GET").respond_with_json(
-        {"kind": "Status", "apiVersion": "v1", "code": 404, "reason": "NotFound"}, status=404
-    )
-    backend = backend_for(httpserver)
-
-    handle = backend.submit(gang_spec())
-    running = backend.status(handle)
-    notified = backend.request_checkpoint(handle)
-    stopped = backend.stop(handle, grace_s=600)
-
-    httpserver.check_assertions()
-    assert handle == f"k8s:{NS}/{NAME}"
-    assert (running.state, running.message) == ("running", "2 pod(s) running")
-    assert notified == 1
-    assert (stopped.state, stopped.message) == ("unknown", f"job {NAME} not found in {NS}")
-    requests = [req for req, _ in httpserver.log]
-    sent = [json.loads(r.get_data()) for r in requests[:3]]
-    assert [m["kind"] for m in sent] == ["ConfigMap", "Service", "Job"]
-    assert sent == backend.manifests(gang_spec())
-    assert json.loads(requests[5].get_data())["metadata"]["annotations"].keys() == {
-        "gpu-portal/checkpoint-requested-at"
-    }
-    assert requests[5].headers["Content-Type"] == "application/merge-patch+json"  # an object, not a JSON Patch
-    assert json.loads(requests[6].get_data()) == {
-        "apiVersion": "v1",
-        "kind": "DeleteOptions",
-        "propagationPolicy": "Foreground",
-        "gracePeriodSeconds": 600,
-    }
-
-
-def test_a_second_submit_of_the_same_attempt_creates_nothing_new(httpserver: HTTPServer) -> None:
-    """A real API server answers 409 AlreadyExists exactly like this; the backend keeps the first objects."""
-    conflict = {"kind": "Status", "apiVersion": "v1", "code": 409, "reason": "AlreadyExists"}
-    for path in (f"/api/v1/namespaces/{NS}/configmaps", f"/api/v1/namespaces/{NS}/services"):
-        httpserver.expect_request(path, method="POST").respond_with_json(conflict, status=409)
-    httpserver.expect_request(f"/apis/batch/v1/namespaces/{NS}/jobs", method="POST").respond_with_json(
-        conflict, status=409
-    )
-
-    assert backend_for(httpserver).submit(gang_spec()) == f"k8s:{NS}/{NAME}"
-
-
-def test_a_preempted_pod_maps_to_preempted(httpserver: HTTPServer) -> None:
-    """On a real cluster the scheduler or the eviction API adds the DisruptionTarget condition before
-    killing the pod, and the Job controller replaces the pod without counting it (the Ignore rule)."""
-    httpserver.expect_request(f"/apis/batch/v1/namespaces/{NS}/jobs/{NAME}").respond_with_json(job_json())
-    httpserver.expect_request(f"/api/v1/namespaces/{NS}/pods").respond_with_json(
-        pod_list(pod_json(0, "Running"), pod_json(1, "Failed", exit_code=85, disrupted=True))
-    )
-
-    status = backend_for(httpserver).status(f"k8s:{NS}/{NAME}")
-
-    assert (status.state, status.exit_code) == ("preempted", 85)
-    assert status.message == (
-        f"pod {NAME}-1-abcde disrupted (PreemptionByScheduler): resume from the newest checkpoint"
-    )
-
-
 def test_job_and_pod_states_map_to_job_states() -> None:
     """Pure mapping of API JSON; a real cluster produces these shapes through the Job controller."""
     complete = [{"type": "Complete", "status": "True", "lastTransitionTime": "2025-01-01T01:00:00Z"}]
     failed = [{"type": "Failed", "status": "True", "reason": "PodFailurePolicy"}]
 
     assert job_status_from(job_json(), [pod_json(0, "Running", exit_code=None)]).state == "pending"
-    assert job_status_from(job_json(), [pod_json(0, "Failed", exit_code=85)]).state == "preempted"
+    assert job_status_from(job_json(), [pod_json(0, "Running"), pod_json(1, "Running")]).state == "running"
+    assert job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=85)]).state == "preempted"
+    disrupted = job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=1),
+                                                   pod_json(1, "Failed", exit_code=85, disrupted=True)])
+    assert (disrupted.state, disrupted.exit_code, disrupted.reason) == ("preempted", 85, "evicted")
+    assert disrupted.message == (
+        f"pod {NAME}-1-abcde disrupted (PreemptionByScheduler): resume from the newest checkpoint")
+    mixed = job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=85), pod_json(1, "Failed", exit_code=1)])
+    assert (mixed.state, mixed.exit_code) == ("failed", 1)  # a crash beats the peer it took down
+    target = [{"type": "FailureTarget", "status": "True", "reason": "PodFailurePolicy", "message": "m"}]
+    assert (job_status_from(job_json(target), [pod_json(0, "Running")]).state) == "running"
     ok = job_status_from(job_json(complete), [pod_json(0, "Succeeded", exit_code=0)])
     assert (ok.state, ok.exit_code, str(ok.finished_at)) == ("succeeded", 0, "2025-01-01 01:00:00+00:00")
     bad = job_status_from(
@@ -350,3 +494,38 @@ def test_get_backend_builds_a_kubernetes_backend_without_contacting_a_cluster() 
 
     assert isinstance(backend, KubernetesBackend)
     assert backend.namespace == "x"
+
+
+def test_the_pod_launcher_passes_the_kubelets_sigterm_on_and_reports_the_code(tmp_path: Path) -> None:
+    """The kubelet signals only the container's first process; the launcher (``--forward-signals``) passes
+    SIGTERM to its command (torchrun passes it to the ranks), whose exit code reaches the termination log."""
+    import signal
+    import time
+
+    ready = tmp_path / "ready"
+    child = ("import pathlib, signal, sys, time\n"
+             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(85))\n"
+             f"pathlib.Path({str(ready)!r}).write_text('up')\n"
+             "time.sleep(120)\n")
+    termination = tmp_path / "termination-log"
+    proc = subprocess.Popen([sys.executable, "-m", "instances.backends.local_launcher",
+                             f"--workspace={tmp_path / 'ws'}", f"--termination-log={termination}",
+                             "--forward-signals", "--", sys.executable, "-c", child])
+    for _ in range(600):  # wait for the child's handler, not for time to pass
+        if ready.exists() or proc.poll() is not None:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGTERM)
+
+    assert proc.wait(timeout=60) == 85
+    assert json.loads(termination.read_text()) == {"exit_code": 85, "ranks": []}
+
+
+def test_logs_of_an_unreachable_cluster_are_a_backend_error() -> None:
+    from instances.backends.base import BackendError
+
+    backend = KubernetesBackend(namespace=NS, api_client=client.ApiClient(client.Configuration(
+        host="http://127.0.0.1:9")))  # discard port: nothing listens
+
+    with pytest.raises(BackendError, match=f"reading the log of {NAME} rank 0"):
+        backend.logs(f"k8s:{NS}/{NAME}", rank=0)

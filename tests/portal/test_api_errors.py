@@ -143,7 +143,10 @@ def test_logs_lines_must_be_a_number_in_range(api, alice, alice_org):
     for value in ("abc", "0", "2001", "1e3"):
         result = _envelope(api.get(f"/api/v1/jobs/{inst.job.pk}/logs?lines={value}"), 400, "invalid")
         assert "lines" in result["error"]["details"]
-    assert api.get(f"/api/v1/jobs/{inst.job.pk}/logs?lines=5").json() == {"job": inst.job.pk, "lines": []}
+    body = api.get(f"/api/v1/jobs/{inst.job.pk}/logs?lines=5").json()
+    assert (body["job"], body["lines"], body["rank"]) == (inst.job.pk, [], 0)
+    for query in ("rank=-1", "rank=abc", "attempt=0"):
+        _envelope(api.get(f"/api/v1/jobs/{inst.job.pk}/logs?{query}"), 400, "invalid")
 
 
 def test_docs_and_schema_answer_other_methods_with_405_in_the_envelope(api):

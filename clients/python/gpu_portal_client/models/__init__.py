@@ -62,6 +62,7 @@ from .paginated_upload_list import PaginatedUploadList
 from .paginated_usage_record_list import PaginatedUsageRecordList
 from .paginated_webhook_delivery_list import PaginatedWebhookDeliveryList
 from .paginated_webhook_endpoint_list import PaginatedWebhookEndpointList
+from .pin_request import PinRequest
 from .publish_request import PublishRequest
 from .revenue import Revenue
 from .role_enum import RoleEnum
@@ -156,6 +157,7 @@ __all__ = (
     "PaginatedUsageRecordList",
     "PaginatedWebhookDeliveryList",
     "PaginatedWebhookEndpointList",
+    "PinRequest",
     "PublishRequest",
     "Revenue",
     "RoleEnum",

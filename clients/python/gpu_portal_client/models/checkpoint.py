@@ -25,6 +25,8 @@ class Checkpoint:
         loss (float | None | Unset):
         complete (bool | Unset):
         rolled_back (bool | Unset):
+        pinned (bool | Unset):
+        deleted_at (datetime.datetime | None | Unset):
     """
 
     id: int
@@ -36,6 +38,8 @@ class Checkpoint:
     loss: float | None | Unset = UNSET
     complete: bool | Unset = UNSET
     rolled_back: bool | Unset = UNSET
+    pinned: bool | Unset = UNSET
+    deleted_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -63,6 +67,16 @@ class Checkpoint:
 
         rolled_back = self.rolled_back
 
+        pinned = self.pinned
+
+        deleted_at: None | str | Unset
+        if isinstance(self.deleted_at, Unset):
+            deleted_at = UNSET
+        elif isinstance(self.deleted_at, datetime.datetime):
+            deleted_at = self.deleted_at.isoformat()
+        else:
+            deleted_at = self.deleted_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -83,6 +97,10 @@ class Checkpoint:
             field_dict["complete"] = complete
         if rolled_back is not UNSET:
             field_dict["rolled_back"] = rolled_back
+        if pinned is not UNSET:
+            field_dict["pinned"] = pinned
+        if deleted_at is not UNSET:
+            field_dict["deleted_at"] = deleted_at
 
         return field_dict
 
@@ -119,6 +137,25 @@ class Checkpoint:
 
         rolled_back = d.pop("rolled_back", UNSET)
 
+        pinned = d.pop("pinned", UNSET)
+
+        def _parse_deleted_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                deleted_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return deleted_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        deleted_at = _parse_deleted_at(d.pop("deleted_at", UNSET))
+
         checkpoint = cls(
             id=id,
             step=step,
@@ -129,6 +166,8 @@ class Checkpoint:
             loss=loss,
             complete=complete,
             rolled_back=rolled_back,
+            pinned=pinned,
+            deleted_at=deleted_at,
         )
 
         checkpoint.additional_properties = d

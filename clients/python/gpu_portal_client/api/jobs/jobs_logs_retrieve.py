@@ -14,12 +14,18 @@ from ...types import UNSET, Response, Unset
 def _get_kwargs(
     id: int,
     *,
+    attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
+    rank: int | Unset = 0,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
 
+    params["attempt"] = attempt
+
     params["lines"] = lines
+
+    params["rank"] = rank
 
     params = {k: v for k, v in params.items() if v is not UNSET and v is not None}
 
@@ -98,14 +104,19 @@ def sync_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
+    rank: int | Unset = 0,
 ) -> Response[ErrorEnvelope | JobsLogsRetrieveResponse200]:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+    or attempt is a 404 ``unknown_rank``.
 
     Args:
         id (int):
+        attempt (int | Unset):
         lines (int | Unset):  Default: 200.
+        rank (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -117,7 +128,9 @@ def sync_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+        attempt=attempt,
         lines=lines,
+        rank=rank,
     )
 
     response = client.get_httpx_client().request(
@@ -131,14 +144,19 @@ def sync(
     id: int,
     *,
     client: AuthenticatedClient,
+    attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
+    rank: int | Unset = 0,
 ) -> ErrorEnvelope | JobsLogsRetrieveResponse200 | None:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+    or attempt is a 404 ``unknown_rank``.
 
     Args:
         id (int):
+        attempt (int | Unset):
         lines (int | Unset):  Default: 200.
+        rank (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -151,7 +169,9 @@ def sync(
     return sync_detailed(
         id=id,
         client=client,
+        attempt=attempt,
         lines=lines,
+        rank=rank,
     ).parsed
 
 
@@ -159,14 +179,19 @@ async def asyncio_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
+    rank: int | Unset = 0,
 ) -> Response[ErrorEnvelope | JobsLogsRetrieveResponse200]:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+    or attempt is a 404 ``unknown_rank``.
 
     Args:
         id (int):
+        attempt (int | Unset):
         lines (int | Unset):  Default: 200.
+        rank (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -178,7 +203,9 @@ async def asyncio_detailed(
 
     kwargs = _get_kwargs(
         id=id,
+        attempt=attempt,
         lines=lines,
+        rank=rank,
     )
 
     response = await client.get_async_httpx_client().request(**kwargs)
@@ -190,14 +217,19 @@ async def asyncio(
     id: int,
     *,
     client: AuthenticatedClient,
+    attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
+    rank: int | Unset = 0,
 ) -> ErrorEnvelope | JobsLogsRetrieveResponse200 | None:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
+    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
+    or attempt is a 404 ``unknown_rank``.
 
     Args:
         id (int):
+        attempt (int | Unset):
         lines (int | Unset):  Default: 200.
+        rank (int | Unset):  Default: 0.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -211,6 +243,8 @@ async def asyncio(
         await asyncio_detailed(
             id=id,
             client=client,
+            attempt=attempt,
             lines=lines,
+            rank=rank,
         )
     ).parsed

@@ -1,0 +1,275 @@
+from http import HTTPStatus
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from ... import errors
+from ...client import AuthenticatedClient, Client
+from ...models.checkpoint import Checkpoint
+from ...models.error_envelope import ErrorEnvelope
+from ...models.pin_request import PinRequest
+from ...types import UNSET, Response, Unset
+
+
+def _get_kwargs(
+    id: int,
+    checkpoint_id: str,
+    *,
+    body: PinRequest | Unset = UNSET,
+) -> dict[str, Any]:
+    headers: dict[str, Any] = {}
+
+    _kwargs: dict[str, Any] = {
+        "method": "post",
+        "url": "/api/v1/jobs/{id}/checkpoints/{checkpoint_id}/pin".format(
+            id=quote(str(id), safe=""),
+            checkpoint_id=quote(str(checkpoint_id), safe=""),
+        ),
+    }
+
+    if not isinstance(body, Unset):
+        _kwargs["json"] = body.to_dict()
+
+    headers["Content-Type"] = "application/json"
+
+    _kwargs["headers"] = headers
+    return _kwargs
+
+
+def _parse_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Checkpoint | ErrorEnvelope | None:
+    if response.status_code == 200:
+        response_200 = Checkpoint.from_dict(response.json())
+
+        return response_200
+
+    if response.status_code == 400:
+        response_400 = ErrorEnvelope.from_dict(response.json())
+
+        return response_400
+
+    if response.status_code == 401:
+        response_401 = ErrorEnvelope.from_dict(response.json())
+
+        return response_401
+
+    if response.status_code == 402:
+        response_402 = ErrorEnvelope.from_dict(response.json())
+
+        return response_402
+
+    if response.status_code == 403:
+        response_403 = ErrorEnvelope.from_dict(response.json())
+
+        return response_403
+
+    if response.status_code == 404:
+        response_404 = ErrorEnvelope.from_dict(response.json())
+
+        return response_404
+
+    if response.status_code == 405:
+        response_405 = ErrorEnvelope.from_dict(response.json())
+
+        return response_405
+
+    if response.status_code == 406:
+        response_406 = ErrorEnvelope.from_dict(response.json())
+
+        return response_406
+
+    if response.status_code == 409:
+        response_409 = ErrorEnvelope.from_dict(response.json())
+
+        return response_409
+
+    if response.status_code == 413:
+        response_413 = ErrorEnvelope.from_dict(response.json())
+
+        return response_413
+
+    if response.status_code == 415:
+        response_415 = ErrorEnvelope.from_dict(response.json())
+
+        return response_415
+
+    if response.status_code == 422:
+        response_422 = ErrorEnvelope.from_dict(response.json())
+
+        return response_422
+
+    if response.status_code == 429:
+        response_429 = ErrorEnvelope.from_dict(response.json())
+
+        return response_429
+
+    if response.status_code == 502:
+        response_502 = ErrorEnvelope.from_dict(response.json())
+
+        return response_502
+
+    if response.status_code == 503:
+        response_503 = ErrorEnvelope.from_dict(response.json())
+
+        return response_503
+
+    if response.status_code == 504:
+        response_504 = ErrorEnvelope.from_dict(response.json())
+
+        return response_504
+
+    if client.raise_on_unexpected_status:
+        raise errors.UnexpectedStatus(response.status_code, response.content)
+    else:
+        return None
+
+
+def _build_response(
+    *, client: AuthenticatedClient | Client, response: httpx.Response
+) -> Response[Checkpoint | ErrorEnvelope]:
+    return Response(
+        status_code=HTTPStatus(response.status_code),
+        content=response.content,
+        headers=response.headers,
+        parsed=_parse_response(client=client, response=response),
+    )
+
+
+def sync_detailed(
+    id: int,
+    checkpoint_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: PinRequest | Unset = UNSET,
+) -> Response[Checkpoint | ErrorEnvelope]:
+    """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+    Another job's or organization's checkpoint is a 404; a deleted one a 409.
+
+    Args:
+        id (int):
+        checkpoint_id (str):
+        body (PinRequest | Unset): Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``:
+            ``pinned`` false unpins.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Checkpoint | ErrorEnvelope]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        checkpoint_id=checkpoint_id,
+        body=body,
+    )
+
+    response = client.get_httpx_client().request(
+        **kwargs,
+    )
+
+    return _build_response(client=client, response=response)
+
+
+def sync(
+    id: int,
+    checkpoint_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: PinRequest | Unset = UNSET,
+) -> Checkpoint | ErrorEnvelope | None:
+    """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+    Another job's or organization's checkpoint is a 404; a deleted one a 409.
+
+    Args:
+        id (int):
+        checkpoint_id (str):
+        body (PinRequest | Unset): Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``:
+            ``pinned`` false unpins.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Checkpoint | ErrorEnvelope
+    """
+
+    return sync_detailed(
+        id=id,
+        checkpoint_id=checkpoint_id,
+        client=client,
+        body=body,
+    ).parsed
+
+
+async def asyncio_detailed(
+    id: int,
+    checkpoint_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: PinRequest | Unset = UNSET,
+) -> Response[Checkpoint | ErrorEnvelope]:
+    """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+    Another job's or organization's checkpoint is a 404; a deleted one a 409.
+
+    Args:
+        id (int):
+        checkpoint_id (str):
+        body (PinRequest | Unset): Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``:
+            ``pinned`` false unpins.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Response[Checkpoint | ErrorEnvelope]
+    """
+
+    kwargs = _get_kwargs(
+        id=id,
+        checkpoint_id=checkpoint_id,
+        body=body,
+    )
+
+    response = await client.get_async_httpx_client().request(**kwargs)
+
+    return _build_response(client=client, response=response)
+
+
+async def asyncio(
+    id: int,
+    checkpoint_id: str,
+    *,
+    client: AuthenticatedClient,
+    body: PinRequest | Unset = UNSET,
+) -> Checkpoint | ErrorEnvelope | None:
+    """Pin (never deleted by keep-last-K, not counted in K) or unpin (``{"pinned": false}``) a checkpoint.
+    Another job's or organization's checkpoint is a 404; a deleted one a 409.
+
+    Args:
+        id (int):
+        checkpoint_id (str):
+        body (PinRequest | Unset): Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``:
+            ``pinned`` false unpins.
+
+    Raises:
+        errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
+        httpx.TimeoutException: If the request takes longer than Client.timeout.
+
+    Returns:
+        Checkpoint | ErrorEnvelope
+    """
+
+    return (
+        await asyncio_detailed(
+            id=id,
+            checkpoint_id=checkpoint_id,
+            client=client,
+            body=body,
+        )
+    ).parsed

@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Self, TypeVar
+
+from attrs import define as _attrs_define
+from attrs import field as _attrs_field
+
+from ..types import UNSET, Unset
+
+T = TypeVar("T", bound="PinRequest")
+
+
+@_attrs_define
+class PinRequest:
+    """Input of ``POST /jobs/{id}/checkpoints/{checkpoint_id}/pin``: ``pinned`` false unpins.
+
+    Attributes:
+        pinned (bool | Unset):  Default: True.
+    """
+
+    pinned: bool | Unset = True
+    additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        pinned = self.pinned
+
+        field_dict: dict[str, Any] = {}
+        field_dict.update(self.additional_properties)
+        field_dict.update({})
+        if pinned is not UNSET:
+            field_dict["pinned"] = pinned
+
+        return field_dict
+
+    @classmethod
+    def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        d = dict(src_dict)
+        pinned = d.pop("pinned", UNSET)
+
+        pin_request = cls(
+            pinned=pinned,
+        )
+
+        pin_request.additional_properties = d
+        return pin_request
+
+    @property
+    def additional_keys(self) -> list[str]:
+        return list(self.additional_properties.keys())
+
+    def __getitem__(self, key: str) -> Any:
+        return self.additional_properties[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.additional_properties[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self.additional_properties[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.additional_properties

@@ -1,0 +1,143 @@
+"""The checkpoint list as the truth: pruned checkpoints, pins, and which checkpoints an action may use.
+
+* The runtime reports each checkpoint folder it deletes under keep-last-K as an event
+  ``{"type": "checkpoint_pruned", "step": int, "path": str}``; :func:`checkpoint_pruned_apply` marks the row
+  ``deleted_at`` (kept as history; the console offers no action on it).
+* A user pins a checkpoint (:func:`checkpoint_pin`): the portal writes the ``PINNED`` marker into the step
+  folder (``instances.runtime.checkpoint.PIN_MARKER``; the runtime's keep-last-K never deletes a pinned
+  folder and does not count it) and records ``pinned``. Unpinning removes the marker.
+* :func:`checkpoint_for_action` is the one check before a rollback or a publish: a checkpoint of this job
+  that is complete, not set aside by a rollback and not deleted — else a clear refusal, nothing changed,
+  and no running attempt is touched.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from instances.models import Checkpoint, TrainingJob
+from instances.runtime.checkpoint import PIN_MARKER
+from portal.audit import audit_log
+from portal.models import User
+from portal.permissions import authorize_change
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointUnavailable(ValueError):
+    """The checkpoint cannot be used for the action asked (missing, foreign, deleted, set aside, partial).
+    ``not_found``: True when it is not a checkpoint of this job at all (a 404 for views)."""
+
+    def __init__(self, message: str, *, not_found: bool = False) -> None:
+        super().__init__(message)
+        self.not_found = not_found
+
+
+def _checkpoint_of(job: TrainingJob, checkpoint_id: Any) -> Checkpoint:
+    try:
+        cp_id = int(checkpoint_id)
+    except (TypeError, ValueError):
+        raise CheckpointUnavailable(_("Unknown checkpoint."), not_found=True) from None
+    cp = job.checkpoints.filter(pk=cp_id).first()
+    if cp is None:
+        raise CheckpointUnavailable(_("Unknown checkpoint."), not_found=True)
+    return cp
+
+
+def checkpoint_for_action(*, job: TrainingJob, checkpoint_id: Any) -> Checkpoint:
+    """The checkpoint ``checkpoint_id`` of ``job`` if a rollback or publish may use it. Raises
+    :class:`CheckpointUnavailable` with the reason: not this job's (``not_found``), deleted by keep-last-K,
+    set aside by an earlier rollback, or never completed."""
+    cp = _checkpoint_of(job, checkpoint_id)
+    if cp.deleted_at is not None:
+        raise CheckpointUnavailable(_(
+            "The checkpoint at step %(step)d no longer exists: the job deleted it to keep only its newest "
+            "checkpoints. Choose a checkpoint that is still listed, or pin checkpoints you want to keep."
+        ) % {"step": cp.step})
+    if cp.rolled_back:
+        raise CheckpointUnavailable(_("The checkpoint at step %(step)d was set aside by a rollback.") % {
+            "step": cp.step})
+    if not cp.complete:
+        raise CheckpointUnavailable(_("The checkpoint at step %(step)d is not complete.") % {"step": cp.step})
+    return cp
+
+
+def checkpoint_pruned_apply(*, job: TrainingJob, step: Any, path: Any, now: datetime) -> int:
+    """Mark the job's checkpoint at ``step`` deleted (the runtime's ``checkpoint_pruned`` event). A path
+    that names another folder than the recorded one (a rolled-back copy) changes nothing. Returns rows
+    changed (0 or 1); idempotent."""
+    if not isinstance(step, int) or isinstance(step, bool):
+        return 0
+    rows = Checkpoint.objects.filter(job=job, step=step, deleted_at__isnull=True)
+    if isinstance(path, str) and path:
+        rows = rows.filter(location=path[:500])
+    return rows.update(deleted_at=now)
+
+
+def _marker_url(cp: Checkpoint) -> str:
+    return f"{cp.location.rstrip('/')}/{PIN_MARKER}"
+
+
+def checkpoint_pin(*, job: TrainingJob, checkpoint_id: Any, pinned: bool = True,
+                   acting_user: User | None = None) -> Checkpoint:
+    """Pin (or unpin) a checkpoint of ``job``: write (remove) the ``PINNED`` marker in its folder through
+    fsspec, then record it. Raises :class:`CheckpointUnavailable` (nothing written) for a checkpoint that
+    is not this job's (``not_found``), deleted or incomplete, or whose folder the portal cannot reach;
+    ``PermissionRefused`` when ``acting_user`` may not change this job (``portal.permissions``)."""
+    authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
+    cp = _checkpoint_of(job, checkpoint_id)
+    if cp.deleted_at is not None:
+        raise CheckpointUnavailable(_("The checkpoint at step %(step)d was already deleted; it cannot be "
+                                      "pinned.") % {"step": cp.step})
+    if not cp.complete or cp.rolled_back:
+        raise CheckpointUnavailable(_("Only a complete checkpoint that was not set aside can be pinned."))
+    if cp.pinned != pinned:
+        _write_marker(cp, pinned)
+    with transaction.atomic():
+        Checkpoint.objects.filter(pk=cp.pk).update(pinned=pinned)
+        audit_log(action="instances.checkpoint.pin" if pinned else "instances.checkpoint.unpin",
+                  actor=acting_user, organization=job.organization, obj=job,
+                  extra={"checkpoint": cp.pk, "step": cp.step})
+    cp.refresh_from_db()
+    return cp
+
+
+def _write_marker(cp: Checkpoint, pinned: bool) -> None:
+    from fsspec.core import url_to_fs
+
+    try:
+        fs, folder = url_to_fs(cp.location)
+        if not fs.isdir(folder):
+            raise CheckpointUnavailable(_("The folder of the checkpoint at step %(step)d is gone.") % {
+                "step": cp.step})
+        marker = f"{folder.rstrip('/')}/{PIN_MARKER}"
+        if pinned:
+            fs.pipe_file(marker, f"pinned at {timezone.now().isoformat()}\n".encode())
+        elif fs.exists(marker):
+            fs.rm_file(marker)
+    except (OSError, ValueError, ImportError) as exc:
+        if isinstance(exc, CheckpointUnavailable):
+            raise
+        raise CheckpointUnavailable(_("The checkpoint storage cannot be reached to pin step %(step)d: "
+                                      "%(err)s") % {"step": cp.step, "err": exc}) from exc
+
+
+def checkpoint_hold_for_rollback(cp: Checkpoint) -> bool:
+    """Best effort before a rollback stops the running attempt: pin the target's folder so the final
+    checkpoint's keep-last-K cannot delete it before the next attempt resumes from it. Returns whether
+    the marker was written (False when the storage is not reachable from the portal)."""
+    if cp.pinned:
+        return True
+    try:
+        _write_marker(cp, True)
+    except CheckpointUnavailable as exc:
+        log.warning("rollback target %s not pinned: %s", cp.location, exc)
+        return False
+    Checkpoint.objects.filter(pk=cp.pk).update(pinned=True)
+    return True

@@ -1,0 +1,59 @@
+"""What the job page shows beside the curve: the dataset versions it trains on, its cost so far and how long
+it has been running (read-only; uses the datasets app's selectors and the metering records)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Sum
+from django.utils import timezone
+
+from instances.models import TrainingJob
+
+
+@dataclass(frozen=True)
+class JobSummary:
+    """``datasets``: ``[{"dataset_id", "name", "version"}]`` in mount order; ``cost_micros``: micro-CNY
+    charged so far for the job's instance (all minutes metered, every attempt); ``running``: time in run
+    segments (open one up to ``now``); ``since_launch``: ``now`` minus the instance's creation."""
+
+    datasets: list[dict[str, Any]]
+    cost_micros: int
+    running: timedelta
+    since_launch: timedelta
+
+    @property
+    def cost_cny(self) -> str:
+        """The cost as CNY with 2 decimals (rounded half-up from micro-CNY), for display."""
+        cents = (self.cost_micros + 5_000) // 10_000
+        return f"{cents // 100}.{cents % 100:02d}"
+
+
+def _hms(d: timedelta) -> str:
+    total = max(0, int(d.total_seconds()))
+    return f"{total // 3600}:{total % 3600 // 60:02d}:{total % 60:02d}"
+
+
+def job_summary(job: TrainingJob, *, now: datetime | None = None) -> JobSummary:
+    """The summary of ``job`` (two queries plus one for the dataset versions)."""
+    from billing.models import UsageRecord  # metering's per-minute charges (billing's read model)
+    from datasets.selectors import versions_visible_to
+
+    now = now or timezone.now()
+    instance = job.instance
+    ids = [int(i) for i in job.dataset_version_ids or []]
+    versions = {v.pk: v for v in versions_visible_to(job.organization).filter(pk__in=ids).select_related("dataset")}
+    datasets = [{"dataset_id": v.dataset_id, "name": v.dataset.name, "version": v.number}
+                for v in (versions.get(i) for i in ids) if v is not None]
+    cost = UsageRecord.objects.filter(instance_id=instance.pk).aggregate(s=Sum("amount_micros"))["s"] or 0
+    running = timedelta()
+    for start, end in instance.run_segments.values_list("started_at", "ended_at"):
+        running += (end or now) - start
+    return JobSummary(datasets, int(cost), running, now - instance.created_at)
+
+
+def format_duration(d: timedelta) -> str:
+    """``H:MM:SS`` (hours may exceed 24)."""
+    return _hms(d)
