@@ -67,7 +67,11 @@ class JobConfig:
     async_save: bool = True  # interval saves use dcp.async_save (training blocked only for staging)
     checkpoint_threads: int = 2  # writer threads per rank (local folders)
     verify_checkpoints: bool = True  # check manifest sizes + SHA-256 before resuming
+    store_retries: int = 4  # attempts at a checkpoint whose store fails with transient I/O errors (then exit 75)
+    store_backoff_s: float = 1.0  # first wait between those attempts, doubled each time
     resume_step: int = -1  # -1 = newest complete checkpoint; >= 0 = roll back to that step (once)
+    fresh_start: bool = False  # train from step 0: existing step-N folders are moved aside (once per attempt);
+    # without it the runtime never starts over while a checkpoint (even a damaged one) exists
     term_grace_s: float = 25.0  # after SIGTERM the checkpoint must be written within this time
     callback_url: str = ""  # portal base URL; "" = no reporting (events.jsonl only)
     job_token: str = ""
@@ -113,7 +117,7 @@ class JobConfig:
             raise ConfigError("data", "at least one shard folder is required")
         if not self.checkpoint_dir:
             raise ConfigError("checkpoint_dir", "must not be empty")
-        for name in ("seq_len", "micro_batch", "grad_accum", "checkpoint_threads", "log_every_steps"):
+        for name in ("seq_len", "micro_batch", "grad_accum", "checkpoint_threads", "log_every_steps", "store_retries"):
             if getattr(self, name) < 1:
                 raise ConfigError(name, "must be >= 1")
         for name in ("max_steps", "max_tokens", "warmup_steps", "checkpoint_every_steps", "attempt"):
@@ -134,7 +138,7 @@ class JobConfig:
         for name in ("beta1", "beta2"):
             if not 0 <= getattr(self, name) < 1:
                 raise ConfigError(name, "must be within [0, 1)")
-        for name in ("weight_decay", "grad_clip", "checkpoint_every_minutes"):
+        for name in ("weight_decay", "grad_clip", "checkpoint_every_minutes", "store_backoff_s"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, "must be >= 0")
         if not self.eps > 0:
