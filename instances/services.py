@@ -68,7 +68,7 @@ from instances.models import (
     TrainingJob,
 )
 from instances.runtime.config import ConfigError, JobConfig
-from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
+from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED, RESUMABLE_EXIT_CODES
 from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_checkpoint, node_views
 from portal.audit import audit_log
 from portal.models import Organization, User
@@ -601,7 +601,9 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             return instance
         job = TrainingJob.objects.select_for_update().filter(instance=instance).first()
         state = status.state
-        lost_node = state == "failed" and status.exit_code is None and instance.status != S.STOPPING
+        # no exit code, or a rank lost / checkpoint store unavailable (88, 75): not the job's fault, no crash budget
+        lost_node = state == "failed" and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES) \
+            and instance.status != S.STOPPING
         if state == "succeeded":
             _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)
