@@ -96,6 +96,10 @@ def test_keep_last_k_keeps_the_newest_complete_checkpoints(reference: dict[str, 
     assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]  # saves at 3, 6, 9, 12; keep_last=2
     reported = [e["step"] for e in reference["events"] if e["type"] == "checkpoint"]
     assert reported == [3, 6, 9, 12]
+    pruned = [(e["step"], e["path"]) for e in reference["events"] if e["type"] == "checkpoint_pruned"]
+    assert pruned == [(3, str(ckpt / "step-00000003")), (6, str(ckpt / "step-00000006"))]
+    kinds = [e["type"] for e in reference["events"] if e["type"].startswith("checkpoint")]
+    assert kinds == ["checkpoint", "checkpoint", "checkpoint", "checkpoint_pruned", "checkpoint", "checkpoint_pruned"]
     for name in step_dirs(ckpt):
         assert (ckpt / name / ".metadata").exists() and (ckpt / name / "manifest.json").exists()
 
@@ -359,3 +363,26 @@ def test_a_store_that_fails_reads_is_retried_and_never_sets_checkpoints_aside(
         assert "kept failing after 3 attempts" in exit_event["message"]
         assert len(retried) == 3
         assert not [e for e in events if e["type"] == "started"]
+
+
+def test_fresh_start_sets_every_checkpoint_aside_once_and_trains_from_step_0(
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    cfg = {**base_config, "max_steps": 3, "checkpoint_dir": str(ckpt), "fresh_start": True, "attempt": 4}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    assert [e["step"] for e in events if e["type"] == "started"] == [0]
+    assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(1, 3))  # same start, other schedule
+    (aside,) = [p for p in ckpt.glob("fresh-start-*") if p.is_dir()]
+    assert sorted(p.name for p in aside.iterdir()) == ["step-00000009", "step-00000012"]
+    assert step_dirs(ckpt) == ["step-00000003"]
+
+    job = run_job({**cfg, "max_steps": 5}, tmp_path / "work")  # same attempt again: resumes, no second fresh start
+    assert job.wait() == 0, job.output()
+    assert [e["step"] for e in read_events(tmp_path / "work") if e["type"] == "started"] == [0, 3]
