@@ -166,6 +166,8 @@ def job_detail(request: HttpRequest, org: str, pk: int) -> HttpResponse:
         "attempts": job.attempts.order_by("-number")[:20],
         "logs": selectors.job_logs_tail(job, lines=60),
         "last": curve[-1] if curve else None,
+        # the runtime's own MFU figure (or why there is none), from the newest progress event
+        "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
     return render(request, "instances/job_status.html" if is_partial(request) else "instances/job_detail.html", ctx)
 

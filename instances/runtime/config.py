@@ -18,6 +18,7 @@ from typing import Any, get_type_hints
 ENGINES = ("ddp", "fsdp", "deepspeed")
 MIXED_PRECISION = ("none", "bf16", "fp16")
 PRESET_NAMES = ("tiny", "gpt2-small", "1b", "7b")
+ATTENTION = ("sdpa", "eager", "flash_attention_2")
 
 
 class ConfigError(ValueError):
@@ -79,6 +80,15 @@ class JobConfig:
     workdir: str = ""  # events.jsonl goes here; "" = current directory
     log_every_steps: int = 10  # progress event every N steps
     report_interval_s: float = 5.0  # the reporter posts at most this often (and polls when idle)
+    # speed (what the field uses; all exact-resume safe): PyTorch SDPA attention (flash / memory-efficient
+    # kernels on GPU), fused AdamW on GPU (foreach on CPU), torch.compile of each decoder block, activation
+    # checkpointing of each block (trades ~1/3 more compute for memory), pinned reusable host buffers for
+    # async saves on GPU
+    attention: str = "sdpa"
+    fused_optimizer: bool = True
+    compile: bool = False
+    activation_checkpointing: bool = False
+    pinned_staging: bool = True
     extra: dict[str, Any] = field(default_factory=dict)  # free metadata kept in checkpoints
 
     # ---- construction -------------------------------------------------------------------------
@@ -151,6 +161,8 @@ class JobConfig:
             raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}")
         if self.zero_stage not in (1, 2, 3):
             raise ConfigError("zero_stage", "must be 1, 2 or 3")
+        if self.attention not in ATTENTION:
+            raise ConfigError("attention", f"must be one of {', '.join(ATTENTION)}")
         if self.mixed_precision not in MIXED_PRECISION:
             raise ConfigError("mixed_precision", f"must be one of {', '.join(MIXED_PRECISION)}")
         if (

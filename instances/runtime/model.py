@@ -50,13 +50,16 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) -> torch.nn.Module:
+def build_model(
+    name_or_path: str, *, vocab_size: int, seq_len: int, seed: int, attention: str = "sdpa"
+) -> torch.nn.Module:
     """Build a ``LlamaForCausalLM`` on CPU in float32.
 
     ``name_or_path``: a key of ``PRESETS`` (random init from ``seed``, vocabulary ``vocab_size``,
     context at least ``seq_len``) or a local Hugging Face model folder (its vocabulary must hold
     ``vocab_size`` ids). Raises ``ValueError`` for an unknown preset, a missing folder or a
-    vocabulary that is too small.
+    vocabulary that is too small. ``attention``: the Hugging Face attention implementation (``sdpa`` =
+    ``torch.nn.functional.scaled_dot_product_attention``, which picks flash / memory-efficient kernels on GPU).
     """
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
@@ -67,6 +70,7 @@ def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) 
             tie_word_embeddings=False,
             attention_dropout=0.0,
             use_cache=False,
+            attn_implementation=attention,
             **PRESETS[name_or_path],
         )
         torch.manual_seed(seed)
@@ -75,7 +79,9 @@ def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) 
         folder = Path(name_or_path)
         if not (folder / "config.json").is_file():
             raise ValueError(f"model folder {folder} has no config.json (not a Hugging Face model folder)")
-        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, torch_dtype=torch.float32, attn_implementation=attention
+        )
         if model.config.vocab_size < vocab_size:
             raise ValueError(f"model {folder} has a vocabulary of {model.config.vocab_size}, data needs {vocab_size}")
     model.config.use_cache = False

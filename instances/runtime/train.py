@@ -47,6 +47,7 @@ from instances.runtime.checkpoint import (
 )
 from instances.runtime.config import JobConfig
 from instances.runtime.data import TokenSampler
+from instances.runtime.mfu import mfu_basis
 from instances.runtime.model import build_model, decoder_layers, parameter_count
 from instances.runtime.reporting import Reporter
 
@@ -226,6 +227,7 @@ class Trainer:
         self.last_loss: float | None = None
         self._commit_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-commit")
         self._pending: Future[None] | None = None
+        self._stager: Any = None  # pinned staging buffers for async saves (GPU)
         self._manifests: dict[int, dict[str, Any]] = {}  # step -> manifest written by this rank (coordinator)
         self.engine: Any = None  # DeepSpeed engine when cfg.engine == "deepspeed"
 
@@ -271,9 +273,17 @@ class Trainer:
             tok_vocab = Tokenizer.from_file(cfg.tokenizer).get_vocab_size()
             if tok_vocab != vocab:
                 raise ValueError(f"tokenizer {cfg.tokenizer} has {tok_vocab} ids, the shards say {vocab}")
-        model = build_model(cfg.model, vocab_size=vocab, seq_len=cfg.seq_len, seed=cfg.seed)
+        model = build_model(cfg.model, vocab_size=vocab, seq_len=cfg.seq_len, seed=cfg.seed, attention=cfg.attention)
         self.vocab_size = model.config.vocab_size
         self.n_params = parameter_count(model)
+        self.mfu = mfu_basis(model, seq_len=cfg.seq_len, devices=self.world, device=self.device)
+        self.log(f"MFU basis: {self.mfu.flops_per_token / 1e9:.4f} GFLOP/token; "
+                 f"peak {self.mfu.peak_flops / 1e12 if self.mfu.peak_flops else 'n/a'} TFLOP/s; {self.mfu.note}")
+        if cfg.activation_checkpointing:
+            model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        if cfg.compile:
+            for layer in decoder_layers(model):
+                layer.compile()  # per block, before wrapping: FSDP2 / DDP hooks stay outside the graphs
         self.tokens_per_step = cfg.seq_len * cfg.micro_batch * cfg.grad_accum * self.world
         if cfg.max_steps:
             self.total_steps = cfg.max_steps
@@ -315,7 +325,10 @@ class Trainer:
                 {"params": decay, "weight_decay": cfg.weight_decay},
                 {"params": no_decay, "weight_decay": 0.0},
             ]
-        self.optimizer = torch.optim.AdamW(groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, foreach=True)
+        fused = cfg.fused_optimizer and self.use_cuda  # one kernel per parameter group on GPU
+        self.optimizer = torch.optim.AdamW(
+            groups, lr=cfg.lr, betas=(cfg.beta1, cfg.beta2), eps=cfg.eps, fused=fused or None, foreach=not fused
+        )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda(cfg, self.total_steps))
         if cfg.engine == "deepspeed":
             self._build_deepspeed(model, amp)
@@ -456,7 +469,14 @@ class Trainer:
             state = {**self._model_optim_state(), "runtime": blob}
             writer = self._writer(step, loss, self._manifest_extra(step))
             if asynchronous:
-                resp = dcp.async_save(state, storage_writer=writer, process_group=self.ckpt_pg)
+                stager: Any = None
+                if self.use_cuda and self.cfg.pinned_staging:
+                    from torch.distributed.checkpoint.staging import BlockingAsyncStager
+
+                    if self._stager is None:  # one pinned host copy of the state, reused by every save
+                        self._stager = BlockingAsyncStager(cache_staged_state_dict=True)
+                    stager = self._stager
+                resp = dcp.async_save(state, storage_writer=writer, process_group=self.ckpt_pg, async_stager=stager)
                 upload: Future[Any] = getattr(resp, "upload_completion", resp)
                 self._pending = self._commit_pool.submit(self._commit_after, upload, step, loss)
             else:
@@ -788,7 +808,8 @@ class Trainer:
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
         self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}")
-        self.emit("started", step=resumed, world_size=self.world)
+        self.emit("started", step=resumed, world_size=self.world, flops_per_token=self.mfu.flops_per_token,
+                  peak_flops=self.mfu.peak_flops, device=self.mfu.device_name)  # fmt: skip
         pending_loss: torch.Tensor | None = None
         mark_t, mark_tokens = time.monotonic(), self.tokens_seen
         while True:
@@ -829,6 +850,8 @@ class Trainer:
                     lr=self.scheduler.get_last_lr()[0],
                     tokens_per_s=round(tps, 3),
                     tokens_seen=self.tokens_seen,
+                    mfu=self.mfu.mfu(tps),
+                    **({} if self.mfu.peak_flops else {"mfu_note": self.mfu.note}),
                 )
             else:
                 pending_loss = loss_t
