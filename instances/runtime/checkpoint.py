@@ -91,13 +91,21 @@ def sha256_file(fs: Any, path: str) -> str:
 
 
 class _HashingStream(io.RawIOBase):
-    """A write-only stream that hashes what passes through it into ``owner`` on close."""
+    """A write-only stream that records the size and SHA-256 of what passes through it into ``owner``.
 
-    def __init__(self, raw: Any, name: str, owner: HashingFileSystem) -> None:
+    Local files (``local_path`` set) are hashed by reading the file back from the page cache in a helper
+    thread that starts when DCP asks for ``fileno()`` to fsync it, so hashing runs while the disk flushes
+    instead of before; close() waits for it. Other streams (fsspec) are hashed inline as they are written.
+    """
+
+    def __init__(self, raw: Any, name: str, owner: HashingFileSystem, local_path: str | None) -> None:
         super().__init__()
-        self.raw, self.name_, self.owner = raw, name, owner
-        self.h = hashlib.sha256()
+        self.raw, self.name_, self.owner, self.local_path = raw, name, owner, local_path
+        self.h = hashlib.sha256() if owner.digest and local_path is None else None
         self.n = 0
+        self._hasher: threading.Thread | None = None
+        self._digest: str | None = None
+        self._error: BaseException | None = None
 
     def writable(self) -> bool:
         return True
@@ -105,14 +113,32 @@ class _HashingStream(io.RawIOBase):
     def write(self, b: Any) -> int:
         n = self.raw.write(b)
         view = memoryview(b).cast("B")
-        self.h.update(view if n is None or n == len(view) else view[:n])
+        if self.h is not None:
+            self.h.update(view if n is None or n == len(view) else view[:n])
         self.n += len(view) if n is None else n
         return len(view) if n is None else n
 
     def tell(self) -> int:
         return int(self.raw.tell())
 
+    def _start_hasher(self) -> None:
+        if self._hasher is not None or not self.owner.digest or self.local_path is None:
+            return
+        self.raw.flush()  # everything written reaches the OS (and the fsync that follows) first
+        path = self.local_path
+
+        def run() -> None:
+            try:
+                with open(path, "rb") as fh:
+                    self._digest = hashlib.file_digest(fh, "sha256").hexdigest()  # readinto, no copies
+            except BaseException as exc:  # re-raised by close() in the writer thread
+                self._error = exc
+
+        self._hasher = threading.Thread(target=run, name="ckpt-hash", daemon=True)
+        self._hasher.start()
+
     def fileno(self) -> int:
+        self._start_hasher()  # DCP fsyncs next: hash from the page cache meanwhile
         return int(self.raw.fileno())
 
     def flush(self) -> None:
@@ -121,25 +147,37 @@ class _HashingStream(io.RawIOBase):
     def close(self) -> None:
         if not self.closed:
             self.raw.flush()
-            self.owner.record(self.name_, self.n, self.h.hexdigest())
+            digest: str | None = None
+            if self.h is not None:
+                digest = self.h.hexdigest()
+            elif self.owner.digest and self.local_path is not None:
+                self._start_hasher()
+                assert self._hasher is not None
+                self._hasher.join()
+                if self._error is not None:
+                    raise self._error
+                digest = self._digest
+            self.owner.record(self.name_, self.n, digest)
         super().close()
 
 
 class HashingFileSystem:
     """Wraps a DCP ``FileSystem`` (local or fsspec): every file it creates for writing is hashed as it is
-    written, in the writing thread. ``hashes``: relative name -> ``{"bytes", "sha256"}``."""
+    written, in the writing thread. ``hashes``: relative name -> ``{"bytes", "sha256"}`` (sizes only when
+    ``digest`` is false)."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, *, digest: bool = True) -> None:
         self.inner = inner
+        self.digest = digest
         self.hashes: dict[str, dict[str, Any]] = {}
         self._lock = threading.Lock()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def record(self, name: str, size: int, digest: str) -> None:
+    def record(self, name: str, size: int, digest: str | None) -> None:
         with self._lock:
-            self.hashes[name] = {"bytes": size, "sha256": digest}
+            self.hashes[name] = {"bytes": size, "sha256": digest} if digest else {"bytes": size}
 
     @contextlib.contextmanager
     def create_stream(self, path: Any, mode: str) -> Iterator[Any]:
@@ -148,7 +186,8 @@ class HashingFileSystem:
             if "w" not in mode or name.startswith("."):
                 yield stream
                 return
-            wrapped = _HashingStream(stream, name, self)
+            local = os.fspath(path) if isinstance(path, os.PathLike) or os.path.isabs(str(path)) else None
+            wrapped = _HashingStream(stream, name, self, local if local and os.path.exists(local) else None)
             try:
                 yield wrapped
             finally:

@@ -226,6 +226,8 @@ class Trainer:
         self.last_save_time = time.monotonic()
         self.last_loss: float | None = None
         self._commit_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-commit")
+        self._prune_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-prune")
+        self._prune_future: Future[None] | None = None
         self._pending: Future[None] | None = None
         self._stager: Any = None  # pinned staging buffers for async saves (GPU)
         self._manifests: dict[int, dict[str, Any]] = {}  # step -> manifest written by this rank (coordinator)
@@ -403,7 +405,7 @@ class Trainer:
         class Writer(base):  # type: ignore[misc, valid-type]
             def __init__(self, *args: Any, **kwargs: Any) -> None:
                 super().__init__(*args, **kwargs)
-                self.fs = HashingFileSystem(self.fs)
+                self.fs = HashingFileSystem(self.fs, digest=checksum)
 
             def _sidecar(self, r: int) -> Any:
                 return self.fs.concat_path(self.path, f"{SIDECAR_PREFIX}{r}.json")
@@ -423,8 +425,6 @@ class Trainer:
                 written = {wr.storage_data.relative_path for wrs in results for wr in wrs}
                 if written - files.keys():
                     raise CheckpointCorrupt(f"shards without a hash: {sorted(written - files.keys())}")
-                if not checksum:
-                    files = {k: {"bytes": v["bytes"]} for k, v in files.items()}
                 manifest = store.build_manifest(step, files, loss=loss, extra=extra)
                 manifest["commit"] = COMMIT_MARKER
                 setattr(metadata, METADATA_HASHES_ATTR, files)
@@ -510,16 +510,24 @@ class Trainer:
                 step, loss=loss, checksum=self.cfg.verify_checkpoints, extra=self._manifest_extra(step)
             )
         self.emit("checkpoint", step=step, path=self.store.step_url(step), bytes=manifest["bytes"], loss=loss)
+        # deleting old checkpoints is off the save's path; the next save (or close) waits for it
+        self._prune_future = self._prune_pool.submit(self._prune)
+
+    def _prune(self) -> None:
         for folder in self.store.prune(self.cfg.keep_last):
             self.log(f"keep_last={self.cfg.keep_last}: deleted {folder.path}")
             if folder.complete:
                 self.emit("checkpoint_pruned", step=folder.step, path=self.store.step_url(folder.step))
 
     def wait_for_save(self) -> None:
-        """Block until a pending async save is written and committed (re-raises its error)."""
+        """Block until a pending async save is written and committed, and its keep-last-K pruning done
+        (re-raises their errors)."""
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending.result()
+        if self._prune_future is not None:
+            pruning, self._prune_future = self._prune_future, None
+            pruning.result()
 
     def resume(self) -> int:
         """Load the newest complete checkpoint (or the rollback target); return the step resumed from (0 = fresh).
@@ -882,6 +890,9 @@ class Trainer:
         with contextlib.suppress(Exception):
             self.wait_for_save()
         self._commit_pool.shutdown(wait=True)
+        with contextlib.suppress(Exception):
+            self.wait_for_save()  # the pruning the last commit started
+        self._prune_pool.shutdown(wait=True)
         if self.reporter is not None:
             self.reporter.close(timeout_s=10.0)
         if self.engine is not None:
