@@ -329,9 +329,6 @@ def resume_time(base: Any, root: Path, ckpt_step: int, size_mb: float) -> None:
     )
 
 
-if __name__ == "__main__":
-    main()
-
 
 def rank_loss_time(shards: Path, root: Path) -> None:
     """Section 5: SIGKILL of rank 1 under the local backend -> lost (88) -> the next attempt's first step."""
@@ -375,3 +372,7 @@ def rank_loss_time(shards: Path, root: Path) -> None:
     print(f"rank loss (SIGKILL of rank 1, 2 ranks, tiny model): backend status {st.state}/{st.exit_code} "
           f"{t_detect - t_kill:.1f} s after the kill; next attempt's first step (resumed from step {started}) "
           f"{t_step - t_kill:.1f} s after the kill (+ the portal's reconcile period)")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -89,6 +89,7 @@ class JobConfig:
     compile: bool = False
     activation_checkpointing: bool = False
     pinned_staging: bool = True
+    meta_init: bool = False  # presets with engine fsdp: build on the meta device, shard, then allocate shards only
     extra: dict[str, Any] = field(default_factory=dict)  # free metadata kept in checkpoints
 
     # ---- construction -------------------------------------------------------------------------
@@ -161,6 +162,8 @@ class JobConfig:
             raise ConfigError("engine", f"must be one of {', '.join(ENGINES)}")
         if self.zero_stage not in (1, 2, 3):
             raise ConfigError("zero_stage", "must be 1, 2 or 3")
+        if self.meta_init and (self.engine != "fsdp" or self.model not in PRESET_NAMES):
+            raise ConfigError("meta_init", "needs engine fsdp and a preset model (a model folder loads its weights)")
         if self.attention not in ATTENTION:
             raise ConfigError("attention", f"must be one of {', '.join(ATTENTION)}")
         if self.mixed_precision not in MIXED_PRECISION:

@@ -88,6 +88,25 @@ def build_model(
     return model
 
 
+def materialize(model: torch.nn.Module, *, device: torch.device, seed: int) -> None:
+    """Give a model built on the ``meta`` device (and already sharded by FSDP2, so each rank allocates only
+    its shard: a 7B model does not need 28 GB of host RAM per rank) real storage on ``device`` and
+    initialise it the way Hugging Face does (normal(0, initializer_range) for matrices, ones for norms),
+    seeded by ``seed``; the rotary embedding's non-persistent ``inv_freq`` buffers are recomputed."""
+    model.to_empty(device=device)
+    for module in model.modules():  # built on meta, the modules were marked initialised: undo that
+        if hasattr(module, "_is_hf_initialized"):
+            module._is_hf_initialized = False
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model.init_weights()  # type: ignore[operator]
+        for module in model.modules():
+            if type(module).__name__.endswith("RotaryEmbedding"):
+                fresh = type(module)(module.config)  # type: ignore[call-arg]
+                for name, buf in fresh.named_buffers():
+                    getattr(module, name).copy_(buf.to(device))
+
+
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     """The transformer blocks (the FSDP2 wrapping unit)."""
     return list(model.model.layers)  # type: ignore[union-attr, arg-type]

@@ -48,7 +48,7 @@ from instances.runtime.checkpoint import (
 from instances.runtime.config import JobConfig
 from instances.runtime.data import TokenSampler
 from instances.runtime.mfu import mfu_basis
-from instances.runtime.model import build_model, decoder_layers, parameter_count
+from instances.runtime.model import build_model, decoder_layers, materialize, parameter_count
 from instances.runtime.reporting import Reporter
 
 # Test hook (never set in production): rank 0 pauses right before DCP writes ``.metadata`` of the
@@ -275,7 +275,9 @@ class Trainer:
             tok_vocab = Tokenizer.from_file(cfg.tokenizer).get_vocab_size()
             if tok_vocab != vocab:
                 raise ValueError(f"tokenizer {cfg.tokenizer} has {tok_vocab} ids, the shards say {vocab}")
-        model = build_model(cfg.model, vocab_size=vocab, seq_len=cfg.seq_len, seed=cfg.seed, attention=cfg.attention)
+        with torch.device("meta") if cfg.meta_init else contextlib.nullcontext():
+            model = build_model(cfg.model, vocab_size=vocab, seq_len=cfg.seq_len, seed=cfg.seed,
+                                attention=cfg.attention)  # fmt: skip
         self.vocab_size = model.config.vocab_size
         self.n_params = parameter_count(model)
         self.mfu = mfu_basis(model, seq_len=cfg.seq_len, devices=self.world, device=self.device)
@@ -296,7 +298,8 @@ class Trainer:
         amp = self.use_cuda and cfg.mixed_precision != "none"
         self.amp_dtype = torch.bfloat16 if cfg.mixed_precision == "bf16" else torch.float16
         self.autocast = amp and cfg.engine == "ddp"
-        model.to(self.device)
+        if not cfg.meta_init:
+            model.to(self.device)
         decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
         no_decay = [p for n, p in model.named_parameters() if p.ndim < 2]
         groups = [
@@ -319,6 +322,8 @@ class Trainer:
             for layer in decoder_layers(model):
                 fully_shard(layer, **kw)
             fully_shard(model, **kw)
+            if cfg.meta_init:
+                materialize(model, device=self.device, seed=cfg.seed)
             self.model = model
             # fully_shard replaced the parameters by DTensors: regroup after sharding
             decay = [p for n, p in model.named_parameters() if p.ndim >= 2]
