@@ -21,11 +21,13 @@ Only rank 0 reports. It sends::
 
 Event types and their fields (besides seq, type, time):
 
-``started``     ``step`` (step resumed from, 0 for a fresh start), ``world_size``
+``started``     ``step`` (step resumed from, 0 for a fresh start), ``world_size``, ``flops_per_token``
+                (model FLOPs per trained token, 6·N + attention, see ``instances.runtime.mfu``),
+                ``peak_flops`` (the device's dense bf16 peak in FLOP/s, null when unknown), ``device``
 ``progress``    ``step``, ``loss`` (mean over the step's tokens and ranks), ``lr``,
                 ``tokens_per_s`` (all ranks, since the previous progress event), ``tokens_seen``,
                 ``mfu`` (model FLOPs utilisation, 0..1, or null when the device's peak is unknown, e.g.
-                on CPU), ``mfu_note`` (why ``mfu`` is null, or the FLOPs/token and peak it was computed from)
+                on CPU), ``mfu_note`` (only when ``mfu`` is null: why)
 ``checkpoint``  ``step``, ``path`` (folder or URL of the complete checkpoint), ``bytes``, ``loss``
 ``checkpoint_pruned``  ``step``, ``path``: keep-last-K deleted this complete checkpoint (it no longer
                 exists; a rollback to it is impossible). Sent once per deleted checkpoint, after the
