@@ -1,6 +1,7 @@
 """One end-to-end check of the training runtime and the inference export on a GPU (prints figures).
 
     benchmarks/gpu_check.sh [--cpu] [--out DIR] [--steps N] [--corpus FILE] [--deterministic] [--skip-export]
+        [--speed-presets gpt2-small,1b] [--speed-only] [--compile] [--activation-checkpointing]
 
 Not part of the test suite; run on purpose on a machine with an NVIDIA GPU (``--cpu`` runs the same
 sequence with a tiny model on CPU, to check the script itself). Pure PyTorch + tokenizers: no Django.
@@ -22,6 +23,11 @@ FSDP2, NCCL + gloo on GPU, ``mixed_precision`` bf16, which applies on GPU only):
 4. ``python -m instances.serving.export`` of run A's final checkpoint, then greedy generation from the
    export: through ``instances.serving.server.Generator`` (the server's code path) and, on GPU, the same
    ``model.generate`` call with the exported model moved to CUDA (the Generator itself loads on CPU).
+
+0. speed (first, ``--speed-presets``, default ``gpt2-small,1b`` on GPU, ``tiny`` with ``--cpu``): a short run
+   of each preset (FSDP2 world 1, bf16, no checkpoints); median tokens/s and the MFU the runtime itself
+   reports in its progress events (FLOPs per token from the model config: 6·N + attention; the device's dense
+   bf16 peak from ``instances/runtime/mfu.py``), both printed with their basis. ``--speed-only`` stops there.
 
 Figures go to stdout and ``{out}/gpu_check.json``; the torchrun logs are copied to ``{out}``.
 
@@ -266,6 +272,11 @@ def main() -> int:
         "warn_only=True) first, with CUBLAS_WORKSPACE_CONFIG=:4096:8 (the runtime has no such setting)",
     )
     parser.add_argument("--skip-export", action="store_true", help="stop after the training runs")
+    parser.add_argument("--speed-presets", default="", help="presets timed first (default gpt2-small,1b; tiny on CPU)")
+    parser.add_argument("--speed-steps", type=int, default=0, help="steps per speed run (default 30; 4 on CPU)")
+    parser.add_argument("--speed-only", action="store_true", help="stop after the speed runs")
+    parser.add_argument("--compile", action="store_true", help="speed runs: torch.compile each decoder block")
+    parser.add_argument("--activation-checkpointing", action="store_true", help="speed runs: recompute blocks")
     parser.add_argument("--run-timeout", type=float, default=240.0, help="seconds before a torchrun run is killed")
     args = parser.parse_args()
 
@@ -319,6 +330,13 @@ def main() -> int:
     index = json.loads((shards / "index.json").read_text())
     log(f"data: {index['tokens']} tokens, vocab {index['vocab_size']}, in {time.perf_counter() - t0:.1f} s")
     figures["data"] = {"tokens": index["tokens"], "vocab": index["vocab_size"], "text_bytes": text_bytes}
+
+    speed_presets = [x for x in (args.speed_presets or ("gpt2-small,1b" if gpu else "tiny")).split(",") if x]
+    figures["speed"] = speed_runs(
+        speed_presets, shards, root, out, env, entry, args, gpu=gpu, failures=failures
+    )
+    if args.speed_only:
+        return finish(figures, failures, out, root, keep=bool(args.workdir))
 
     cfg = {
         "model": preset,
@@ -523,6 +541,51 @@ def main() -> int:
                 )
 
     return finish(figures, failures, out, root, keep=bool(args.workdir))
+
+
+def speed_runs(
+    presets: list[str], shards: Path, root: Path, out: Path, env: dict[str, str], entry: Path | None, args: Any,
+    *, gpu: bool, failures: list[str],
+) -> dict[str, Any]:
+    """Section 0: tokens/s and the runtime's own MFU for each preset (see the module docstring)."""
+    steps = args.speed_steps or (30 if gpu else 4)
+    shapes = {"gpt2-small": (1024, 32), "1b": (2048, 8), "7b": (2048, 2), "tiny": (64, 4)}
+    results: dict[str, Any] = {}
+    for preset in presets:
+        seq_len, micro_batch = shapes.get(preset, (1024, 8)) if gpu else (64, 4)
+        cfg = {
+            "model": preset, "data": [str(shards)], "tokenizer": str(shards / "tokenizer.json"),
+            "seq_len": seq_len, "micro_batch": micro_batch, "max_steps": steps, "engine": "fsdp",
+            "mixed_precision": "bf16", "lr": 3e-4, "warmup_steps": 2, "checkpoint_every_minutes": 0,
+            "checkpoint_every_steps": 0, "keep_last": 1, "log_every_steps": 1, "compile": args.compile,
+            "activation_checkpointing": args.activation_checkpointing,
+            "checkpoint_dir": str(root / f"ckpt-speed-{preset}"),
+        }  # fmt: skip
+        shutil.rmtree(root / f"ckpt-speed-{preset}", ignore_errors=True)
+        shutil.rmtree(root / f"work-speed-{preset}", ignore_errors=True)
+        run = Run(cfg, root / f"work-speed-{preset}", out, f"speed-{preset}", env, entry)
+        rc = run.wait(args.run_timeout)
+        events = read_events(root / f"work-speed-{preset}")
+        prog = [e for e in events if e["type"] == "progress" and e["step"] > 3]  # past warm-up / compilation
+        started = next((e for e in events if e["type"] == "started"), {})
+        if rc != 0 or not prog:
+            failures.append(f"speed run {preset} exited {rc}")
+            log(run.tail())
+            continue
+        tps = statistics.median(e["tokens_per_s"] for e in prog)
+        mfus = [e["mfu"] for e in prog if e.get("mfu") is not None]
+        mfu = statistics.median(mfus) if mfus else None
+        note = next((e.get("mfu_note") for e in prog if e.get("mfu_note")), "")
+        fpt, peak = started.get("flops_per_token"), started.get("peak_flops")
+        results[preset] = {"tokens_per_s": round(tps, 1), "mfu": mfu, "flops_per_token": fpt, "peak_flops": peak,
+                           "device": started.get("device"), "seq_len": seq_len, "micro_batch": micro_batch,
+                           "steps": steps, "compile": args.compile,
+                           "activation_checkpointing": args.activation_checkpointing, "mfu_note": note}  # fmt: skip
+        basis = (f"{fpt / 1e9:.3f} GFLOP/token" if fpt else "?") + (
+            f", peak {peak / 1e12:.1f} TFLOP/s dense bf16 ({started.get('device')})" if peak else "")
+        log(f"speed {preset} ({seq_len}x{micro_batch} tokens/step, {steps} steps): {tps:.0f} tokens/s, MFU "
+            + (f"{100 * mfu:.1f}%" if mfu is not None else f"n/a ({note})") + f" [{basis}]")  # fmt: skip
+    return results
 
 
 def finish(figures: dict[str, Any], failures: list[str], out: Path, root: Path, *, keep: bool) -> int:

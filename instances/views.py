@@ -168,6 +168,8 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "attempts": job.attempts.order_by("-number")[:20],
         "logs": joblogs.job_log(job=job, lines=60).lines,
         "last": curve[-1] if curve else None,
+        # the runtime's own MFU figure (or why there is none), from the newest progress event
+        "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
     summary = job_summary(job)
     ctx.update(summary=summary, running_for=format_duration(summary.running),

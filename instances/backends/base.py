@@ -24,7 +24,9 @@ from instances.runtime.exitcodes import (
     EXIT_FAILED,
     EXIT_FINISHED,
     EXIT_PREEMPTED,
+    EXIT_RANK_LOST,
     EXIT_STOPPED,
+    EXIT_STORE_UNAVAILABLE,
 )
 from instances.scheduler import NodeView
 
@@ -139,6 +141,12 @@ def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tupl
         return "preempted", "preempted: checkpoint saved, safe to resume"
     if exit_code == EXIT_STOPPED:
         return "stopped", "stopped on request, checkpoint saved"
+    if exit_code in (EXIT_RANK_LOST, EXIT_STORE_UNAVAILABLE):  # not the job's fault: no crash budget, no back-off
+        if stop_requested:
+            return "stopped", f"stopped (exit code {exit_code})"
+        if exit_code == EXIT_RANK_LOST:
+            return "preempted", "rank lost (killed without an exit code: SIGKILL, OOM killer or node loss)"
+        return "preempted", "checkpoint store unavailable (transient I/O errors): resumed later"
     if exit_code == EXIT_CONFIG_ERROR:
         return "failed", "invalid runtime config: nothing trained (not retried)"
     signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None

@@ -12,7 +12,9 @@ Started by :class:`instances.backends.local.LocalBackend` in its own session. It
 
 The exit code is ``CMD``'s, except when ``CMD`` is torchrun and failed: torchrun then exits 1 whatever its
 workers returned, so the per-rank codes written by :mod:`instances.backends.rank_shim` into ``WS/ranks/``
-are combined by :func:`combine_exit_codes`.
+are combined by :func:`combine_exit_codes`. A rank that started (``started-<N>``) but wrote no code died by a
+signal it could not handle (SIGKILL, OOM killer): it counts as ``EXIT_RANK_LOST`` — a node failure, which the
+portal resumes like a preemption — unless another rank crashed on its own (a crash still wins).
 
 In a Kubernetes pod the same launcher is the container's first process (``--forward-signals``: the kubelet
 signals only that process, so SIGTERM / SIGINT are passed on to ``CMD``, and torchrun passes them to its
@@ -34,7 +36,14 @@ import time
 from pathlib import Path
 
 from instances.backends.procfs import MARKER_ENV, job_processes, signal_all
-from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_FINISHED, EXIT_PREEMPTED, EXIT_STOPPED
+from instances.runtime.exitcodes import (
+    EXIT_CONFIG_ERROR,
+    EXIT_FINISHED,
+    EXIT_PREEMPTED,
+    EXIT_RANK_LOST,
+    EXIT_STOPPED,
+    EXIT_STORE_UNAVAILABLE,
+)
 
 EXIT_CODE_FILE = "exit_code"
 RANKS_DIR = "ranks"
@@ -42,31 +51,46 @@ PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 LEFTOVER_GRACE_S = 5.0
 
 
+_ORDER = {
+    EXIT_STOPPED: 4,
+    EXIT_RANK_LOST: 3,
+    EXIT_STORE_UNAVAILABLE: 2,
+    EXIT_PREEMPTED: 1,
+    EXIT_FINISHED: 0,
+}
+
+
 def combine_exit_codes(rank_codes: list[int]) -> int:
     """One job exit code from its ranks' codes: the most telling wins. A config error beats a crash (it
-    must not be retried), a crash beats a stop, a stop beats a preemption (a crashing rank makes torchrun
-    SIGTERM the others, which then exit ``EXIT_PREEMPTED``), and all finished is finished."""
+    must not be retried); a crash beats everything else (a crashing rank makes torchrun SIGTERM the others,
+    which then exit ``EXIT_PREEMPTED``, or ``EXIT_RANK_LOST`` when their collectives break first); then a
+    stop, a lost rank, an unavailable checkpoint store, a preemption; all finished is finished."""
 
     def rank(code: int) -> int:
         if code == EXIT_CONFIG_ERROR:
-            return 4
-        if code not in (EXIT_FINISHED, EXIT_PREEMPTED, EXIT_STOPPED):
-            return 3
-        return {EXIT_STOPPED: 2, EXIT_PREEMPTED: 1, EXIT_FINISHED: 0}[code]
+            return 6
+        return _ORDER.get(code, 5)
 
     return max(rank_codes, key=rank) if rank_codes else EXIT_FINISHED
 
 
 def read_rank_codes(ranks_dir: Path) -> list[int]:
-    """Exit codes recorded by the ranks' shims (files ``rank-<N>``), in rank order; unreadable ones skipped."""
+    """Exit codes of the ranks (files ``rank-<N>`` written by the shims), in rank order, plus
+    ``EXIT_RANK_LOST`` for each rank that started (``started-<N>``) without writing one. Unreadable files
+    are skipped."""
     codes: list[int] = []
     if not ranks_dir.is_dir():
         return codes
+    done: set[str] = set()
     for path in sorted(ranks_dir.glob("rank-*")):
         try:
             codes.append(int(path.read_text().strip()))
+            done.add(path.name.removeprefix("rank-"))
         except (OSError, ValueError):
             continue
+    for path in sorted(ranks_dir.glob("started-*")):
+        if path.name.removeprefix("started-") not in done:
+            codes.append(EXIT_RANK_LOST)
     return codes
 
 

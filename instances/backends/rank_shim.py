@@ -3,8 +3,9 @@
 Runs ``MODULE`` in this very process (``runpy``, as ``python -m`` does), so signals sent to the worker reach
 the runtime's own handlers, and records the rank's exit code in ``D/rank-<RANK>`` on the way out. torchrun
 reports any worker failure as its own exit code 1; the launcher reads these files to recover the runtime's
-real code (``EXIT_PREEMPTED``, ``EXIT_CONFIG_ERROR``, …). Nothing is written when the process is killed by a
-signal it does not handle; the launcher then keeps torchrun's code.
+real code (``EXIT_PREEMPTED``, ``EXIT_CONFIG_ERROR``, …). On start it writes ``D/started-<RANK>`` (its pid):
+a rank that started but left no ``rank-<RANK>`` file was killed by a signal it does not handle (SIGKILL, the
+OOM killer, a lost node) and the launcher reports it as lost (``EXIT_RANK_LOST``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,10 @@ def main(argv: list[str]) -> None:
     rank = os.environ.get("RANK", "0")
     code = 1
     sys.argv = [module, *args]
+    exit_dir.mkdir(parents=True, exist_ok=True)
+    started = exit_dir / f".started-{rank}.tmp"
+    started.write_text(f"{os.getpid()}\n")
+    os.replace(started, exit_dir / f"started-{rank}")
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0

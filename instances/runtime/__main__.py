@@ -27,8 +27,9 @@ def main(argv: list[str] | None = None) -> int:
         description="Distributed training with automatic sharded checkpoints and exact resume. "
         "Run one process per rank under torchrun; all settings come from the JSON config "
         "(see instances/runtime/config.py for the fields).",
-        epilog="exit codes: 0 finished, 64 invalid config, 85 preempted (checkpoint saved), "
-        "86 stopped by the portal (checkpoint saved), 87 resume refused, 1 failed",
+        epilog="exit codes: 0 finished, 64 invalid config, 75 checkpoint store unavailable (retry later), "
+        "85 preempted (checkpoint saved), 86 stopped by the portal (checkpoint saved), 87 resume refused "
+        "(nothing touched), 88 a peer rank was lost (node failure), 1 failed",
     )
     parser.add_argument("--config", required=True, help="path of the job's JSON config file")
     args = parser.parse_args(argv)
@@ -40,21 +41,25 @@ def main(argv: list[str] | None = None) -> int:
 
     from torch.distributed.checkpoint.api import CheckpointException
 
-    from instances.runtime.train import NoLoadableCheckpoint, ResumeRefused, Trainer
+    from instances.runtime.checkpoint import CheckpointStoreError
+    from instances.runtime.train import ResumeRefused, Trainer, is_peer_loss
 
     trainer = Trainer(cfg)
     code = exitcodes.EXIT_FAILED
     try:
         code = trainer.run()
-    except ResumeRefused as exc:
+    except ResumeRefused as exc:  # also NoLoadableCheckpoint: a person must decide, not a retry
         print(f"resume refused: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_RESUME_REFUSED, str(exc))
-    except NoLoadableCheckpoint as exc:
-        print(f"resume failed: {exc}", file=sys.stderr)
-        code = trainer.finish("failed", exitcodes.EXIT_FAILED, str(exc))
+    except CheckpointStoreError as exc:
+        print(f"checkpoint store unavailable: {exc}", file=sys.stderr)
+        code = trainer.finish("failed", exitcodes.EXIT_STORE_UNAVAILABLE, str(exc))
     except (Exception, CheckpointException) as exc:
         traceback.print_exc()
-        code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+        if is_peer_loss(exc):  # another rank vanished under a collective: a node failure, not our crash
+            code = trainer.finish("failed", exitcodes.EXIT_RANK_LOST, f"peer rank lost: {type(exc).__name__}: {exc}")
+        else:
+            code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     finally:
         trainer.close()
     return code

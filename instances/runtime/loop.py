@@ -15,16 +15,76 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
+from torch.distributed.checkpoint.api import CheckpointException  # a BaseException, not an Exception
 
+from instances.runtime.checkpoint import is_transient_io_error
 from instances.runtime.config import JobConfig
 
 
 class ResumeRefused(RuntimeError):
-    """A checkpoint exists but cannot be resumed exactly (different data-parallel degree or data layout)."""
+    """A checkpoint exists but cannot be resumed exactly (different data-parallel degree, shapes or data
+    layout). Nothing is touched; the message names both values."""
 
 
-class NoLoadableCheckpoint(RuntimeError):
-    """Every complete checkpoint failed to load; nothing to fall back to."""
+class NoLoadableCheckpoint(ResumeRefused):
+    """Checkpoints existed but every one is damaged (each was set aside); a person must decide."""
+
+
+PEER_LOST_PATTERNS = (
+    "connection closed by peer",
+    "connection reset by peer",
+    "broken pipe",
+    "connection refused",
+    "socket timeout",
+    "timed out",
+    "ecconnreset",
+    "econnreset",
+    "epipe",
+)
+
+
+def is_peer_loss(exc: BaseException) -> bool:
+    """True when ``exc`` is a collective failing because another rank vanished (gloo / NCCL transport
+    errors, DCP's wrapper of them), not a bug of this rank."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        e = todo.pop()
+        if id(e) in seen:
+            continue
+        seen.add(id(e))
+        if isinstance(e, getattr(dist, "DistNetworkError", ())):
+            return True
+        if isinstance(e, RuntimeError | getattr(dist, "DistError", RuntimeError)):
+            text = str(e).lower()
+            if any(p in text for p in PEER_LOST_PATTERNS):
+                return True
+        if isinstance(e, CheckpointException):
+            todo.extend(err for err, _tb in e.failures.values())
+        for nxt in (e.__cause__, e.__context__):
+            if nxt is not None:
+                todo.append(nxt)
+    return False
+
+
+def _root_errors(exc: BaseException) -> list[BaseException]:
+    """The original exceptions inside DCP's ``CheckpointException`` (or ``exc`` itself)."""
+    if isinstance(exc, CheckpointException):
+        return [err for err, _tb in exc.failures.values()] or [exc]
+    return [exc]
+
+
+def classify_load_error(exc: BaseException) -> str:
+    """``"transient"`` (the store failed to answer), ``"incompatible"`` (the checkpoint's tensors do not fit
+    this run's shapes) or ``"damage"`` (anything else: unreadable, truncated, missing shard)."""
+    roots = _root_errors(exc)
+    if any(is_transient_io_error(e) for e in roots):
+        return "transient"
+    text = " ".join(str(e).lower() for e in roots)
+    if any(k in text for k in ("size mismatch", "shape mismatch", "mismatch between", "missing key", "unexpected key")):
+        return "incompatible"
+    return "damage"
 
 
 @dataclass

@@ -50,13 +50,16 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) -> Any:
+def build_model(
+    name_or_path: str, *, vocab_size: int, seq_len: int, seed: int, attention: str = "sdpa"
+) -> Any:
     """Build a ``LlamaForCausalLM`` on CPU in float32.
 
     ``name_or_path``: a key of ``PRESETS`` (random init from ``seed``, vocabulary ``vocab_size``,
     context at least ``seq_len``) or a local Hugging Face model folder (its vocabulary must hold
     ``vocab_size`` ids). Raises ``ValueError`` for an unknown preset, a missing folder or a
-    vocabulary that is too small.
+    vocabulary that is too small. ``attention``: the Hugging Face attention implementation (``sdpa`` =
+    ``torch.nn.functional.scaled_dot_product_attention``, which picks flash / memory-efficient kernels on GPU).
     """
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
@@ -67,6 +70,7 @@ def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) 
             tie_word_embeddings=False,
             attention_dropout=0.0,
             use_cache=False,
+            attn_implementation=attention,
             **PRESETS[name_or_path],
         )
         torch.manual_seed(seed)
@@ -75,11 +79,32 @@ def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int) 
         folder = Path(name_or_path)
         if not (folder / "config.json").is_file():
             raise ValueError(f"model folder {folder} has no config.json (not a Hugging Face model folder)")
-        model = AutoModelForCausalLM.from_pretrained(folder, local_files_only=True, torch_dtype=torch.float32)
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, local_files_only=True, torch_dtype=torch.float32, attn_implementation=attention
+        )
         if model.config.vocab_size < vocab_size:
             raise ValueError(f"model {folder} has a vocabulary of {model.config.vocab_size}, data needs {vocab_size}")
     model.config.use_cache = False
     return model
+
+
+def materialize(model: torch.nn.Module, *, device: torch.device, seed: int) -> None:
+    """Give a model built on the ``meta`` device (and already sharded by FSDP2, so each rank allocates only
+    its shard: a 7B model does not need 28 GB of host RAM per rank) real storage on ``device`` and
+    initialise it the way Hugging Face does (normal(0, initializer_range) for matrices, ones for norms),
+    seeded by ``seed``; the rotary embedding's non-persistent ``inv_freq`` buffers are recomputed."""
+    model.to_empty(device=device)
+    for module in model.modules():  # built on meta, the modules were marked initialised: undo that
+        if hasattr(module, "_is_hf_initialized"):
+            module._is_hf_initialized = False
+    torch.manual_seed(seed)
+    with torch.no_grad():
+        model.init_weights()  # type: ignore[operator]
+        for module in model.modules():
+            if type(module).__name__.endswith("RotaryEmbedding"):
+                fresh = type(module)(module.config)  # type: ignore[call-arg]
+                for name, buf in fresh.named_buffers():
+                    getattr(module, name).copy_(buf.to(device))
 
 
 def decoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:

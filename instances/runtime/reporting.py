@@ -21,14 +21,23 @@ Only rank 0 reports. It sends::
 
 Event types and their fields (besides seq, type, time):
 
-``started``     ``step`` (step resumed from, 0 for a fresh start), ``world_size``
+``started``     ``step`` (step resumed from, 0 for a fresh start), ``world_size``, ``flops_per_token``
+                (model FLOPs per trained token, 6·N + attention, see ``instances.runtime.mfu``),
+                ``peak_flops`` (the device's dense bf16 peak in FLOP/s, null when unknown), ``device``
 ``progress``    ``step``, ``loss`` (mean over the step's tokens and ranks), ``lr``,
-                ``tokens_per_s`` (all ranks, since the previous progress event), ``tokens_seen``
+                ``tokens_per_s`` (all ranks, since the previous progress event), ``tokens_seen``,
+                ``mfu`` (model FLOPs utilisation, 0..1, or null when the device's peak is unknown, e.g.
+                on CPU), ``mfu_note`` (only when ``mfu`` is null: why)
 ``checkpoint``  ``step``, ``path`` (folder or URL of the complete checkpoint), ``bytes``, ``loss``
+``checkpoint_pruned``  ``step``, ``path``: keep-last-K deleted this complete checkpoint (it no longer
+                exists; a rollback to it is impossible). Sent once per deleted checkpoint, after the
+                ``checkpoint`` event of the save that made it surplus. Pinned checkpoints are never pruned.
 ``exit``        ``reason`` (``finished`` | ``preempted`` | ``stopped`` | ``failed``), ``exit_code``
                 (see ``instances.runtime.exitcodes``), ``step``, ``message``
 
-The runtime also emits ``warning`` events (``message``) for partial or corrupt checkpoints it skipped.
+The runtime also emits ``warning`` events (``message``) for partial checkpoints it skipped, damaged ones it
+set aside, checkpoints it could not verify (no manifest and no hashes: "unverifiable"), manifests it
+rebuilt, and transient store errors it retried. Each message names the checkpoint.
 
 Response (any 2xx): JSON ``{"checkpoint_requested": bool, "stop_requested": bool}`` (missing keys mean
 false). ``checkpoint_requested`` makes the job save a checkpoint after the current step;
@@ -51,7 +60,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-EVENT_TYPES = ("started", "progress", "checkpoint", "exit", "warning")
+EVENT_TYPES = ("started", "progress", "checkpoint", "checkpoint_pruned", "exit", "warning")
 MAX_BATCH = 500  # events per POST
 MAX_QUEUE = 100_000  # oldest progress events are dropped beyond this (they are in events.jsonl)
 BACKOFF_START_S = 1.0

@@ -17,7 +17,7 @@ from instances.backends.base import BackendError, ComputeBackend, JobStatus, Unk
 from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
 from instances.k8s_reasons import status_reason
 from instances.models import Instance, JobAttempt, Node, TrainingJob
-from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
+from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED, RESUMABLE_EXIT_CODES
 from instances.services import backend as boundary
 from instances.services.backend import _setting
 from instances.services.inventory import nodes_sync
@@ -71,7 +71,9 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             return instance
         job = TrainingJob.objects.select_for_update().filter(instance=instance).first()
         state = status.state
-        lost_node = state == "failed" and status.exit_code is None and instance.status != S.STOPPING
+        # no exit code, or a rank lost / checkpoint store unavailable (88, 75): not the job's fault, no crash budget
+        lost_node = state == "failed" and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES) \
+            and instance.status != S.STOPPING
         if state == "succeeded":
             _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)

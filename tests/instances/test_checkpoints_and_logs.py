@@ -143,7 +143,7 @@ def test_a_pinned_checkpoint_survives_the_runtimes_keep_last_k(alice: Any, funde
 
     assert resp.status_code == 200 and resp.json()["pinned"] is True
     assert (ckpt / "step-00000010" / "PINNED").is_file()
-    assert deleted == [str(ckpt / "step-00000020")]  # 10 pinned, 30 the newest; 20 goes
+    assert [f.path for f in deleted] == [str(ckpt / "step-00000020")]  # 10 pinned, 30 the newest; 20 goes
     assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000010", "step-00000030"]
     unpin = api_for(alice).post(f"/api/v1/jobs/{job.pk}/checkpoints/{first.pk}/pin", {"pinned": False},
                                 format="json")

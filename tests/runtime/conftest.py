@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -104,7 +103,5 @@ def run_job() -> Callable[..., Job]:
         return job
 
     yield start
-    for job in jobs:
-        if job.proc.poll() is None:
-            job.signal_group(signal.SIGKILL)
-            job.proc.wait()
+    for job in jobs:  # nothing of a job may outlive its test, workers included
+        job.kill_all()

@@ -11,11 +11,27 @@ import time
 from pathlib import Path
 from typing import Any
 
+from instances.backends.procfs import MARKER_ENV, ProcInfo, job_processes, signal_all
+
 REPO = Path(__file__).resolve().parents[2]
 
 
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an orphan re-parented to a pid 1 that never reaps stays one)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    return stat[stat.rfind(b")") + 2 :].split()[0] not in (b"Z", b"X")
+
+
 class Job:
-    """One ``torchrun`` launch of the runtime (own process session so the test can signal the group)."""
+    """One ``torchrun`` launch of the runtime (own process session so the test can signal the group).
+
+    torchrun starts each worker in a session of its own, so signalling torchrun's group misses the ranks;
+    every process of the job carries ``GPU_PORTAL_JOB_MARKER=<unique>`` in its environment, which is how
+    ``processes()`` and ``kill_all()`` find all of them, orphans included.
+    """
 
     def __init__(self, cfg: dict[str, Any], workdir: Path, env: dict[str, str] | None = None, nproc: int = 2) -> None:
         workdir.mkdir(parents=True, exist_ok=True)
@@ -24,6 +40,7 @@ class Job:
         self.config_path = workdir / f"job-{time.monotonic_ns()}.json"
         self.config_path.write_text(json.dumps(cfg))
         self.log_path = workdir / f"torchrun-{time.monotonic_ns()}.log"
+        self.marker = f"runtime-test-{os.getpid()}-{time.monotonic_ns()}"
         full_env = {
             **os.environ,
             "PYTHONPATH": str(REPO),
@@ -31,6 +48,7 @@ class Job:
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             **(env or {}),
+            MARKER_ENV: self.marker,
         }
         cmd = [
             sys.executable,
@@ -50,14 +68,38 @@ class Job:
         )
 
     def signal_group(self, sig: int) -> None:
+        """``sig`` to torchrun's process group (torchrun forwards SIGTERM to its workers itself)."""
         os.killpg(self.proc.pid, sig)
+
+    def processes(self) -> list[ProcInfo]:
+        """Every live process of the job: torchrun, its workers (in their own sessions), their children."""
+        return job_processes(self.marker, self.proc.pid)
+
+    def rank_pids(self) -> list[int]:
+        """pids of the torchrun workers (processes with ``LOCAL_RANK`` in their environment)."""
+        return [p.pid for p in self.processes() if p.is_rank]
+
+    def kill_all(self, timeout: float = 30) -> None:
+        """SIGKILL every process of the job (torchrun and each worker) until none is left, and reap torchrun.
+        Raises ``AssertionError`` if some process survives ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            procs = self.processes()
+            if not procs:
+                break
+            signal_all(procs, signal.SIGKILL)
+            if time.monotonic() > deadline:
+                raise AssertionError(f"processes {[p.pid for p in procs]} survived SIGKILL")
+            time.sleep(0.02)
+            self.proc.poll()
+        self.proc.wait()
+        self._log.close()
 
     def wait(self, timeout: float = 240) -> int:
         try:
             rc = self.proc.wait(timeout)
         except subprocess.TimeoutExpired:
-            self.signal_group(signal.SIGKILL)
-            self.proc.wait()
+            self.kill_all()
             raise AssertionError(f"torchrun did not finish in {timeout}s:\n{self.output()}") from None
         self._log.close()
         return rc

@@ -7,6 +7,7 @@ that is down at first and comes back while the job trains.
 from __future__ import annotations
 
 import json
+import pickle
 import shutil
 import signal
 from collections.abc import Callable
@@ -14,10 +15,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime_support import Job, PortalStub, assert_same_losses, free_port, losses, read_events, wait_for_step
+from runtime_support import (
+    REPO,
+    Job,
+    PortalStub,
+    alive,
+    assert_same_losses,
+    free_port,
+    losses,
+    read_events,
+    wait_for_step,
+)
 
-from instances.runtime.checkpoint import STEP_RE
-from instances.runtime.exitcodes import EXIT_FINISHED, EXIT_PREEMPTED, EXIT_RESUME_REFUSED
+from instances.runtime.checkpoint import METADATA_HASHES_ATTR, STEP_RE, CheckpointStore
+from instances.runtime.exitcodes import (
+    EXIT_FINISHED,
+    EXIT_PREEMPTED,
+    EXIT_RESUME_REFUSED,
+    EXIT_STORE_UNAVAILABLE,
+)
 from instances.runtime.train import PAUSE_BEFORE_COMMIT_ENV
 
 pytestmark = pytest.mark.slow
@@ -80,6 +96,10 @@ def test_keep_last_k_keeps_the_newest_complete_checkpoints(reference: dict[str, 
     assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]  # saves at 3, 6, 9, 12; keep_last=2
     reported = [e["step"] for e in reference["events"] if e["type"] == "checkpoint"]
     assert reported == [3, 6, 9, 12]
+    pruned = [(e["step"], e["path"]) for e in reference["events"] if e["type"] == "checkpoint_pruned"]
+    assert pruned == [(3, str(ckpt / "step-00000003")), (6, str(ckpt / "step-00000006"))]
+    kinds = [e["type"] for e in reference["events"] if e["type"].startswith("checkpoint")]
+    assert kinds == ["checkpoint", "checkpoint", "checkpoint", "checkpoint_pruned", "checkpoint", "checkpoint_pruned"]
     for name in step_dirs(ckpt):
         assert (ckpt / name / ".metadata").exists() and (ckpt / name / "manifest.json").exists()
 
@@ -138,13 +158,19 @@ def test_sigkill_during_a_save_resumes_from_the_previous_complete_checkpoint(
     }
     job = run_job(cfg, tmp_path / "work", env={PAUSE_BEFORE_COMMIT_ENV: "6"})
     job.wait_for_file(tmp_path / "work" / "paused-before-commit")
-    job.signal_group(signal.SIGKILL)
-    job.wait()
+    ranks = job.rank_pids()
+    assert len(ranks) == 2
+    job.kill_all()  # torchrun and both workers (each in a session of its own), as a node loss would
+    assert job.processes() == []
+    assert [pid for pid in ranks if alive(pid)] == []
     ckpt = tmp_path / "ckpt"
     assert step_dirs(ckpt) == ["step-00000003", "step-00000006"]
     assert (ckpt / "step-00000003" / ".metadata").exists()
-    assert not (ckpt / "step-00000006" / ".metadata").exists()  # shards written, never committed
+    # shards and their manifest written, never committed: the manifest alone does not make it complete
+    assert (ckpt / "step-00000006" / "manifest.json").exists()
+    assert not (ckpt / "step-00000006" / ".metadata").exists()
     assert list((ckpt / "step-00000006").glob("*.distcp"))
+    assert [(f.step, f.complete) for f in CheckpointStore(str(ckpt)).list()] == [(3, True), (6, False)]
 
     job = run_job(cfg, tmp_path / "work")
     assert job.wait() == 0, job.output()
@@ -159,7 +185,7 @@ def test_sigkill_during_a_save_resumes_from_the_previous_complete_checkpoint(
     ("damage", "expected"),
     [
         ("shard", "fails its SHA-256 check"),  # caught by the manifest's checksums
-        ("metadata", "cannot be loaded"),  # no manifest (crash right after the commit): DCP's own error
+        ("metadata", ".metadata cannot be read"),  # the commit marker itself truncated
     ],
 )
 def test_a_damaged_checkpoint_is_named_and_the_previous_one_is_used(
@@ -209,3 +235,154 @@ def test_a_checkpoint_from_another_data_parallel_degree_is_refused(
     assert (exit_event["reason"], exit_event["exit_code"]) == ("failed", EXIT_RESUME_REFUSED)
     assert "data-parallel degree 2, this run has 1" in exit_event["message"]
     assert step_dirs(ckpt) == ["step-00000009", "step-00000012"]  # nothing deleted or set aside
+
+
+def folders(ckpt: Path) -> list[str]:
+    """Every entry of the checkpoint root (set-aside folders included)."""
+    return sorted(p.name for p in ckpt.iterdir())
+
+
+def test_every_complete_checkpoint_has_a_manifest_with_hashes_also_inside_its_commit_marker(
+    reference: dict[str, Any],
+) -> None:
+    ckpt = reference["root"] / "ckpt" / "step-00000012"
+    manifest = json.loads((ckpt / "manifest.json").read_text())
+    shards = sorted(p.name for p in ckpt.glob("*.distcp"))
+    assert sorted(manifest["files"]) == shards and len(shards) >= 2  # both ranks' shards
+    assert manifest["commit"] == ".metadata"
+    assert manifest["bytes"] == sum((ckpt / n).stat().st_size for n in shards)
+    meta = pickle.loads((ckpt / ".metadata").read_bytes())  # noqa: S301 - our own test checkpoint
+    assert getattr(meta, METADATA_HASHES_ATTR) == manifest["files"]
+    assert not list(ckpt.glob(".sha256-rank*"))  # the per-rank tables are merged and removed before the commit
+    assert CheckpointStore(str(ckpt.parent)).verify(12, checksum=True) == []
+
+
+def test_a_changed_micro_batch_is_refused_with_87_and_touches_no_checkpoint(
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    before = folders(ckpt)
+    cfg = {**base_config, "max_steps": MAX_STEPS + 2, "checkpoint_dir": str(ckpt)}
+    job = run_job({**cfg, "micro_batch": 4}, tmp_path / "work")
+    job.wait()
+    exit_event = read_events(tmp_path / "work")[-1]
+    assert (exit_event["reason"], exit_event["exit_code"]) == ("failed", EXIT_RESUME_REFUSED)
+    assert "micro_batch=2" in exit_event["message"] and "micro_batch=4" in exit_event["message"]
+    assert str(ckpt / "step-00000012") in exit_event["message"]
+    assert folders(ckpt) == before == ["step-00000009", "step-00000012"]  # nothing set aside or deleted
+
+    job = run_job(cfg, tmp_path / "work")  # the original config resumes where it was, not from step 0
+    assert job.wait() == 0, job.output()
+    assert [e["step"] for e in read_events(tmp_path / "work") if e["type"] == "started"] == [12]
+
+
+def test_a_flipped_shard_in_a_checkpoint_without_its_manifest_is_detected(
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    newest = ckpt / "step-00000012"
+    (newest / "manifest.json").unlink()
+    (ckpt / "step-00000009" / "manifest.json").unlink()  # this one is intact: its manifest is rebuilt
+    shard = sorted(newest.glob("*.distcp"))[-1]
+    data = bytearray(shard.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    shard.write_bytes(bytes(data))
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(ckpt)}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    warnings = [e["message"] for e in events if e["type"] == "warning"]
+    assert f"checkpoint {newest}: file {shard.name} fails its SHA-256 check" in warnings
+    assert f"checkpoint {ckpt / 'step-00000009'}: manifest.json was missing; rebuilt from the hashes in .metadata" \
+        in warnings
+    assert [e["step"] for e in events if e["type"] == "started"] == [9]
+    assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(10, MAX_STEPS + 1))
+    assert len(list(ckpt.glob("step-00000012.corrupt-*"))) == 1
+
+
+def test_an_old_checkpoint_without_any_hashes_is_reported_unverifiable_and_resumed(
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    newest = ckpt / "step-00000012"
+    (newest / "manifest.json").unlink()
+    meta = pickle.loads((newest / ".metadata").read_bytes())  # noqa: S301 - our own test checkpoint
+    for attr in (METADATA_HASHES_ATTR, METADATA_HASHES_ATTR + "_extra"):
+        delattr(meta, attr)  # as an older runtime wrote it
+    (newest / ".metadata").write_bytes(pickle.dumps(meta))
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": str(ckpt)}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    assert any(e["type"] == "warning" and f"checkpoint {newest} is unverifiable" in e["message"] for e in events)
+    assert [e["step"] for e in events if e["type"] == "started"] == [12]
+
+
+@pytest.mark.parametrize("fails", [2, -1])  # two failed reads, then the store answers; a store that never does
+def test_a_store_that_fails_reads_is_retried_and_never_sets_checkpoints_aside(
+    fails: int,
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    counter = tmp_path / "fails"
+    counter.write_text(str(fails))
+    env = {
+        "PYTHONPATH": f"{Path(__file__).parent / 'flaky_store'}:{REPO}",
+        "FLAKY_STORE_FAILS": str(counter),
+    }
+    cfg = {**base_config, "max_steps": MAX_STEPS, "checkpoint_dir": f"flaky://{ckpt}", "store_retries": 3,
+           "store_backoff_s": 0.1}  # fmt: skip
+    job = run_job(cfg, tmp_path / "work", env=env)
+    rc = job.wait()
+    events = read_events(tmp_path / "work")
+    retried = [e["message"] for e in events if e["type"] == "warning" and "store error" in e["message"]]
+    assert folders(ckpt) == ["step-00000009", "step-00000012"]  # nothing set aside, whatever happened
+    if fails > 0:
+        assert rc == 0, job.output()
+        assert len(retried) == 2 and "injected read error" in retried[0] and "(attempt 1 of 3)" in retried[0]
+        assert [e["step"] for e in events if e["type"] == "started"] == [12]
+    else:
+        exit_event = events[-1]
+        assert (exit_event["reason"], exit_event["exit_code"]) == ("failed", EXIT_STORE_UNAVAILABLE)
+        assert "kept failing after 3 attempts" in exit_event["message"]
+        assert len(retried) == 3
+        assert not [e for e in events if e["type"] == "started"]
+
+
+def test_fresh_start_sets_every_checkpoint_aside_once_and_trains_from_step_0(
+    reference: dict[str, Any],
+    base_config: dict[str, Any],
+    tmp_path: Path,
+    run_job: Callable[..., Job],
+) -> None:
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)
+    cfg = {**base_config, "max_steps": 3, "checkpoint_dir": str(ckpt), "fresh_start": True, "attempt": 4}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = read_events(tmp_path / "work")
+    assert [e["step"] for e in events if e["type"] == "started"] == [0]
+    assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(1, 3))  # same start, other schedule
+    (aside,) = [p for p in ckpt.glob("fresh-start-*") if p.is_dir()]
+    assert sorted(p.name for p in aside.iterdir()) == ["step-00000009", "step-00000012"]
+    assert step_dirs(ckpt) == ["step-00000003"]
+
+    job = run_job({**cfg, "max_steps": 5}, tmp_path / "work")  # same attempt again: resumes, no second fresh start
+    assert job.wait() == 0, job.output()
+    assert [e["step"] for e in read_events(tmp_path / "work") if e["type"] == "started"] == [0, 3]

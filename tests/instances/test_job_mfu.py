@@ -1,0 +1,37 @@
+"""The job page shows the runtime's own MFU figure from its newest progress event (issue 16), or "MFU —"
+with the runtime's reason when it has none (CPU, unknown GPU)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from test_callbacks import job, post, token_of  # noqa: F401 - the fixture is used by name
+
+PROGRESS = {"seq": 1, "type": "progress", "time": "2026-03-01T08:00:01Z", "step": 1, "loss": 6.5, "lr": 1e-4,
+            "tokens_per_s": 900.0, "tokens_seen": 128}
+
+
+def page(client: Any, user: Any, job: Any) -> Any:  # noqa: F811
+    client.force_login(user)
+    return client.get(reverse("job_detail", kwargs={"org": job.instance.organization.slug, "pk": job.pk}))
+
+
+def test_the_job_page_shows_the_mfu_of_the_newest_progress_event(client: Any, job: Any, alice: Any) -> None:  # noqa: F811
+    events = [{**PROGRESS, "mfu": 0.3},
+              {**PROGRESS, "seq": 2, "step": 2, "mfu": 0.4123, "tokens_per_s": 950.0}]  # fmt: skip
+    assert post(client, job.pk, token_of(job), {"attempt": 1, "events": events}).status_code == 200
+    html = page(client, alice, job).content.decode()
+    assert '<span data-testid="job-mfu">MFU 41%</span>' in html
+
+
+def test_without_a_figure_the_page_says_why(client: Any, job: Any, alice: Any) -> None:  # noqa: F811
+    note = "no GPU: the peak FLOP/s of a CPU is not tabulated"
+    event = {**PROGRESS, "mfu": None, "mfu_note": note}
+    assert post(client, job.pk, token_of(job), {"attempt": 1, "events": [event]}).status_code == 200
+    html = page(client, alice, job).content.decode()
+    assert f'<span class="muted" data-testid="job-mfu" title="{note}">MFU —</span>' in html
+
+
+def test_an_outsider_gets_404(client: Any, job: Any, charlie: Any) -> None:  # noqa: F811
+    assert page(client, charlie, job).status_code == 404
