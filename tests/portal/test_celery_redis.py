@@ -40,7 +40,7 @@ def worker(tmp_path):
            "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
            "PORTAL_DATA_DIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool", "solo",
-                             "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
+                             "-Q", "control", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     yield proc
     proc.terminate()
@@ -52,9 +52,9 @@ def test_a_worker_on_redis_expires_a_grant_once_even_when_the_task_is_sent_twice
                                 expires_at=timezone.now() + timedelta(days=1), kind=GrantKind.TRIAL,
                                 idempotency_key="trial")
     CreditGrant.objects.filter(pk=grant.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
-    sender = Celery(broker=REDIS)
-    sender.send_task("billing.tasks.expire_credit_grants")
-    sender.send_task("billing.tasks.expire_credit_grants")
+    sender = Celery(broker=REDIS, set_as_current=False)  # the portal's app stays the current one for other tests
+    sender.send_task("billing.tasks.expire_credit_grants", queue="control")  # control-plane work (settings)
+    sender.send_task("billing.tasks.expire_credit_grants", queue="control")
     deadline = time.monotonic() + 60
     expired = CreditGrant.objects.filter(pk=grant.pk, expired_at__isnull=False)
     while time.monotonic() < deadline and not expired.exists():

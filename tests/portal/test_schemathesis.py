@@ -26,10 +26,19 @@ MAX_EXAMPLES = 8  # per operation; ~40 operations
 
 
 @pytest.fixture(autouse=True)
-def catalog(db: Any) -> None:
+def catalog(db: Any) -> Any:
+    """The price book, and the test database connection kept open across requests: schemathesis calls the WSGI
+    application directly, whose request signals would close it (Django's test client disconnects them too)."""
     from django.core.management import call_command
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
 
     call_command("seed_catalog", verbosity=0)
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
