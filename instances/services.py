@@ -41,7 +41,6 @@ from instances.backends.base import (
 from instances.choices import (
     ATTEMPT_TERMINAL,
     HOLDS_CAPACITY,
-    INSTANCE_TRANSITIONS,
     RESTING,
     WATCHED,
     AttemptState,
@@ -58,8 +57,6 @@ from instances.models import (
     GpuType,
     Image,
     Instance,
-    InstanceRunSegment,
-    InstanceTransition,
     JobAttempt,
     JobEvent,
     JobMetric,
@@ -68,7 +65,7 @@ from instances.models import (
 )
 from instances.runtime.config import ConfigError, JobConfig
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED
-from instances.selectors import gpu_quota_of, gpus_in_use, newest_complete_checkpoint, node_views
+from instances.selectors import gpu_quota_of, newest_complete_checkpoint
 from portal.audit import audit_log
 from portal.models import Organization, User
 from portal.permissions import Action, authorize, authorize_change
@@ -144,31 +141,14 @@ def instance_transition(
     ``InstanceTransition`` row and an audit row; opens a run segment on entering ``running`` and closes the
     open one on leaving it (metering reads them). ``fields``: other Instance columns to set in the same
     update. Raises :class:`IllegalTransition` (nothing written) when the table forbids the move or the
-    status changed under us. Returns the refreshed instance.
+    status changed under us. Returns the refreshed instance. The rule itself (shared with the scheduling
+    pass, which moves many instances at once) is :func:`instances.transitions.instances_transition`.
     """
-    now = now or timezone.now()
-    current = instance.status
-    if to not in INSTANCE_TRANSITIONS.get(current, frozenset()):
-        raise IllegalTransition(current, to)
-    with transaction.atomic():
-        updated = Instance.objects.filter(pk=instance.pk, status=current).update(
-            status=to, status_reason=reason[:300], updated_at=now, **fields
-        )
-        if updated != 1:
-            fresh = Instance.objects.get(pk=instance.pk).status
-            raise IllegalTransition(fresh, to)
-        InstanceTransition.objects.create(
-            instance=instance, from_status=current, to_status=to, reason=reason[:300], actor=acting_user,
-            created_at=now,
-        )
-        if current == S.RUNNING:
-            InstanceRunSegment.objects.filter(instance=instance, ended_at__isnull=True).update(ended_at=now)
-        if to == S.RUNNING:
-            InstanceRunSegment.objects.create(instance=instance, started_at=now)
-        audit_log(action=f"instances.instance.{to}", actor=acting_user, organization=instance.organization,
-                  obj=instance, extra={"from": current, "to": to, "reason": reason})
-        webhook_emit(organization=instance.organization, event_type="instance.state_changed", data={
-            "instance_id": instance.pk, "name": instance.name, "from": current, "to": to, "reason": reason[:300]})
+    from instances.transitions import Move, instances_transition
+
+    if not instances_transition(moves=[Move(instance, to, reason, fields)], acting_user=acting_user, now=now):
+        fresh = Instance.objects.get(pk=instance.pk).status
+        raise IllegalTransition(fresh, to)
     instance.refresh_from_db()
     return instance
 
@@ -413,57 +393,12 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
     """One pass of the gang scheduler over the queue (instances in ``scheduling``), FIFO with restricted
     backfill (``instances.scheduler.schedule_queue``). Placed instances move to ``provisioning`` with a new
     attempt, and their launch task is enqueued after commit; waiting ones get their queue position and
-    reason; permanently unplaceable ones fail. Node rows are locked (pk order) so passes serialize.
-    Returns the instances placed."""
-    now = now or timezone.now()
-    placed: list[Instance] = []
-    with transaction.atomic():
-        list(Node.objects.select_for_update().order_by("pk").values_list("pk", flat=True))  # serialize passes
-        queue = list(Instance.objects.filter(status=S.SCHEDULING).select_related("gpu_type", "organization"))
-        if not queue:
-            return []
-        orgs = {i.organization_id: i.organization for i in queue}
-        quotas = {str(oid): gpu_quota_of(org) for oid, org in orgs.items()}
-        usage = {str(oid): gpus_in_use(org) for oid, org in orgs.items()}
-        requests = [
-            scheduler.PlacementRequest(str(i.pk), str(i.organization_id), i.gpu_type.code, i.gpu_count,
-                                       i.mode, i.submitted_at)  # type: ignore[arg-type]
-            for i in queue
-        ]
-        result = scheduler.schedule_queue(requests, node_views(), quotas, usage)
-        by_id = {str(i.pk): i for i in queue}
-        for placement in result.placements:
-            inst = by_id[placement.request_id]
-            assignments = [[n, g] for n, g in placement.assignments]
-            if not _try_transition(inst, S.PROVISIONING, _("placed on %(nodes)s") % {
-                    "nodes": ", ".join(placement.node_names)}, now=now, placement=assignments,
-                    queue_position=None):
-                continue
-            attempt = _attempt_create(inst, assignments)
-            transaction.on_commit(functools.partial(_enqueue, "launch_attempt", attempt.pk))
-            placed.append(inst)
-        for waiting in result.waiting:
-            inst = by_id[waiting.request.request_id]
-            if waiting.position is None:  # permanent: the request itself must change
-                _try_transition(inst, S.FAILED, waiting.reason, now=now)
-                continue
-            Instance.objects.filter(pk=inst.pk, status=S.SCHEDULING).update(
-                queue_position=waiting.position, status_reason=waiting.reason[:300])
-    return placed
+    reason; permanently unplaceable ones fail. Passes serialize on an advisory lock and lock only the nodes
+    they choose; the writes are set-based (``instances.scheduling_pass``). Returns the instances placed."""
+    from instances.scheduling_pass import schedule_pass
 
-
-def _attempt_create(instance: Instance, placement: list[list[Any]]) -> JobAttempt:
-    job = getattr(instance, "job", None)
-    last = instance.attempts.order_by("-number").values_list("number", flat=True).first() or 0
-    attempt = JobAttempt.objects.create(
-        instance=instance, job=job, number=last + 1, backend=_setting("INSTANCES_BACKEND", "local"),
-        token_sha256="", resume_from_step=job.resume_step if job else -1, placement=placement,
-    )
-    attempt.token_sha256 = hashlib.sha256(attempt_token(attempt).encode()).hexdigest()
-    attempt.save(update_fields=["token_sha256"])
-    if job is not None and job.resume_step >= 0:
-        TrainingJob.objects.filter(pk=job.pk).update(resume_step=-1)
-    return attempt
+    return schedule_pass(now=now, backend=_setting("INSTANCES_BACKEND", "local"),
+                         on_attempt=functools.partial(_enqueue, "launch_attempt"))
 
 
 def attempt_token(attempt: JobAttempt) -> str:
