@@ -255,7 +255,8 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
-        objects = Instance.objects.in_bulk([*pending, *(int(w.request.request_id) for w in failed)])
+        objects = {pk: inst for pk, inst in Instance.objects.in_bulk(
+            [*pending, *(int(w.request.request_id) for w in failed)]).items() if inst.status == S.SCHEDULING}
         moves = [Move(objects[pk], S.PROVISIONING, _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
                       {"placement": [[n, g] for n, g in p.assignments], "queue_position": None})
                  for pk, p in pending.items() if pk in objects]
