@@ -16,7 +16,8 @@
   pass leaves no cache (the next pass rebuilds), so the cache is never ahead of the database.
 * **Set-based writes**: the moves go through :func:`instances.transitions.instances_transition` (one
   statement per kind of row), attempts are created in one INSERT, the queue positions and reasons of
-  waiting instances that changed are written in one UPDATE (PostgreSQL: ``unnest`` of arrays), quotas and
+  waiting instances that changed are written in one UPDATE (``instances.bulk.rows_update``: PostgreSQL's
+  ``unnest`` of arrays), quotas and
   usage are two grouped queries. The statements of a pass do not grow with the queue (a test pins it).
 """
 
@@ -32,11 +33,12 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, IntegerField, Max, Sum, Value, When
+from django.db.models import Max, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import scheduler
+from instances.bulk import rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
 from instances.transitions import Move, instances_transition
@@ -44,7 +46,7 @@ from instances.transitions import Move, instances_transition
 S = InstanceStatus
 # pg_advisory_xact_lock key of the scheduling pass (any fixed bigint no other code uses): "gpu_schd".
 ADVISORY_LOCK_KEY = int.from_bytes(b"gpu_schd", "big") & 0x7FFF_FFFF_FFFF_FFFF
-_UPDATE_BATCH = 500  # rows per CASE update where PostgreSQL's unnest is not available
+_REBUILD_AFTER = 500  # instances changed since the last pass above which the index is rebuilt instead
 
 
 @dataclass
@@ -136,7 +138,7 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
     for pk in [pk for pk in cached.holders if pk not in current]:
         cached.unhold(pk)
     changed = [pk for pk, ts in current.items() if pk not in cached.holders or cached.holders[pk][0] != ts]
-    if len(changed) > _UPDATE_BATCH:
+    if len(changed) > _REBUILD_AFTER:
         return _inventory_build(fingerprint)
     if changed:
         for pk, updated_at, placement in Instance.objects.filter(pk__in=changed).values_list(
@@ -166,23 +168,9 @@ def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[st
 
 def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
     """Set ``(pk, queue_position, status_reason)`` of instances still scheduling: one statement."""
-    if not rows:
-        return
-    if connection.vendor == "postgresql":
-        table = Instance._meta.db_table
-        with connection.cursor() as cur:
-            cur.execute(
-                f"UPDATE {table} AS i SET queue_position = v.pos, status_reason = v.reason "  # noqa: S608
-                "FROM unnest(%s::bigint[], %s::integer[], %s::text[]) AS v(id, pos, reason) "
-                "WHERE i.id = v.id AND i.status = %s",
-                [[r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], S.SCHEDULING])
-        return
-    for start in range(0, len(rows), _UPDATE_BATCH):
-        batch = rows[start:start + _UPDATE_BATCH]
-        Instance.objects.filter(pk__in=[r[0] for r in batch], status=S.SCHEDULING).update(
-            queue_position=Case(*[When(pk=pk, then=Value(pos)) for pk, pos, _ in batch],
-                                output_field=IntegerField()),
-            status_reason=Case(*[When(pk=pk, then=Value(reason)) for pk, _, reason in batch]))
+    rows_update(Instance, [r[0] for r in rows], {"queue_position": [r[1] for r in rows],
+                                                 "status_reason": [r[2] for r in rows]},
+                where={"status": S.SCHEDULING})
 
 
 def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: str) -> list[JobAttempt]:
@@ -203,14 +191,7 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
     ])
     for a in attempts:
         a.token_sha256 = hashlib.sha256(attempt_token(a).encode()).hexdigest()
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cur:
-            cur.execute(
-                f"UPDATE {JobAttempt._meta.db_table} AS a SET token_sha256 = v.t "  # noqa: S608
-                "FROM unnest(%s::bigint[], %s::text[]) AS v(id, t) WHERE a.id = v.id",
-                [[a.pk for a in attempts], [a.token_sha256 for a in attempts]])
-    else:
-        JobAttempt.objects.bulk_update(attempts, ["token_sha256"], batch_size=_UPDATE_BATCH)
+    rows_update(JobAttempt, [a.pk for a in attempts], {"token_sha256": [a.token_sha256 for a in attempts]})
     resumed = [pk for pk, step in jobs.values() if step >= 0]
     if resumed:
         TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)

@@ -7,9 +7,9 @@ current status (two workers never both apply a change); each move writes an ``In
 audit row and an ``instance.state_changed`` webhook event; entering ``running`` opens a run segment and
 leaving it closes the open one (metering reads them).
 
-Cost: a constant number of statements however many instances move (one UPDATE, or a row lock plus one bulk
-UPDATE, one INSERT per kind of row, one query for webhook subscribers), so a pass that places 2,000
-instances does not issue 10,000 statements.
+Cost: a constant number of statements however many instances move (one UPDATE, or a row lock plus one
+set-based UPDATE per set of fields written (``instances.bulk.rows_update``), one INSERT per kind of row,
+one query for webhook subscribers), so a pass that places 2,000 instances does not issue 10,000 statements.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from instances.bulk import rows_update
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, InstanceTransition
 from portal.models import AuditEvent, User
@@ -102,12 +103,16 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
     still = {pk for pk, status in Instance.objects.select_for_update().filter(pk__in=list(expected))
              .values_list("pk", "status") if status == expected[pk]}
     applied = [m for m in moves if m.instance.pk in still]
-    groups: dict[tuple[str, ...], list[Instance]] = {}
-    for m in applied:  # one bulk UPDATE per set of fields written (a pass has two: placed, failed)
-        row = Instance(pk=m.instance.pk, status=m.to, status_reason=m.reason[:300], updated_at=now, **m.fields)
-        groups.setdefault(tuple(sorted(m.fields)), []).append(row)
-    for extra, rows in groups.items():
-        Instance.objects.bulk_update(rows, ["status", "status_reason", "updated_at", *extra])
+    groups: dict[tuple[str, ...], list[Move]] = {}
+    for m in applied:  # one UPDATE per set of fields written (a pass has two: placed, failed)
+        groups.setdefault(tuple(sorted(m.fields)), []).append(m)
+    for extra, group in groups.items():
+        columns: dict[str, list[Any]] = {"status": [m.to for m in group],
+                                         "status_reason": [m.reason[:300] for m in group],
+                                         "updated_at": [now] * len(group)}
+        for name in extra:
+            columns[name] = [m.fields[name] for m in group]
+        rows_update(Instance, [m.instance.pk for m in group], columns)
     return applied
 
 
