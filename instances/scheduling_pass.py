@@ -38,7 +38,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import scheduler
-from instances.bulk import rows_update
+from instances.bulk import rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
 from instances.transitions import Move, instances_transition
@@ -183,15 +183,16 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
                 .annotate(n=Max("number")).values_list("instance_id", "n").order_by())
     jobs = {inst_id: (pk, step) for pk, inst_id, step in
             TrainingJob.objects.filter(instance_id__in=ids).values_list("pk", "instance_id", "resume_step")}
-    attempts = JobAttempt.objects.bulk_create([
-        JobAttempt(instance_id=inst.pk, job_id=jobs[inst.pk][0] if inst.pk in jobs else None,
-                   number=(last.get(inst.pk) or 0) + 1, backend=backend, token_sha256="",
-                   resume_from_step=jobs[inst.pk][1] if inst.pk in jobs else -1, placement=placement)
-        for inst, placement in placed
-    ])
+    n = len(placed)
+    pks = rows_insert(JobAttempt, n, {
+        "instance_id": ids, "job_id": [jobs[i][0] if i in jobs else None for i in ids],
+        "number": [(last.get(i) or 0) + 1 for i in ids], "backend": [backend] * n, "token_sha256": [""] * n,
+        "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
+        "placement": [placement for _, placement in placed], "created_at": [timezone.now()] * n})
+    attempts = [JobAttempt(pk=pk, instance_id=i, number=(last.get(i) or 0) + 1) for pk, i in zip(pks, ids, strict=True)]
     for a in attempts:
         a.token_sha256 = hashlib.sha256(attempt_token(a).encode()).hexdigest()
-    rows_update(JobAttempt, [a.pk for a in attempts], {"token_sha256": [a.token_sha256 for a in attempts]})
+    rows_update(JobAttempt, pks, {"token_sha256": [a.token_sha256 for a in attempts]})
     resumed = [pk for pk, step in jobs.values() if step >= 0]
     if resumed:
         TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)

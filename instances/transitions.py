@@ -22,7 +22,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from instances.bulk import rows_update
+from instances.bulk import rows_insert, rows_update
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, InstanceTransition
 from portal.models import AuditEvent, User
@@ -66,11 +66,11 @@ def instances_transition(*, moves: Sequence[Move], acting_user: User | None = No
         if not applied:
             return []
         actor = acting_user if acting_user is not None and acting_user.pk else None
-        InstanceTransition.objects.bulk_create([
-            InstanceTransition(instance_id=m.instance.pk, from_status=m.instance.status, to_status=m.to,
-                               reason=m.reason[:300], actor=acting_user, created_at=now)
-            for m in applied
-        ])
+        n = len(applied)
+        rows_insert(InstanceTransition, n, {
+            "instance_id": [m.instance.pk for m in applied], "from_status": [m.instance.status for m in applied],
+            "to_status": [m.to for m in applied], "reason": [m.reason[:300] for m in applied],
+            "actor_id": [acting_user.pk if acting_user is not None else None] * n, "created_at": [now] * n})
         leaving = [m.instance.pk for m in applied if m.instance.status == S.RUNNING]
         if leaving:
             InstanceRunSegment.objects.filter(instance_id__in=leaving, ended_at__isnull=True).update(ended_at=now)
@@ -78,12 +78,12 @@ def instances_transition(*, moves: Sequence[Move], acting_user: User | None = No
         if entering:
             InstanceRunSegment.objects.bulk_create([InstanceRunSegment(instance_id=pk, started_at=now)
                                                     for pk in entering])
-        AuditEvent.objects.bulk_create([
-            AuditEvent(action=f"instances.instance.{m.to}", actor=actor, organization_id=m.instance.organization_id,
-                       object_type=Instance._meta.label_lower, object_id=str(m.instance.pk),
-                       extra={"from": m.instance.status, "to": m.to, "reason": m.reason}, created_at=now)
-            for m in applied
-        ])
+        rows_insert(AuditEvent, n, {  # what portal.audit.audit_log writes, one row per move
+            "action": [f"instances.instance.{m.to}" for m in applied], "actor_id": [actor.pk if actor else None] * n,
+            "organization_id": [m.instance.organization_id for m in applied],
+            "object_type": [Instance._meta.label_lower] * n, "object_id": [str(m.instance.pk) for m in applied],
+            "extra": [{"from": m.instance.status, "to": m.to, "reason": m.reason} for m in applied],
+            "staff": [False] * n, "created_at": [now] * n})
         _emit_webhooks(applied)
     for m in applied:
         m.instance.status, m.instance.status_reason, m.instance.updated_at = m.to, m.reason[:300], now
