@@ -43,7 +43,7 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
         objs = model.objects.bulk_create(  # type: ignore[attr-defined]
             [model(**{name: values[i] for name, values in columns.items()}) for i in range(count)])
         return [o.pk for o in objs]
-    fields = [f for f in meta.concrete_fields if not f.primary_key]
+    fields = [f for f in meta.concrete_fields if not f.primary_key or f.name in columns or f.attname in columns]
     names, arrays, casts, reads, params_const = [], [], [], [], []
     for f in fields:
         if f.name in columns or f.attname in columns:
@@ -67,6 +67,18 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
            f'RETURNING "{meta.pk.column}"')
     with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the arrays after
         cur.execute(sql, [*params_const, *arrays])
+        return [row[0] for row in cur.fetchall()]
+
+
+def ids_reserve(model: type[models.Model], count: int) -> list[int] | None:
+    """``count`` new primary keys of ``model`` taken from its sequence (PostgreSQL), for rows whose other
+    columns depend on their id; ``None`` on databases without sequences (insert first, then update)."""
+    if connection.vendor != "postgresql" or not count:
+        return None if connection.vendor != "postgresql" else []
+    meta = model._meta
+    with connection.cursor() as cur:
+        cur.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+                    [meta.db_table, meta.pk.column, count])
         return [row[0] for row in cur.fetchall()]
 
 

@@ -29,7 +29,7 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -38,7 +38,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import scheduler
-from instances.bulk import rows_insert, rows_update
+from instances.bulk import ids_reserve, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
 from instances.transitions import Move, instances_transition
@@ -155,6 +155,18 @@ def _serialize_passes() -> None:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", [ADVISORY_LOCK_KEY])
 
 
+def _nodes_lock(names: list[str]) -> set[str]:
+    """Lock the rows of the nodes ``names`` (pk order, so two lockers never deadlock) and return those
+    still ready. One statement; on PostgreSQL the names travel as one array."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute(f'SELECT name FROM "{Node._meta.db_table}" WHERE name = ANY(%s::text[]) AND state = %s '  # noqa: S608
+                        "ORDER BY id FOR UPDATE", [names, NodeState.READY])
+            return {row[0] for row in cur.fetchall()}
+    return set(Node.objects.select_for_update().filter(name__in=names, state=NodeState.READY)
+               .order_by("pk").values_list("name", flat=True))
+
+
 def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[str, int]]:
     default = getattr(settings, "INSTANCES_DEFAULT_GPU_QUOTA", None)
     quotas: dict[str, int | None] = {str(o): default for o in org_ids}
@@ -173,9 +185,18 @@ def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
                 where={"status": S.SCHEDULING})
 
 
-def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: str) -> list[JobAttempt]:
-    """One attempt per placed instance (numbered after its last one), its token hash, and the job's
-    one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements."""
+class _AttemptKey(NamedTuple):
+    """What ``attempt_token`` reads of an attempt, before the row exists."""
+
+    pk: int
+    instance_id: int
+    number: int
+
+
+def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: str) -> list[int]:
+    """One attempt per placed instance (numbered after its last one) with its token hash, and the job's
+    one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements.
+    Returns the attempts' ids in the order of ``placed``."""
     from instances.services import attempt_token
 
     ids = [inst.pk for inst, _ in placed]
@@ -184,19 +205,26 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
     jobs = {inst_id: (pk, step) for pk, inst_id, step in
             TrainingJob.objects.filter(instance_id__in=ids).values_list("pk", "instance_id", "resume_step")}
     n = len(placed)
-    pks = rows_insert(JobAttempt, n, {
-        "instance_id": ids, "job_id": [jobs[i][0] if i in jobs else None for i in ids],
-        "number": [(last.get(i) or 0) + 1 for i in ids], "backend": [backend] * n, "token_sha256": [""] * n,
-        "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
-        "placement": [placement for _, placement in placed], "created_at": [timezone.now()] * n})
-    attempts = [JobAttempt(pk=pk, instance_id=i, number=(last.get(i) or 0) + 1) for pk, i in zip(pks, ids, strict=True)]
-    for a in attempts:
-        a.token_sha256 = hashlib.sha256(attempt_token(a).encode()).hexdigest()
-    rows_update(JobAttempt, pks, {"token_sha256": [a.token_sha256 for a in attempts]})
+    numbers = [(last.get(i) or 0) + 1 for i in ids]
+    columns: dict[str, list[Any]] = {
+        "instance_id": ids, "job_id": [jobs[i][0] if i in jobs else None for i in ids], "number": numbers,
+        "backend": [backend] * n, "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
+        "placement": [placement for _, placement in placed], "created_at": [timezone.now()] * n}
+
+    def tokens(pks: list[int]) -> list[str]:
+        return [hashlib.sha256(attempt_token(_AttemptKey(pk, i, num)).encode()).hexdigest()  # type: ignore[arg-type]
+                for pk, i, num in zip(pks, ids, numbers, strict=True)]
+
+    pks = ids_reserve(JobAttempt, n)
+    if pks is not None:  # ids known first: the token hash goes in with the row
+        rows_insert(JobAttempt, n, {"id": pks, "token_sha256": tokens(pks), **columns})
+    else:
+        pks = rows_insert(JobAttempt, n, {"token_sha256": [""] * n, **columns})
+        rows_update(JobAttempt, pks, {"token_sha256": tokens(pks)})
     resumed = [pk for pk, step in jobs.values() if step >= 0]
     if resumed:
         TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)
-    return attempts
+    return pks
 
 
 def schedule_pass(*, now: datetime | None = None, backend: str = "local",
@@ -231,8 +259,7 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
 
         chosen = sorted({name for p in result.placements for name in p.node_names})
         if chosen:  # lock only the chosen nodes; one cordoned or drained meanwhile is not used
-            ready = set(Node.objects.select_for_update().filter(name__in=chosen, state=NodeState.READY)
-                        .order_by("pk").values_list("name", flat=True))
+            ready = _nodes_lock(chosen)
             for pk in [pk for pk, p in pending.items() if not ready.issuperset(p.node_names)]:
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
@@ -253,8 +280,8 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
         attempts = _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend) \
             if placed_moves else []
         if on_attempt is not None:
-            for a in attempts:
-                transaction.on_commit(functools.partial(on_attempt, a.pk))
+            for attempt_pk in attempts:
+                transaction.on_commit(functools.partial(on_attempt, attempt_pk))
         before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason in queue}
         _write_waiting([
             (pk, w.position, w.reason[:300]) for w in result.waiting if w.position is not None
