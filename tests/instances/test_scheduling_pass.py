@@ -138,3 +138,24 @@ def test_the_kept_index_follows_releases_cordons_and_new_nodes(
     assert run() == ["i10"]  # the new node is in the index
     fourth.refresh_from_db()
     assert (fourth.status, fourth.placement) == ("provisioning", [["a100-01", 8], ["a100-02", 8]])
+
+
+def test_bulk_rows_are_written_in_order_and_bad_input_writes_nothing(catalog: Any, alice_org: Any) -> None:
+    from instances.bulk import rows_insert, rows_update
+    from instances.models import Instance, InstanceTransition
+
+    a, b = queued(alice_org, "A100-80G-SXM", 1, 0), queued(alice_org, "A100-80G-SXM", 2, 1)
+    pks = rows_insert(InstanceTransition, 2, {"instance_id": [b.pk, a.pk], "from_status": ["pending"] * 2,
+                                              "to_status": ["scheduling"] * 2, "reason": ["x", "y"]})
+    rows = InstanceTransition.objects.filter(pk__in=pks).order_by("pk").values_list("instance_id", "reason", "actor_id")
+    assert list(rows) == [(b.pk, "x", None), (a.pk, "y", None)]
+    rows_update(Instance, [b.pk, a.pk], {"queue_position": [7, 8], "placement": [[["n", 1]], []]},
+                where={"status": "scheduling"})
+    after = Instance.objects.order_by("pk").values_list("queue_position", "placement")
+    assert list(after) == [(8, []), (7, [["n", 1]])]
+    with pytest.raises(ValueError, match="one value per row"):
+        rows_insert(InstanceTransition, 2, {"instance_id": [a.pk]})
+    with pytest.raises(ValueError, match="one value per primary key"):
+        rows_update(Instance, [a.pk, b.pk], {"queue_position": [1]})
+    assert InstanceTransition.objects.count() == 2
+    assert list(Instance.objects.order_by("pk").values_list("queue_position", flat=True)) == [8, 7]
