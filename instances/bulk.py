@@ -4,36 +4,57 @@ allows.
 Django's ``bulk_update`` writes ``CASE WHEN id = … THEN … END`` per column, which PostgreSQL evaluates
 row by row against every branch (quadratic: 2,000 rows × 6 columns took seconds in the scheduler
 benchmark), and ``bulk_create`` builds a model object and a placeholder group per row. On PostgreSQL
-:func:`rows_update` and :func:`rows_insert` send one array per column and join them with ``unnest`` (one
-statement, linear, a handful of parameters); elsewhere they fall back to ``CASE`` updates in batches of
-``BATCH`` rows and to ``bulk_create``.
+:func:`rows_update` and :func:`rows_insert` send the rows as one JSON document read by
+``json_to_recordset`` (one statement, one parameter, encoded by the C JSON encoder: binding one array per
+column cost more in psycopg's Python array quoting than the database's work); elsewhere they fall back to
+``CASE`` updates in batches of ``BATCH`` rows and to ``bulk_create``.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
-from django.core.serializers.json import DjangoJSONEncoder
 from django.db import connection, models
 from django.db.models import Case, Value, When
 
-BATCH = 500  # rows per CASE update where unnest is not available
+BATCH = 500  # rows per CASE update where PostgreSQL is not available
 
-def _pg_array(field: models.Field[Any, Any], values: Sequence[Any]) -> tuple[list[Any], str, str]:
-    """(array parameter, its placeholder with the cast, the expression that reads element ``{}``)."""
-    kind = field.db_type(connection)  # the column's type (a foreign key: its target's)
-    if kind == "jsonb":  # as text, cast per row: psycopg adapts a list of str as text[]
-        return ([None if v is None else json.dumps(v, cls=DjangoJSONEncoder) for v in values], "%s::text[]",
-                "{}::jsonb")
-    return list(values), f"%s::{kind}[]", "{}"
+
+def _json_default(value: Any) -> Any:
+    # full precision (DjangoJSONEncoder cuts times to milliseconds); PostgreSQL parses ISO 8601
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} in a bulk row")
+
+
+def _recordset(fields: Sequence[models.Field[Any, Any]], columns: Sequence[Sequence[Any]],
+               first: Sequence[Any] | None = None, first_type: str = "") -> tuple[str, str]:
+    """(``json_to_recordset(%s::json) AS v(c0 type, …)``, the JSON document): one record per row, keys
+    ``k`` (``first``, e.g. the primary key), ``n`` (row index) and ``c0`` … (the columns)."""
+    defs = ["n integer"] + ([f"k {first_type}"] if first is not None else [])
+    defs += [f"c{i} {f.db_type(connection)}" for i, f in enumerate(fields)]
+    names = [f"c{i}" for i in range(len(fields))]
+    rows = []
+    for n, values in enumerate(zip(*columns, strict=True)):
+        row = dict(zip(names, values, strict=True))
+        row["n"] = n
+        if first is not None:
+            row["k"] = first[n]
+        rows.append(row)
+    return f"json_to_recordset(%s::json) AS v({', '.join(defs)})", json.dumps(rows, default=_json_default)
 
 
 def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Sequence[Any]]) -> list[Any]:
-    """Insert ``count`` rows: ``columns[name][i]`` for row ``i``; every other concrete field gets its default
-    (evaluated once: the same value on every row). Returns the new primary keys in row order. Raises
-    ``ValueError`` for a column of another length than ``count`` (nothing written)."""
+    """Insert ``count`` rows: ``columns[name][i]`` for row ``i`` (field names or ``*_id`` attribute names);
+    every other concrete field gets its default (evaluated once: the same value on every row). Returns the
+    new primary keys in row order. Raises ``ValueError`` for a column of another length than ``count``
+    (nothing written)."""
     if any(len(values) != count for values in columns.values()):
         raise ValueError("rows_insert: every column needs one value per row")
     if not count:
@@ -43,38 +64,36 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
         objs = model.objects.bulk_create(  # type: ignore[attr-defined]
             [model(**{name: values[i] for name, values in columns.items()}) for i in range(count)])
         return [o.pk for o in objs]
-    fields = [f for f in meta.concrete_fields if not f.primary_key or f.name in columns or f.attname in columns]
-    names, arrays, casts, reads, params_const = [], [], [], [], []
-    for f in fields:
-        if f.name in columns or f.attname in columns:
-            values = columns[f.name] if f.name in columns else columns[f.attname]
-            array, cast, read = _pg_array(f, values)
-            arrays.append(array)
-            casts.append(cast)
-            reads.append(read.format(f"v.c{len(arrays) - 1}"))
+    given = [f for f in meta.concrete_fields if f.name in columns or f.attname in columns]
+    source, document = _recordset(given, [columns[f.name] if f.name in columns else columns[f.attname]
+                                          for f in given])
+    names, reads, constants = [], [], []
+    for f in meta.concrete_fields:
+        if f in given:
+            reads.append(f"v.c{given.index(f)}")
+        elif f.primary_key:
+            continue
         else:  # one value for every row
             value = f.get_default()
             if f.db_type(connection) == "jsonb":
-                value = json.dumps(value, cls=DjangoJSONEncoder)
-                reads.append("%s::jsonb")
-            else:
-                reads.append("%s")
-            params_const.append(value)
+                value = json.dumps(value, default=_json_default)
+            reads.append(f"%s::{f.db_type(connection)}")
+            constants.append(value)
         names.append(f'"{f.column}"')
-    aliases = ", ".join(f"c{i}" for i in range(len(arrays)))
     sql = (f'INSERT INTO "{meta.db_table}" ({", ".join(names)}) SELECT {", ".join(reads)} '  # noqa: S608
-           f'FROM unnest({", ".join(casts)}) WITH ORDINALITY AS v({aliases}, n) ORDER BY v.n '
-           f'RETURNING "{meta.pk.column}"')
-    with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the arrays after
-        cur.execute(sql, [*params_const, *arrays])
+           f'FROM {source} ORDER BY v.n RETURNING "{meta.pk.column}"')
+    with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the rows after
+        cur.execute(sql, [*constants, document])
         return [row[0] for row in cur.fetchall()]
 
 
 def ids_reserve(model: type[models.Model], count: int) -> list[int] | None:
     """``count`` new primary keys of ``model`` taken from its sequence (PostgreSQL), for rows whose other
     columns depend on their id; ``None`` on databases without sequences (insert first, then update)."""
-    if connection.vendor != "postgresql" or not count:
-        return None if connection.vendor != "postgresql" else []
+    if connection.vendor != "postgresql":
+        return None
+    if not count:
+        return []
     meta = model._meta
     with connection.cursor() as cur:
         cur.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
@@ -95,22 +114,15 @@ def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[
     where = dict(where or {})
     if connection.vendor == "postgresql":
         fields = [meta.get_field(name) for name in columns]
-        arrays: list[list[Any]] = [list(pks)]
-        casts = [f"%s::{meta.pk.db_type(connection)}[]"]
-        sets = []
-        for i, (f, values) in enumerate(zip(fields, columns.values(), strict=True)):
-            array, cast, read = _pg_array(f, values)
-            arrays.append(array)
-            casts.append(cast)
-            sets.append(f'"{f.column}" = ' + read.format(f"v.c{i}"))
-        names = ", ".join(["pk", *(f"c{i}" for i in range(len(fields)))])
-        conditions = [f'"{meta.db_table}"."{meta.pk.column}" = v.pk']
-        params: list[Any] = [*arrays]
+        source, document = _recordset(fields, list(columns.values()), pks, meta.pk.db_type(connection))
+        sets = [f'"{f.column}" = v.c{i}' for i, f in enumerate(fields)]
+        conditions = [f'"{meta.db_table}"."{meta.pk.column}" = v.k']
+        params: list[Any] = [document]
         for name, value in where.items():
             conditions.append(f'"{meta.db_table}"."{meta.get_field(name).column}" = %s')
             params.append(value)
-        sql = (f'UPDATE "{meta.db_table}" SET {", ".join(sets)} FROM unnest({", ".join(casts)}) '  # noqa: S608
-               f'AS v({names}) WHERE {" AND ".join(conditions)}')
+        sql = (f'UPDATE "{meta.db_table}" SET {", ".join(sets)} FROM {source} '  # noqa: S608
+               f'WHERE {" AND ".join(conditions)}')
         with connection.cursor() as cur:
             cur.execute(sql, params)
         return
