@@ -102,14 +102,16 @@ def ids_reserve(model: type[models.Model], count: int) -> list[int] | None:
 
 
 def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[str, Sequence[Any]], *,
-                where: Mapping[str, Any] | None = None) -> None:
+                where: Mapping[str, Any] | None = None) -> list[Any] | None:
     """Set ``columns[name][i]`` on the row ``pks[i]`` for every column, where the row also matches ``where``
-    (equality on other fields, e.g. ``{"status": "scheduling"}``). Field names, not column names. Raises
-    ``ValueError`` for a column list of another length than ``pks``; nothing is written then."""
+    (equality on other fields, e.g. ``{"status": "scheduling"}``: a compare-and-set). Field names, not
+    column names. Returns the primary keys of the rows updated on PostgreSQL (``UPDATE … RETURNING``),
+    ``None`` elsewhere. Raises ``ValueError`` for a column list of another length than ``pks``; nothing is
+    written then."""
     if any(len(values) != len(pks) for values in columns.values()):
         raise ValueError("rows_update: every column needs one value per primary key")
     if not pks or not columns:
-        return
+        return [] if connection.vendor == "postgresql" else None
     meta = model._meta
     where = dict(where or {})
     if connection.vendor == "postgresql":
@@ -122,10 +124,10 @@ def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[
             conditions.append(f'"{meta.db_table}"."{meta.get_field(name).column}" = %s')
             params.append(value)
         sql = (f'UPDATE "{meta.db_table}" SET {", ".join(sets)} FROM {source} '  # noqa: S608
-               f'WHERE {" AND ".join(conditions)}')
+               f'WHERE {" AND ".join(conditions)} RETURNING "{meta.db_table}"."{meta.pk.column}"')
         with connection.cursor() as cur:
             cur.execute(sql, params)
-        return
+            return [row[0] for row in cur.fetchall()]
     for start in range(0, len(pks), BATCH):
         batch = pks[start:start + BATCH]
         updates = {
@@ -135,3 +137,4 @@ def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[
             for name, values in columns.items()
         }
         model.objects.filter(pk__in=batch, **where).update(**updates)  # type: ignore[attr-defined]
+    return None

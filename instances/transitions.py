@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from instances.bulk import rows_insert, rows_update
@@ -98,22 +98,28 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
         updated = Instance.objects.filter(pk=m.instance.pk, status=m.instance.status).update(
             status=m.to, status_reason=m.reason[:300], updated_at=now, **m.fields)
         return [m] if updated == 1 else []
-    # Many: lock the rows still in their expected status (one statement), then one bulk UPDATE of those.
-    expected = {m.instance.pk: m.instance.status for m in moves}
-    still = {pk for pk, status in Instance.objects.select_for_update().filter(pk__in=list(expected))
-             .values_list("pk", "status") if status == expected[pk]}
-    applied = [m for m in moves if m.instance.pk in still]
-    groups: dict[tuple[str, ...], list[Move]] = {}
-    for m in applied:  # one UPDATE per set of fields written (a pass has two: placed, failed)
-        groups.setdefault(tuple(sorted(m.fields)), []).append(m)
-    for extra, group in groups.items():
+    candidates = moves
+    if connection.vendor != "postgresql":
+        # Lock the rows still in their expected status (one statement), then update those.
+        expected = {m.instance.pk: m.instance.status for m in moves}
+        still = {pk for pk, status in Instance.objects.select_for_update().filter(pk__in=list(expected))
+                 .values_list("pk", "status") if status == expected[pk]}
+        candidates = [m for m in moves if m.instance.pk in still]
+    groups: dict[tuple[str, tuple[str, ...]], list[Move]] = {}
+    for m in candidates:  # one UPDATE per current status and set of fields (a pass has two: placed, failed)
+        groups.setdefault((m.instance.status, tuple(sorted(m.fields))), []).append(m)
+    done: set[int] = set()
+    for (current, extra), group in groups.items():
         columns: dict[str, list[Any]] = {"status": [m.to for m in group],
                                          "status_reason": [m.reason[:300] for m in group],
                                          "updated_at": [now] * len(group)}
         for name in extra:
             columns[name] = [m.fields[name] for m in group]
-        rows_update(Instance, [m.instance.pk for m in group], columns)
-    return applied
+        pks = [m.instance.pk for m in group]
+        # On PostgreSQL the UPDATE itself is the compare-and-set (WHERE status = current RETURNING id).
+        updated = rows_update(Instance, pks, columns, where={"status": current})
+        done.update(pks if updated is None else updated)
+    return [m for m in candidates if m.instance.pk in done]
 
 
 def _emit_webhooks(applied: Sequence[Move]) -> None:
