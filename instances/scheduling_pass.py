@@ -33,12 +33,12 @@ from typing import Any, NamedTuple
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Max, Sum
+from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances import scheduler
-from instances.bulk import ids_reserve, rows_insert, rows_update
+from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
 from instances.transitions import Move, instances_transition
@@ -185,6 +185,17 @@ def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
                 where={"status": S.SCHEDULING})
 
 
+def _instances_of(pks: list[int]) -> list[Instance]:
+    """The instances to move, in one query: the columns a move and a new attempt read (the others load on
+    access), the training job (reverse one-to-one) and the number of the last attempt."""
+    if not pks:
+        return []
+    last = JobAttempt.objects.filter(instance=OuterRef("pk")).order_by("-number").values("number")[:1]
+    return list(Instance.objects.filter(pk__in=pk_in(pks)).select_related("job")
+                .only("id", "status", "organization_id", "name", "kind", "job__id", "job__resume_step")
+                .annotate(last_attempt=Subquery(last)).order_by())
+
+
 class _AttemptKey(NamedTuple):
     """What ``attempt_token`` reads of an attempt, before the row exists."""
 
@@ -196,14 +207,13 @@ class _AttemptKey(NamedTuple):
 def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: str) -> list[int]:
     """One attempt per placed instance (numbered after its last one) with its token hash, and the job's
     one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements.
-    Returns the attempts' ids in the order of ``placed``."""
+    ``placed``: instances from :func:`_instances_of`. Returns the attempts' ids in the order of ``placed``."""
     from instances.services import attempt_token
 
     ids = [inst.pk for inst, _ in placed]
-    last = dict(JobAttempt.objects.filter(instance_id__in=ids).values("instance_id")
-                .annotate(n=Max("number")).values_list("instance_id", "n").order_by())
-    jobs = {inst_id: (pk, step) for pk, inst_id, step in
-            TrainingJob.objects.filter(instance_id__in=ids).values_list("pk", "instance_id", "resume_step")}
+    last = {inst.pk: inst.last_attempt for inst, _ in placed}  # type: ignore[attr-defined]
+    jobs = {inst.pk: (inst.job.pk, inst.job.resume_step) for inst, _ in placed
+            if getattr(inst, "job", None) is not None}
     n = len(placed)
     numbers = [(last.get(i) or 0) + 1 for i in ids]
     columns: dict[str, list[Any]] = {
@@ -264,8 +274,8 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
-        objects = {pk: inst for pk, inst in Instance.objects.in_bulk(
-            [*pending, *(int(w.request.request_id) for w in failed)]).items() if inst.status == S.SCHEDULING}
+        objects = {inst.pk: inst for inst in _instances_of(
+            [*pending, *(int(w.request.request_id) for w in failed)]) if inst.status == S.SCHEDULING}
         moves = [Move(objects[pk], S.PROVISIONING, _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
                       {"placement": [[n, g] for n, g in p.assignments], "queue_position": None})
                  for pk, p in pending.items() if pk in objects]
