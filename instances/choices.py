@@ -1,7 +1,8 @@
 """Enumerations of the instances app and the one transition table of an instance's status.
 
 The table ``INSTANCE_TRANSITIONS`` is enforced in exactly one place,
-``instances.services.instance_transition``, which raises :class:`IllegalTransition` for anything else.
+``instances.transitions.instances_transition`` (behind ``instances.services.instance_transition`` and the
+scheduling pass), which raises :class:`IllegalTransition` for anything else.
 """
 
 from __future__ import annotations

@@ -33,9 +33,11 @@ stream of small requests starve a 1024-GPU gang forever. Why not strict FIFO: a 
 behind a gang although it only uses GPUs the gang cannot take. Freed capacity is offered to the queue at
 once by calling :func:`schedule_queue` again with the new inventory.
 
-Performance: free capacity is indexed per GPU type by free-GPU count (best fit = first non-empty bucket at or
-above the request, at most node-size buckets) and per (GPU type, block) as ordered sets of whole free nodes,
-so a placement costs O(nodes placed + blocks), independent of the inventory size
+Performance: free capacity is indexed (:class:`CapacityIndex`) per GPU type by free-GPU count (best fit =
+first non-empty bucket at or above the request, at most node-size buckets) and per (GPU type, block) as
+sorted sets of whole free nodes, so a placement costs O(log nodes × nodes placed + blocks). Building the
+index is O(nodes log nodes); a caller that runs passes repeatedly (the portal) keeps one index between
+passes and updates it with each placement and release instead of rebuilding it
 (see ``benchmarks/scheduler_bench.py``).
 """
 
@@ -43,9 +45,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, NamedTuple
+
+from sortedcontainers import SortedList
 
 NodeState = Literal["ready", "cordoned", "draining"]
 Mode = Literal["container", "bare_metal"]
@@ -165,21 +169,47 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-@dataclass(slots=True)
 class _TypePool:
-    """Free capacity of one GPU type. Mutated as placements are committed."""
+    """Free capacity of one GPU type, kept in name order so that an index updated by :meth:`take` and
+    :meth:`release` answers exactly as one rebuilt from scratch (the tie-break is the node name).
 
-    gpu_type: str
-    node_size: int
-    total_by_name: dict[str, int] = field(default_factory=dict)
-    free_by_name: dict[str, int] = field(default_factory=dict)
-    block_by_name: dict[str, str] = field(default_factory=dict)
-    # free-GPU count -> ordered set (dict keys) of ready node names with exactly that many free GPUs (> 0)
-    by_free: dict[int, dict[str, None]] = field(default_factory=dict)
-    # block -> ordered set of ready, whole-size nodes with every GPU free
-    whole_free: dict[str, dict[str, None]] = field(default_factory=dict)
-    whole_nodes_in_inventory: int = 0  # whole-size nodes of this type in any state
-    largest_node: int = 0  # largest gpus_total of a ready node
+    ``partial[f]`` / ``full[f]``: sorted names of ready nodes with ``f`` > 0 free GPUs, split by whether the
+    node is partly used (``f`` < its total) or entirely free; ``whole_free[block]``: sorted names of ready,
+    entirely free nodes of exactly ``node_size`` GPUs. Every operation is O(log nodes) or O(node size +
+    blocks), never O(nodes)."""
+
+    __slots__ = ("block_by_name", "free_by_name", "full", "gpu_type", "largest_node", "node_size", "partial",
+                 "total_by_name", "whole_free", "whole_free_total", "whole_nodes_in_inventory")
+
+    def __init__(self, gpu_type: str, node_size: int) -> None:
+        self.gpu_type = gpu_type
+        self.node_size = node_size
+        self.total_by_name: dict[str, int] = {}
+        self.free_by_name: dict[str, int] = {}
+        self.block_by_name: dict[str, str] = {}
+        self.partial: dict[int, SortedList] = {}
+        self.full: dict[int, SortedList] = {}
+        self.whole_free: dict[str, SortedList] = {}
+        self.whole_free_total = 0
+        self.whole_nodes_in_inventory = 0  # whole-size nodes of this type in any state
+        self.largest_node = 0  # largest gpus_total of a ready node
+
+    # -- index maintenance ---------------------------------------------------------------------------------
+    def _index(self, name: str, free: int, total: int, *, add: bool) -> None:
+        if free <= 0:
+            return
+        buckets = self.full if free == total else self.partial
+        if add:
+            buckets.setdefault(free, SortedList()).add(name)
+        else:
+            buckets[free].remove(name)
+        if free == total == self.node_size:
+            if add:
+                self.whole_free.setdefault(self.block_by_name[name], SortedList()).add(name)
+                self.whole_free_total += 1
+            else:
+                self.whole_free[self.block_by_name[name]].remove(name)
+                self.whole_free_total -= 1
 
     def add(self, node: NodeView) -> None:
         free = max(0, min(node.gpus_free, node.gpus_total))
@@ -187,53 +217,57 @@ class _TypePool:
         self.free_by_name[node.name] = free
         self.block_by_name[node.name] = node.block
         self.largest_node = max(self.largest_node, node.gpus_total)
-        if free > 0:
-            self.by_free.setdefault(free, {})[node.name] = None
-        if free == node.gpus_total == self.node_size:
-            self.whole_free.setdefault(node.block, {})[node.name] = None
+        self._index(node.name, free, node.gpus_total, add=True)
 
     def take(self, name: str, gpus: int) -> None:
-        free = self.free_by_name[name]
-        if self.free_by_name[name] == self.total_by_name[name] == self.node_size:
-            del self.whole_free[self.block_by_name[name]][name]
-        del self.by_free[free][name]
-        left = free - gpus
-        self.free_by_name[name] = left
-        if left > 0:
-            self.by_free.setdefault(left, {})[name] = None
+        free, total = self.free_by_name[name], self.total_by_name[name]
+        if gpus > free:
+            raise ValueError(f"{name}: cannot take {gpus} GPUs, {free} free")
+        self._index(name, free, total, add=False)
+        self.free_by_name[name] = free - gpus
+        self._index(name, free - gpus, total, add=True)
+
+    def release(self, name: str, gpus: int) -> None:
+        free, total = self.free_by_name[name], self.total_by_name[name]
+        if free + gpus > total:
+            raise ValueError(f"{name}: cannot release {gpus} GPUs, {free} of {total} free")
+        self._index(name, free, total, add=False)
+        self.free_by_name[name] = free + gpus
+        self._index(name, free + gpus, total, add=True)
 
     def whole_free_count(self) -> int:
-        return sum(len(s) for s in self.whole_free.values())
+        return self.whole_free_total
 
     def max_free_on_node(self, *, partly_used_only: bool = False) -> int:
-        for free in sorted(self.by_free, reverse=True):
-            for name in self.by_free[free]:
-                if not partly_used_only or free < self.total_by_name[name]:
-                    return free
-        return 0
+        best = max((f for f, names in self.partial.items() if names), default=0)
+        if not partly_used_only:
+            best = max(best, max((f for f, names in self.full.items() if names), default=0))
+        return best
 
     # -- finding (no mutation) -------------------------------------------------------------------------
     def find_in_node(self, gpus: int, *, partly_used_only: bool) -> str | None:
-        """Best fit: a node with the fewest free GPUs ≥ ``gpus``; ties by inventory order."""
+        """Best fit: a node with the fewest free GPUs ≥ ``gpus``; ties by node name."""
         for free in range(gpus, self.largest_node + 1):
-            bucket = self.by_free.get(free)
-            if not bucket:
-                continue
-            for name in bucket:
-                if not partly_used_only or free < self.total_by_name[name]:
-                    return name
+            part = self.partial.get(free)
+            best = part[0] if part else None
+            if not partly_used_only:
+                whole = self.full.get(free)
+                if whole and (best is None or whole[0] < best):
+                    best = whole[0]
+            if best is not None:
+                return best
         return None
 
     def find_whole_nodes(self, count: int) -> tuple[list[str], str | None] | None:
         """``count`` whole free nodes, in one block if possible (the fullest block that fits), else across
         the fewest blocks. Returns (names, block or None) or None when fewer are free."""
-        sizes = [(len(names), block) for block, names in self.whole_free.items() if names]
-        if sum(s for s, _ in sizes) < count:
+        if self.whole_free_total < count:
             return None
+        sizes = [(len(names), block) for block, names in self.whole_free.items() if names]
         fitting = [(s, b) for s, b in sizes if s >= count]
         if fitting:
             _, block = min(fitting)
-            return _first(self.whole_free[block], count), block
+            return list(self.whole_free[block].islice(0, count)), block
         sizes.sort(key=lambda sb: (-sb[0], sb[1]))
         chosen: list[str] = []
         remaining = count
@@ -245,21 +279,19 @@ class _TypePool:
             chosen.extend(self.whole_free[block])
             remaining -= len(self.whole_free[block])
         last = min((s, b) for s, b in sizes[k:] if s >= remaining)[1]
-        chosen.extend(_first(self.whole_free[last], remaining))
+        chosen.extend(self.whole_free[last].islice(0, remaining))
         return chosen, None
 
 
-def _first(names: Mapping[str, None], count: int) -> list[str]:
-    out: list[str] = []
-    for name in names:
-        if len(out) == count:
-            break
-        out.append(name)
-    return out
+class CapacityIndex:
+    """Index of free capacity over an inventory, per GPU type, that can be kept between passes.
 
-
-class _Capacity:
-    """Index of free capacity over an inventory, per GPU type."""
+    Build it once from the inventory (O(nodes log nodes)), then keep it current with :meth:`take` /
+    :meth:`release` (O(log nodes) per node) as placements are made and freed; :func:`schedule_queue` accepts
+    it instead of a node list and commits its placements into it. An index kept this way answers exactly as
+    a fresh ``CapacityIndex(nodes)`` over the same free counts (``tests/instances/test_scheduler.py``).
+    A node whose state, size or block changes needs a rebuild. Not thread-safe: one pass at a time.
+    """
 
     def __init__(self, nodes: Iterable[NodeView]) -> None:
         nodes = list(nodes)
@@ -267,15 +299,35 @@ class _Capacity:
         for n in nodes:
             sizes[n.gpu_type] = max(sizes.get(n.gpu_type, 0), n.gpus_total)
         self.pools: dict[str, _TypePool] = {t: _TypePool(t, s) for t, s in sizes.items()}
-        for n in sorted(nodes, key=lambda n: n.name):
+        self._type_of: dict[str, str] = {}
+        for n in nodes:
             pool = self.pools[n.gpu_type]
             if n.gpus_total == pool.node_size:
                 pool.whole_nodes_in_inventory += 1
             if n.state == "ready" and n.gpus_total > 0:
                 pool.add(n)
+                self._type_of[n.name] = n.gpu_type
 
     def pool(self, gpu_type: str) -> _TypePool:
         return self.pools.get(gpu_type) or _TypePool(gpu_type, DEFAULT_NODE_SIZE)
+
+    def free_gpus(self, name: str) -> int | None:
+        """Free GPUs of ready node ``name``, or ``None`` when the index has no such ready node."""
+        gpu_type = self._type_of.get(name)
+        return None if gpu_type is None else self.pools[gpu_type].free_by_name[name]
+
+    def take(self, name: str, gpus: int) -> None:
+        """Mark ``gpus`` GPUs of ready node ``name`` used. Raises ``KeyError`` for a node the index does not
+        hold (not ready, unknown) and ``ValueError`` when fewer are free."""
+        self.pools[self._type_of[name]].take(name, gpus)
+
+    def release(self, name: str, gpus: int) -> None:
+        """Mark ``gpus`` GPUs of ready node ``name`` free again (errors as :meth:`take`)."""
+        self.pools[self._type_of[name]].release(name, gpus)
+
+    def has(self, name: str) -> bool:
+        """Whether ``name`` is a ready node of the index."""
+        return name in self._type_of
 
 
 def _validate(req: PlacementRequest, node_size: int) -> Unplaceable | None:
@@ -379,7 +431,7 @@ def place(
     Returns a :class:`Placement`, or an :class:`Unplaceable` with the reason. Raises nothing for bad input:
     malformed requests come back as ``Unplaceable(code="invalid" | "not_multiple")``.
     """
-    pool = _Capacity(nodes).pool(request.gpu_type)
+    pool = CapacityIndex(nodes).pool(request.gpu_type)
     refused = _validate(request, pool.node_size) or _check_quota(request, quota_gpus, used_gpus)
     if refused:
         return refused
@@ -388,27 +440,31 @@ def place(
 
 def schedule_queue(
     requests: Iterable[PlacementRequest],
-    nodes: Sequence[NodeView],
+    nodes: Sequence[NodeView] | CapacityIndex,
     quotas: Mapping[str, int | None],
     usage: Mapping[str, int],
 ) -> QueueResult:
     """Place as many queued requests as the rules allow, in FIFO order with restricted backfill.
 
     ``requests``: the waiting requests (any order; sorted here by ``(submitted_at, request_id)``).
-    ``nodes``: the inventory with current free GPUs (not modified; a copy of free capacity is mutated).
+    ``nodes``: the inventory with current free GPUs (not modified; an index of it is built here), or a
+    :class:`CapacityIndex` kept by the caller, into which the placements of this pass are committed (the
+    caller releases them again if it does not keep them).
     ``quotas``: org id -> GPU quota (missing or ``None`` = unlimited). ``usage``: org id -> GPUs in use now.
 
     Returns ``QueueResult(placements, waiting)``: placements in the order made (to be committed by the
     caller) and the rest with their position per GPU type and reason. See the module docstring for the
     queue rule and why.
     """
-    capacity = _Capacity(nodes)
+    capacity = nodes if isinstance(nodes, CapacityIndex) else CapacityIndex(nodes)
     used = dict(usage)
     placements: list[Placement] = []
     waiting: list[Waiting] = []
     # per GPU type: None = open; "partial" = a whole-node gang waits; "closed" = a single-node request waits
     gate: dict[str, str] = {}
     positions: dict[str, int] = {}
+    closed_answers: dict[tuple[str, int, str], Unplaceable] = {}
+    partial_refusals: dict[tuple[str, int, str], Unplaceable] = {}
 
     def wait(req: PlacementRequest, refusal: Unplaceable) -> None:
         if refusal.permanent:
@@ -427,14 +483,27 @@ def schedule_queue(
             continue
         state = gate.get(req.gpu_type)
         if state == "closed":
-            probe = _try_place(req, pool, partly_used_only=False)
-            if isinstance(probe, Placement):
-                probe = Unplaceable(
-                    f"needs {req.gpus} {req.gpu_type} GPUs; waits behind an earlier request", CODE_BEHIND
+            # Nothing of this type is placed any more in this pass, so the answer depends only on the shape.
+            key = (req.gpu_type, req.gpus, req.mode)
+            probe = closed_answers.get(key)
+            if probe is None:
+                found = _try_place(req, pool, partly_used_only=False)
+                probe = closed_answers[key] = (
+                    Unplaceable(f"needs {req.gpus} {req.gpu_type} GPUs; waits behind an earlier request", CODE_BEHIND)
+                    if isinstance(found, Placement)
+                    else found
                 )
             wait(req, probe)
             continue
+        key = (req.gpu_type, req.gpus, req.mode)
+        if state == "partial" and key in partial_refusals:
+            # While a gang waits only partly used nodes are taken, so their free GPUs only shrink and the
+            # whole free nodes stay as they are: a shape refused once is refused again, for the same reason.
+            wait(req, partial_refusals[key])
+            continue
         result = _try_place(req, pool, partly_used_only=state == "partial")
+        if state == "partial" and isinstance(result, Unplaceable):
+            partial_refusals[key] = result
         if isinstance(result, Placement):
             _commit(pool, result)
             used[req.org_id] = used.get(req.org_id, 0) + req.gpus

@@ -6,14 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-from django.utils import timezone
-
-from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
-from instances.models import Instance, InstanceRunSegment, InstanceTransition, TrainingJob
-from portal.audit import audit_log
+from instances.choices import IllegalTransition, InstanceStatus
+from instances.models import Instance, TrainingJob
+from instances.transitions import Move, instances_transition
 from portal.models import User
-from portal.webhooks.services import webhook_emit
 
 S = InstanceStatus
 
@@ -33,31 +29,12 @@ def instance_transition(
     ``InstanceTransition`` row and an audit row; opens a run segment on entering ``running`` and closes the
     open one on leaving it (metering reads them). ``fields``: other Instance columns to set in the same
     update. Raises :class:`IllegalTransition` (nothing written) when the table forbids the move or the
-    status changed under us. Returns the refreshed instance.
+    status changed under us. Returns the refreshed instance. The rule itself (shared with the scheduling
+    pass, which moves many instances at once) is :func:`instances.transitions.instances_transition`.
     """
-    now = now or timezone.now()
-    current = instance.status
-    if to not in INSTANCE_TRANSITIONS.get(current, frozenset()):
-        raise IllegalTransition(current, to)
-    with transaction.atomic():
-        updated = Instance.objects.filter(pk=instance.pk, status=current).update(
-            status=to, status_reason=reason[:300], updated_at=now, **fields
-        )
-        if updated != 1:
-            fresh = Instance.objects.get(pk=instance.pk).status
-            raise IllegalTransition(fresh, to)
-        InstanceTransition.objects.create(
-            instance=instance, from_status=current, to_status=to, reason=reason[:300], actor=acting_user,
-            created_at=now,
-        )
-        if current == S.RUNNING:
-            InstanceRunSegment.objects.filter(instance=instance, ended_at__isnull=True).update(ended_at=now)
-        if to == S.RUNNING:
-            InstanceRunSegment.objects.create(instance=instance, started_at=now)
-        audit_log(action=f"instances.instance.{to}", actor=acting_user, organization=instance.organization,
-                  obj=instance, extra={"from": current, "to": to, "reason": reason})
-        webhook_emit(organization=instance.organization, event_type="instance.state_changed", data={
-            "instance_id": instance.pk, "name": instance.name, "from": current, "to": to, "reason": reason[:300]})
+    if not instances_transition(moves=[Move(instance, to, reason, fields)], acting_user=acting_user, now=now):
+        fresh = Instance.objects.get(pk=instance.pk).status
+        raise IllegalTransition(fresh, to)
     instance.refresh_from_db()
     return instance
 

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from instances.scheduler import (
     CODE_BEHIND,
@@ -16,6 +19,7 @@ from instances.scheduler import (
     CODE_NO_NODES,
     CODE_NOT_MULTIPLE,
     CODE_QUOTA,
+    CapacityIndex,
     NodeView,
     Placement,
     PlacementRequest,
@@ -365,3 +369,84 @@ def test_a_pass_never_gives_a_gpu_twice() -> None:
     after = apply_placements(nodes, result.placements)  # raises if any node is over-committed
     assert all(n.gpus_free >= 0 for n in after)
     assert len(result.placements) + len(result.waiting) == 200
+
+
+# --- the index kept between passes --------------------------------------------------------------------------
+def _answers(index: CapacityIndex, gpu_types: list[str]) -> list[object]:
+    """Every question a pass asks the index, for each GPU type."""
+    out: list[object] = []
+    for t in gpu_types:
+        pool = index.pool(t)
+        out.append((pool.whole_free_count(), pool.max_free_on_node(), pool.max_free_on_node(partly_used_only=True)))
+        out += [pool.find_in_node(g, partly_used_only=p) for g in range(1, 9) for p in (False, True)]
+        out += [pool.find_whole_nodes(k) for k in range(1, pool.whole_free_count() + 2)]
+    return out
+
+
+@st.composite
+def inventories_and_ops(draw: st.DrawFn) -> tuple[list[NodeView], list[tuple[int, int, bool]]]:
+    count = draw(st.integers(1, 24))
+    nodes = [
+        NodeView(f"n{draw(st.integers(0, 999)):03d}-{i}", draw(st.sampled_from([H100, "A100"])),
+                 total := draw(st.sampled_from([8, 8, 8, 4])), draw(st.integers(0, total)),
+                 draw(st.sampled_from(["b0", "b1", "b2"])), draw(st.sampled_from(["ready", "ready", "cordoned"])))
+        for i in range(count)
+    ]
+    ops = draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(1, 8), st.booleans()), max_size=40))
+    return nodes, ops
+
+
+@settings(max_examples=150, deadline=None)
+@given(inventories_and_ops())
+def test_an_index_updated_by_placements_and_releases_answers_like_a_fresh_rebuild(
+    case: tuple[list[NodeView], list[tuple[int, int, bool]]],
+) -> None:
+    nodes, ops = case
+    kept = CapacityIndex(nodes)
+    free = {n.name: n.gpus_free for n in nodes}
+    types = sorted({n.gpu_type for n in nodes})
+    for i, gpus, is_take in ops:
+        node = nodes[i]
+        if node.state != "ready":
+            continue
+        if is_take:
+            gpus = min(gpus, free[node.name])
+            if gpus:
+                kept.take(node.name, gpus)
+                free[node.name] -= gpus
+        else:
+            gpus = min(gpus, node.gpus_total - free[node.name])
+            if gpus:
+                kept.release(node.name, gpus)
+                free[node.name] += gpus
+        fresh = CapacityIndex([dataclasses.replace(n, gpus_free=free[n.name]) for n in nodes])
+        assert _answers(kept, types) == _answers(fresh, types)
+    queue = [req(f"q{j}", g, t=j, gpu_type=t) for j, (g, t) in enumerate([(1, H100), (8, H100), (2, "A100"),
+                                                                          (16, H100), (4, "A100"), (3, H100)])]
+    fresh = CapacityIndex([dataclasses.replace(n, gpus_free=free[n.name]) for n in nodes])
+    assert schedule_queue(queue, kept, {}, {}) == schedule_queue(queue, fresh, {}, {})
+
+
+def test_a_pass_on_a_kept_index_commits_its_placements_into_it() -> None:
+    nodes = cluster({"b0": 2})
+    index = CapacityIndex(nodes)
+    first = schedule_queue([req("a", 8, t=0), req("b", 3, t=1)], index, {}, {})
+    assert [p.assignments for p in first.placements] == [(("n-b0-000", 8),), (("n-b0-001", 3),)]
+    assert (index.free_gpus("n-b0-000"), index.free_gpus("n-b0-001")) == (0, 5)
+    second = schedule_queue([req("c", 8, t=2)], index, {}, {})
+    assert second.placements == [] and second.waiting[0].code == CODE_CAPACITY
+    index.release("n-b0-000", 8)
+    third = schedule_queue([req("c", 8, t=2)], index, {}, {})
+    assert third.placements[0].assignments == (("n-b0-000", 8),)
+
+
+def test_taking_more_than_a_node_has_free_is_refused() -> None:
+    index = CapacityIndex(cluster({"b0": 1}))
+    index.take("n-b0-000", 6)
+    with pytest.raises(ValueError, match="cannot take 3 GPUs, 2 free"):
+        index.take("n-b0-000", 3)
+    with pytest.raises(ValueError, match="cannot release 7 GPUs, 2 of 8 free"):
+        index.release("n-b0-000", 7)
+    with pytest.raises(KeyError):
+        index.take("no-such-node", 1)
+    assert index.free_gpus("n-b0-000") == 2
