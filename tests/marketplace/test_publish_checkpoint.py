@@ -186,6 +186,10 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
 
         services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
         wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="publish-topup")
+        from portal.choices import Role
+        from portal.services import membership_add
+
+        membership_add(organization=alice_org, user=bob, role=Role.ADMIN, acting_user=alice)  # write tokens: admins
         bob_api = _api(bob, alice_org)
         payload = {"text": PROMPT, "max_new_tokens": 12}
         first = bob_api.post(f"/api/v1/apps/{app.slug}/invoke", payload, format="json", HTTP_IDEMPOTENCY_KEY="k1")
