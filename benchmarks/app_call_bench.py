@@ -126,9 +126,17 @@ def setup(price_micros: int, tag: str) -> tuple[str, str]:
     publisher = user_signup(email=f"pub-{tag}@example.com", password=PASSWORD, name="publisher")
     caller = user_signup(email=f"caller-{tag}@example.com", password=PASSWORD, name="caller")
     pub_org, caller_org = organization_for_user(user=publisher), organization_for_user(user=caller)
-    app = services.app_create(publisher=pub_org, user=publisher, name=f"Echo {tag}", category="general",
-                              description="echo", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
-                              price_per_call_micros=price_micros, visibility="public")
+    app = services.app_create(
+        publisher=pub_org,
+        user=publisher,
+        name=f"Echo {tag}",
+        category="general",
+        description="echo",
+        input_schema=SCHEMA_IN,
+        output_schema=SCHEMA_OUT,
+        price_per_call_micros=price_micros,
+        visibility="public",
+    )
     services.app_version_add(app=app, user=publisher, kind=ServingKind.ECHO)
     services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=publisher)
     services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
@@ -141,13 +149,25 @@ def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
     client = Client()
     headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
     body = '{"text": "第一条 为了规范合同行为，保护合同当事人的合法权益"}'
-    out: dict[str, list[float]] = {"total": [], "reserve": [], "post": [], "billing": [], "wallet_lock": [],
-                                   "wallet_spend": [], "commits": []}
+    out: dict[str, list[float]] = {
+        "total": [],
+        "reserve": [],
+        "post": [],
+        "billing": [],
+        "wallet_lock": [],
+        "wallet_spend": [],
+        "commits": [],
+    }
     for i in range(-50, calls):  # 50 warm-up calls
         marks.reserve = marks.post = marks.spend = marks.lock = marks.commits = 0.0
         t0 = time.perf_counter()
-        r = client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
-                        HTTP_IDEMPOTENCY_KEY=f"{tag}-{i}", **headers)
+        r = client.post(
+            f"/api/v1/apps/{slug}/invoke",
+            body,
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY=f"{tag}-{i}",
+            **headers,
+        )
         t1 = time.perf_counter()
         if r.status_code != 200:
             raise SystemExit(f"call {i} failed: {r.status_code} {r.content[:300]!r}")
@@ -161,8 +181,13 @@ def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
         out["wallet_spend"].append(marks.spend)
         out["commits"].append(marks.commits)
     with CaptureQueriesContext(connection) as q:
-        client.post(f"/api/v1/apps/{slug}/invoke", body, content_type="application/json",
-                    HTTP_IDEMPOTENCY_KEY=f"{tag}-queries", **headers)
+        client.post(
+            f"/api/v1/apps/{slug}/invoke",
+            body,
+            content_type="application/json",
+            HTTP_IDEMPOTENCY_KEY=f"{tag}-queries",
+            **headers,
+        )
     out["queries"] = [float(len(q.captured_queries))]
     if os.environ.get("BENCH_SHOW_SQL"):
         for query in q.captured_queries:
@@ -172,8 +197,10 @@ def run(slug: str, token: str, calls: int, tag: str) -> dict[str, list[float]]:
 
 def report(label: str, res: dict[str, list[float]]) -> None:
     total = res["total"]
-    print(f"{label}: {len(total)} calls, {len(total) / sum(total):.0f} calls/s sequential, "
-          f"{int(res['queries'][0])} SQL queries per call")
+    print(
+        f"{label}: {len(total)} calls, {len(total) / sum(total):.0f} calls/s sequential, "
+        f"{int(res['queries'][0])} SQL queries per call"
+    )
     for key in ("total", "reserve", "post", "billing", "wallet_lock", "wallet_spend", "commits"):
         v = [x * 1000 for x in res[key]]
         print(f"  {key:14s} p50 {pct(v, 0.5):7.2f} ms  p99 {pct(v, 0.99):7.2f} ms  mean {statistics.fmean(v):7.2f} ms")
@@ -185,8 +212,10 @@ def main() -> None:
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
     vendor = connection.vendor
-    print(f"database: {vendor} ({connection.settings_dict['NAME']}), Django test client, echo backend, "
-          f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start")
+    print(
+        f"database: {vendor} ({connection.settings_dict['NAME']}), Django test client, echo backend, "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start"
+    )
     install_commit_timer()
     stamp = str(int(time.time()))
     paid_slug, paid_token = setup(10_000, f"paid-{stamp}")

@@ -56,15 +56,27 @@ def tiny_export(out: Path) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(["第一条 为了规范合同行为，保护当事人的合法权益，制定本法。"] * 50,
-                            trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
-                                                initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        ["第一条 为了规范合同行为，保护当事人的合法权益，制定本法。"] * 50,
+        trainers.BpeTrainer(
+            vocab_size=300, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     model = build_model("tiny", vocab_size=tok.get_vocab_size(), seq_len=64, seed=0)
     model.save_pretrained(out, safe_serialization=True)
     tok.save(str(out / TOKENIZER_FILE))
-    (out / EXPORT_INFO).write_text(json.dumps({
-        "format": EXPORT_FORMAT, "step": 0, "model": "tiny", "vocab_size": tok.get_vocab_size(),
-        "eos_id": tok.token_to_id("<eos>"), "max_position_embeddings": int(model.config.max_position_embeddings)}))
+    (out / EXPORT_INFO).write_text(
+        json.dumps(
+            {
+                "format": EXPORT_FORMAT,
+                "step": 0,
+                "model": "tiny",
+                "vocab_size": tok.get_vocab_size(),
+                "eos_id": tok.token_to_id("<eos>"),
+                "max_position_embeddings": int(model.config.max_position_embeddings),
+            }
+        )
+    )
     return out
 
 
@@ -90,18 +102,31 @@ def main() -> None:
 
     user = user_signup(email="bench@example.com", password="correct horse battery 9", name="bench")  # noqa: S106
     org = organization_for_user(user=user)
-    app = services.app_create(publisher=org, user=user, name="Restart bench", category="legal", description="",
-                              input_schema=services.TEXT_INPUT_SCHEMA, output_schema=services.TEXT_OUTPUT_SCHEMA,
-                              price_per_call_micros=0)
-    version, _ = services.app_version_add(app=app, user=None, kind=ServingKind.CHECKPOINT,
-                                          checkpoint_ref="instances.checkpoint:0", status=VersionStatus.BUILDING)
+    app = services.app_create(
+        publisher=org,
+        user=user,
+        name="Restart bench",
+        category="legal",
+        description="",
+        input_schema=services.TEXT_INPUT_SCHEMA,
+        output_schema=services.TEXT_OUTPUT_SCHEMA,
+        price_per_call_micros=0,
+    )
+    version, _ = services.app_version_add(
+        app=app,
+        user=None,
+        kind=ServingKind.CHECKPOINT,
+        checkpoint_ref="instances.checkpoint:0",
+        status=VersionStatus.BUILDING,
+    )
     export = tiny_export(Path(settings.DATA_DIR) / "apps" / app.slug / "v1")
     backend = deployment_backend()
     t0 = time.perf_counter()
     deployment = backend.start(name=f"app-version-{version.pk}", model_dir=export)
     cold = time.perf_counter() - t0
-    AppVersion.objects.filter(pk=version.pk).update(artifact_path=str(export),
-                                                    deployment={**deployment, "stage": "serving"})
+    AppVersion.objects.filter(pk=version.pk).update(
+        artifact_path=str(export), deployment={**deployment, "stage": "serving"}
+    )
     checkpoint_version_activate(version_id=version.pk)
     payload = {"text": "第一条", "max_new_tokens": 8}
 
@@ -120,15 +145,18 @@ def main() -> None:
             counts = tasks.app_deployments_check()
             restarts.append(time.perf_counter() - t0)
             assert counts["restarted"] == 1, counts
-            inference.generate(deployment=AppVersion.objects.get(pk=version.pk).deployment, payload=payload,
-                               timeout_s=60)
+            inference.generate(
+                deployment=AppVersion.objects.get(pk=version.pk).deployment, payload=payload, timeout_s=60
+            )
             first_answers.append(time.perf_counter() - t0)
     finally:
         services.app_version_undeploy(version=AppVersion.objects.get(pk=version.pk))
 
     record = AppVersion.objects.get(pk=version.pk).deployment
-    print(f"model server restarts on this machine ({os.cpu_count()} CPUs, {args.threads} thread(s) per server, "
-          f"{args.rounds} rounds; first start {cold * 1000:.0f} ms)")
+    print(
+        f"model server restarts on this machine ({os.cpu_count()} CPUs, {args.threads} thread(s) per server, "
+        f"{args.rounds} rounds; first start {cold * 1000:.0f} ms)"
+    )
     print(f"  health check, server healthy        {ms(healthy_checks)}")
     print(f"  health check, server killed         {ms(restarts)}   (detect + restart + /healthz)")
     print(f"  check start -> first answer         {ms(first_answers)}")

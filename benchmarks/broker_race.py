@@ -27,8 +27,13 @@ TRANSPORTS = {"stock": "filesystem", "portal": "portal.broker:Transport"}
 
 
 def _options(folder: str) -> dict[str, Any]:
-    return {"data_folder_in": folder, "data_folder_out": folder, "control_folder": folder + "/control",
-            "polling_interval": 0.01, "store_processed": False}
+    return {
+        "data_folder_in": folder,
+        "data_folder_out": folder,
+        "control_folder": folder + "/control",
+        "polling_interval": 0.01,
+        "store_processed": False,
+    }
 
 
 def _produce(transport: str, folder: str, seconds: float, pace_s: float, sent: Any) -> None:
@@ -72,8 +77,9 @@ def main() -> None:
                 results: Any = mp.Queue()
                 sent: Any = mp.Queue()
                 consumer = mp.Process(target=_consume, args=(transport, folder, args.seconds, results))
-                producer = mp.Process(target=_produce,
-                                      args=(transport, folder, args.seconds, args.pace_ms / 1000, sent))
+                producer = mp.Process(
+                    target=_produce, args=(transport, folder, args.seconds, args.pace_ms / 1000, sent)
+                )
                 consumer.start()
                 producer.start()
                 producer.join()

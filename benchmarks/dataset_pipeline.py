@@ -134,8 +134,18 @@ def worker_compare(src: str, work: str, tokenizer: str) -> None:
     for i in range(0, len(texts), 256):
         tok.encode_batch(texts[i : i + 256], add_special_tokens=False)
     raw_s = time.perf_counter() - t
-    print(json.dumps({"bytes": size, "regex_s": regex_s, "regex_hits": hits, "deid_s": deid_s,
-                      "shards_s": shards_s, "encode_batch_s": raw_s}))
+    print(
+        json.dumps(
+            {
+                "bytes": size,
+                "regex_s": regex_s,
+                "regex_hits": hits,
+                "deid_s": deid_s,
+                "shards_s": shards_s,
+                "encode_batch_s": raw_s,
+            }
+        )
+    )
 
 
 def main() -> None:
@@ -197,12 +207,18 @@ def main() -> None:
         mb = c["bytes"] / MB
         d1, d2 = c["deid_s"]["1"], c["deid_s"]["2"]
         print()
-        print(f"de-identify in chunks ({mb:.1f} MB): 1 worker process {mb / d1:.2f} MB/s, "
-              f"2 worker processes {mb / d2:.2f} MB/s (x{d1 / d2:.2f})")
-        print(f"read + one regex pass: {c['regex_s']:.2f} s ({mb / c['regex_s']:.1f} MB/s); "
-              f"de-identify costs x{d1 / c['regex_s']:.1f} that")
-        print(f"shard stage {c['shards_s']:.2f} s vs raw encode_batch {c['encode_batch_s']:.2f} s "
-              f"(x{c['shards_s'] / c['encode_batch_s']:.2f})")
+        print(
+            f"de-identify in chunks ({mb:.1f} MB): 1 worker process {mb / d1:.2f} MB/s, "
+            f"2 worker processes {mb / d2:.2f} MB/s (x{d1 / d2:.2f})"
+        )
+        print(
+            f"read + one regex pass: {c['regex_s']:.2f} s ({mb / c['regex_s']:.1f} MB/s); "
+            f"de-identify costs x{d1 / c['regex_s']:.1f} that"
+        )
+        print(
+            f"shard stage {c['shards_s']:.2f} s vs raw encode_batch {c['encode_batch_s']:.2f} s "
+            f"(x{c['shards_s'] / c['encode_batch_s']:.2f})"
+        )
     finally:
         if args.keep:
             print(f"kept {tmp}")

@@ -65,8 +65,10 @@ def corpus(path: Path, limit_mb: float, show: int, only: str | None) -> None:
                     shown[f.type].append(" ".join(ctx.split()))
             if limit_mb and size >= limit_mb * MB:
                 break
-    print(f"\n{path.name}: {docs} documents, {size / MB:.1f} MB, {size / MB / took:.2f} MB/s, "
-          f"{sum(counts.values())} replacements")
+    print(
+        f"\n{path.name}: {docs} documents, {size / MB:.1f} MB, {size / MB / took:.2f} MB/s, "
+        f"{sum(counts.values())} replacements"
+    )
     print("  by type: " + ", ".join(f"{t} {n}" for t, n in counts.most_common()) if counts else "  by type: none")
     if rules:
         print("  by rule: " + ", ".join(f"{r} {n}" for r, n in rules.most_common()))

@@ -332,9 +332,7 @@ def main() -> int:
     figures["data"] = {"tokens": index["tokens"], "vocab": index["vocab_size"], "text_bytes": text_bytes}
 
     speed_presets = [x for x in (args.speed_presets or ("gpt2-small,1b" if gpu else "tiny")).split(",") if x]
-    figures["speed"] = speed_runs(
-        speed_presets, shards, root, out, env, entry, args, gpu=gpu, failures=failures
-    )
+    figures["speed"] = speed_runs(speed_presets, shards, root, out, env, entry, args, gpu=gpu, failures=failures)
     if args.speed_only:
         return finish(figures, failures, out, root, keep=bool(args.workdir))
 
@@ -544,8 +542,16 @@ def main() -> int:
 
 
 def speed_runs(
-    presets: list[str], shards: Path, root: Path, out: Path, env: dict[str, str], entry: Path | None, args: Any,
-    *, gpu: bool, failures: list[str],
+    presets: list[str],
+    shards: Path,
+    root: Path,
+    out: Path,
+    env: dict[str, str],
+    entry: Path | None,
+    args: Any,
+    *,
+    gpu: bool,
+    failures: list[str],
 ) -> dict[str, Any]:
     """Section 0: tokens/s and the runtime's own MFU for each preset (see the module docstring)."""
     steps = args.speed_steps or (30 if gpu else 4)
@@ -582,7 +588,8 @@ def speed_runs(
                            "steps": steps, "compile": args.compile,
                            "activation_checkpointing": args.activation_checkpointing, "mfu_note": note}  # fmt: skip
         basis = (f"{fpt / 1e9:.3f} GFLOP/token" if fpt else "?") + (
-            f", peak {peak / 1e12:.1f} TFLOP/s dense bf16 ({started.get('device')})" if peak else "")
+            f", peak {peak / 1e12:.1f} TFLOP/s dense bf16 ({started.get('device')})" if peak else ""
+        )
         log(f"speed {preset} ({seq_len}x{micro_batch} tokens/step, {steps} steps): {tps:.0f} tokens/s, MFU "
             + (f"{100 * mfu:.1f}%" if mfu is not None else f"n/a ({note})") + f" [{basis}]")  # fmt: skip
     return results

@@ -104,13 +104,28 @@ def run(mode: str, args: argparse.Namespace, portal: Portal, user: Any, version:
     api = APIClient()
     api.force_authenticate(user)
     t_call = time.time()
-    resp = api.post("/api/v1/jobs", {
-        "name": f"bench-{mode}", "gpu_type": "cpu-local", "gpu_count": 2, "dataset_version_ids": [version.pk],
-        "model_preset": "tiny", "engine": args.engine, "checkpoint_every_steps": args.every,
-        "checkpoint_every_minutes": 0,
-        "hyperparameters": {"seq_len": args.seq_len, "micro_batch": 2, "max_steps": args.steps, "warmup_steps": 2,
-                            "log_every_steps": 1, "report_interval_s": 0.5},
-    }, format="json")
+    resp = api.post(
+        "/api/v1/jobs",
+        {
+            "name": f"bench-{mode}",
+            "gpu_type": "cpu-local",
+            "gpu_count": 2,
+            "dataset_version_ids": [version.pk],
+            "model_preset": "tiny",
+            "engine": args.engine,
+            "checkpoint_every_steps": args.every,
+            "checkpoint_every_minutes": 0,
+            "hyperparameters": {
+                "seq_len": args.seq_len,
+                "micro_batch": 2,
+                "max_steps": args.steps,
+                "warmup_steps": 2,
+                "log_every_steps": 1,
+                "report_interval_s": 0.5,
+            },
+        },
+        format="json",
+    )
     t_api = time.time()
     assert resp.status_code == 201, resp.content
     job = TrainingJob.objects.get(pk=resp.json()["id"])
@@ -198,18 +213,31 @@ def main() -> None:
                     break
         t = time.time()
         version = corpus_import(path=src, domain="legal")
-        print(f"corpus slice imported through the pipeline in {time.time() - t:.1f} s "
-              f"({version.tokens} tokens)")
+        print(f"corpus slice imported through the pipeline in {time.time() - t:.1f} s ({version.tokens} tokens)")
         user = user_signup(email="bench@example.com", password="correct horse battery 9", name="bench")  # noqa: S106
         org = organization_for_user(user=user)
-        credit_grant_create(organization=org, amount_micros=10_000_000, kind=GrantKind.TRIAL,
-                            expires_at=timezone.now() + timedelta(days=30), idempotency_key="bench-trial")
+        credit_grant_create(
+            organization=org,
+            amount_micros=10_000_000,
+            kind=GrantKind.TRIAL,
+            expires_at=timezone.now() + timedelta(days=30),
+            idempotency_key="bench-trial",
+        )
         lv = required_license_version(version)
-        agreement_accept(organization=org, user=user, license_version=lv, shown_text_sha256=text_sha256(lv.text),
-                         ip="127.0.0.1", user_agent="bench", dataset=version.dataset)
-        print(f"tiny preset, {args.engine}, 2 CPU slots, seq_len {args.seq_len}, {args.steps} steps, "
-              f"checkpoint every {args.every} steps, kill at step ≥ {args.kill_step}; "
-              f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC")
+        agreement_accept(
+            organization=org,
+            user=user,
+            license_version=lv,
+            shown_text_sha256=text_sha256(lv.text),
+            ip="127.0.0.1",
+            user_agent="bench",
+            dataset=version.dataset,
+        )
+        print(
+            f"tiny preset, {args.engine}, 2 CPU slots, seq_len {args.seq_len}, {args.steps} steps, "
+            f"checkpoint every {args.every} steps, kill at step ≥ {args.kill_step}; "
+            f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC"
+        )
         modes = ["term", "kill"] if args.kill == "both" else [args.kill]
         for mode in modes:
             r = run(mode, args, portal, user, version)
@@ -220,9 +248,11 @@ def main() -> None:
             rt = r["recovery_first_step_runtime_s"]
             print(f"  kill → first resumed step finished (runtime clock):    {rt:.2f} s")
             print(f"  kill → first resumed step seen by the portal:          {r['recovery_first_step_seen_s']:.2f} s")
-            print(f"  last step reported before the kill: {r['last_step_before_kill']}, resumed from step "
-                  f"{r['resumed_from_step']}: work lost = {r['steps_lost']} step(s); "
-                  f"steps reported twice = {r['steps_reported_twice']}; finished at step {r['finished_steps']}")
+            print(
+                f"  last step reported before the kill: {r['last_step_before_kill']}, resumed from step "
+                f"{r['resumed_from_step']}: work lost = {r['steps_lost']} step(s); "
+                f"steps reported twice = {r['steps_reported_twice']}; finished at step {r['finished_steps']}"
+            )
         portal.server.server_close()
 
 

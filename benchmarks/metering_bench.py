@@ -51,10 +51,19 @@ PER_ORG = 10
 
 def reset() -> None:
     with connection.cursor() as cur:
-        tables = ["billing_usagerecord", "billing_meteringcursor", "billing_usagewriteoff", "billing_meteringwatermark",
-                  "instances_instancerunsegment",
-                  "instances_instancetransition", "instances_instance", "billing_ledgerentry",
-                  "billing_ledgertransaction", "billing_creditgrant", "billing_wallet"]
+        tables = [
+            "billing_usagerecord",
+            "billing_meteringcursor",
+            "billing_usagewriteoff",
+            "billing_meteringwatermark",
+            "instances_instancerunsegment",
+            "instances_instancetransition",
+            "instances_instance",
+            "billing_ledgerentry",
+            "billing_ledgertransaction",
+            "billing_creditgrant",
+            "billing_wallet",
+        ]
         if connection.vendor == "postgresql":
             cur.execute("TRUNCATE " + ", ".join(tables) + " CASCADE")
         else:
@@ -68,25 +77,46 @@ def populate(n: int, orgs_n: int, gpu_type: GpuType, *, start: datetime = T0) ->
     """n instances spread over ``orgs_n`` organizations, each wallet funded with 1,000,000 CNY (one bulk
     posting), running since ``start``."""
     orgs = Organization.objects.bulk_create(
-        [Organization(name=f"bench {i}", slug=f"bench-{n}-{i}") for i in range(orgs_n)], batch_size=5000)
+        [Organization(name=f"bench {i}", slug=f"bench-{n}-{i}") for i in range(orgs_n)], batch_size=5000
+    )
     accounts = LedgerAccount.objects.bulk_create(
-        [LedgerAccount(code=f"org:{o.pk}:paid", kind=AccountKind.WALLET_PAID, organization=o, name="paid")
-         for o in orgs], batch_size=5000)
-    Wallet.objects.bulk_create([Wallet(organization=o, paid_account=a) for o, a in zip(orgs, accounts, strict=True)],
-                               batch_size=5000)
+        [
+            LedgerAccount(code=f"org:{o.pk}:paid", kind=AccountKind.WALLET_PAID, organization=o, name="paid")
+            for o in orgs
+        ],
+        batch_size=5000,
+    )
+    Wallet.objects.bulk_create(
+        [Wallet(organization=o, paid_account=a) for o, a in zip(orgs, accounts, strict=True)], batch_size=5000
+    )
     stripe = system_account(SystemAccount.STRIPE)
     fund = 1_000_000_000_000
     with transaction.atomic():
-        ledger_post_many(postings=[
-            BulkPosting(idempotency_key=f"bench-fund:{o.pk}", kind=TransactionKind.TOP_UP, organization_id=o.pk,
-                        memo="bench", metadata={}, created_at=start - timedelta(days=1),
-                        legs=((a.pk, fund), (stripe.pk, -fund))) for o, a in zip(orgs, accounts, strict=True)],
-            tracked_account_ids={a.pk for a in accounts})
+        ledger_post_many(
+            postings=[
+                BulkPosting(
+                    idempotency_key=f"bench-fund:{o.pk}",
+                    kind=TransactionKind.TOP_UP,
+                    organization_id=o.pk,
+                    memo="bench",
+                    metadata={},
+                    created_at=start - timedelta(days=1),
+                    legs=((a.pk, fund), (stripe.pk, -fund)),
+                )
+                for o, a in zip(orgs, accounts, strict=True)
+            ],
+            tracked_account_ids={a.pk for a in accounts},
+        )
     instances = Instance.objects.bulk_create(
-        [Instance(organization=orgs[i % orgs_n], name=f"i{i}", gpu_type=gpu_type, gpu_count=8, status="running")
-         for i in range(n)], batch_size=5000)
+        [
+            Instance(organization=orgs[i % orgs_n], name=f"i{i}", gpu_type=gpu_type, gpu_count=8, status="running")
+            for i in range(n)
+        ],
+        batch_size=5000,
+    )
     InstanceRunSegment.objects.bulk_create(
-        [InstanceRunSegment(instance=inst, started_at=start) for inst in instances], batch_size=5000)
+        [InstanceRunSegment(instance=inst, started_at=start) for inst in instances], batch_size=5000
+    )
     return orgs
 
 
@@ -147,11 +177,23 @@ def naive_tick(now: datetime) -> None:
         price = gpu_price_at(gpu_type=inst.gpu_type.code, mode=inst.mode, at=minute)
         amount = minute_charge_micros(price_per_gpu_hour_micros=price, gpus=inst.gpu_count, minute_index=1)
         with transaction.atomic():
-            UsageRecord.objects.create(instance_id=inst.pk, organization=inst.organization, minute=minute,
-                                       gpu_type=inst.gpu_type.code, mode=inst.mode, gpu_count=inst.gpu_count,
-                                       price_per_gpu_hour_micros=price, price_minute_index=1, amount_micros=amount)
-            wallet_spend(organization=inst.organization, amount_micros=amount,
-                         idempotency_key=f"naive:{inst.pk}:{minute:%H%M}", kind=TransactionKind.USAGE)
+            UsageRecord.objects.create(
+                instance_id=inst.pk,
+                organization=inst.organization,
+                minute=minute,
+                gpu_type=inst.gpu_type.code,
+                mode=inst.mode,
+                gpu_count=inst.gpu_count,
+                price_per_gpu_hour_micros=price,
+                price_minute_index=1,
+                amount_micros=amount,
+            )
+            wallet_spend(
+                organization=inst.organization,
+                amount_micros=amount,
+                idempotency_key=f"naive:{inst.pk}:{minute:%H%M}",
+                kind=TransactionKind.USAGE,
+            )
 
 
 def main() -> None:
@@ -159,14 +201,19 @@ def main() -> None:
     gpu_type, _ = GpuType.objects.get_or_create(code="A100-80G-SXM", defaults={"name": "A100", "memory_gib": 80})
     since = T0 - timedelta(days=3)
     if not GpuPrice.objects.filter(gpu_type="A100-80G-SXM", mode="container", effective_from=since).exists():
-        GpuPrice.objects.create(gpu_type="A100-80G-SXM", mode="container", price_per_gpu_hour_micros=8_000_000,
-                                effective_from=since)  # a row entered when it took effect (not via the form)
+        GpuPrice.objects.create(
+            gpu_type="A100-80G-SXM", mode="container", price_per_gpu_hour_micros=8_000_000, effective_from=since
+        )  # a row entered when it took effect (not via the form)
     price = 8_000_000
-    cases = [tuple(int(x) for x in c.split(":")) for c in
-             os.environ.get("BENCH_CASES", "1000:100,10000:1000,100000:100,100000:10000").split(",")]
+    cases = [
+        tuple(int(x) for x in c.split(":"))
+        for c in os.environ.get("BENCH_CASES", "1000:100,10000:1000,100000:100,100000:10000").split(",")
+    ]
     print(f"database: {connection.vendor}; 8 GPUs per instance; each tick charges one minute of every instance")
-    print(f"{'instances':>9} {'orgs':>6} | {'floor s':>8} | {'first tick s':>12} | {'steady tick s':>13} |"
-          f" {'µs/instance':>11} | {'steady/floor':>12}")
+    print(
+        f"{'instances':>9} {'orgs':>6} | {'floor s':>8} | {'first tick s':>12} | {'steady tick s':>13} |"
+        f" {'µs/instance':>11} | {'steady/floor':>12}"
+    )
     for n, orgs_n in cases:
         reset()
         populate(n, orgs_n, gpu_type)
@@ -179,8 +226,10 @@ def main() -> None:
         steady = metering_tick(now=T0 + timedelta(seconds=90))
         steady_s = time.perf_counter() - start
         assert first.records == n and steady.records == n and not first.shortfalls, (first, steady)
-        print(f"{n:>9} {orgs_n:>6} | {floor1:8.3f} | {first_s:12.3f} | {steady_s:13.3f} | "
-              f"{steady_s / n * 1e6:11.1f} | {steady_s / floor1:11.1f}x   (floor at minute 0: {floor0:.3f} s)")
+        print(
+            f"{n:>9} {orgs_n:>6} | {floor1:8.3f} | {first_s:12.3f} | {steady_s:13.3f} | "
+            f"{steady_s / n * 1e6:11.1f} | {steady_s / floor1:11.1f}x   (floor at minute 0: {floor0:.3f} s)"
+        )
     catchup = int(os.environ.get("BENCH_CATCHUP", "200"))
     if catchup:
         for hours in (1, 24):
@@ -192,8 +241,10 @@ def main() -> None:
             took = time.perf_counter() - start
             _, peak = tracemalloc.get_traced_memory()
             tracemalloc.stop()
-            print(f"catch-up of {hours:>2} h for {catchup} instances: {result.records:>8} minutes in {took:7.1f} s,"
-                  f" {result.passes} transactions, peak Python memory {peak / 2**20:6.1f} MiB")
+            print(
+                f"catch-up of {hours:>2} h for {catchup} instances: {result.records:>8} minutes in {took:7.1f} s,"
+                f" {result.passes} transactions, peak Python memory {peak / 2**20:6.1f} MiB"
+            )
     reset()
 
 

@@ -329,7 +329,6 @@ def resume_time(base: Any, root: Path, ckpt_step: int, size_mb: float) -> None:
     )
 
 
-
 def rank_loss_time(shards: Path, root: Path) -> None:
     """Section 5: SIGKILL of rank 1 under the local backend -> lost (88) -> the next attempt's first step."""
     import signal

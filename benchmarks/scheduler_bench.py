@@ -81,18 +81,30 @@ def mixed_queue(n: int = 10_000, seed: int = 2) -> list[PlacementRequest]:
             gpus, mode = 8 * rng.choice([1, 2, 4, 8]), "container"
         else:
             gpus, mode = 8 * rng.choice([1, 2, 16, 32]), "bare_metal"
-        out.append(PlacementRequest(f"req-{i}", f"org-{rng.randrange(50)}", GPU, gpus, mode,  # type: ignore[arg-type]
-                                    T0 + timedelta(seconds=i)))
+        out.append(
+            PlacementRequest(
+                f"req-{i}",
+                f"org-{rng.randrange(50)}",
+                GPU,
+                gpus,
+                mode,  # type: ignore[arg-type]
+                T0 + timedelta(seconds=i),
+            )
+        )
     return out
 
 
 def small_then_gang(n: int = 10_000) -> list[PlacementRequest]:
     half = n // 2
-    out = [PlacementRequest(f"s{i}", f"org-{i % 50}", GPU, 1, "container", T0 + timedelta(seconds=i))  # type: ignore[arg-type]
-           for i in range(half)]
+    out = [
+        PlacementRequest(f"s{i}", f"org-{i % 50}", GPU, 1, "container", T0 + timedelta(seconds=i))  # type: ignore[arg-type]
+        for i in range(half)
+    ]
     out.append(PlacementRequest("gang", "org-big", GPU, 1024, "bare_metal", T0 + timedelta(seconds=half)))  # type: ignore[arg-type]
-    out += [PlacementRequest(f"t{i}", f"org-{i % 50}", GPU, 1, "container", T0 + timedelta(seconds=half + 1 + i))  # type: ignore[arg-type]
-            for i in range(half)]
+    out += [
+        PlacementRequest(f"t{i}", f"org-{i % 50}", GPU, 1, "container", T0 + timedelta(seconds=half + 1 + i))  # type: ignore[arg-type]
+        for i in range(half)
+    ]
     return out
 
 
@@ -120,8 +132,15 @@ def gang_cases(scale: float) -> list[tuple[str, int, int]]:
 
 
 def _gang_cases(scale: float) -> list[tuple[str, int, int]]:
-    return [(f"gang 1024 GPUs, {sized(n, scale):,} nodes, {per} per block ({'fits' if per >= 128 else 'spans'})",
-             sized(n, scale), per) for n in (2000, 20_000) for per in (125, 250)]
+    return [
+        (
+            f"gang 1024 GPUs, {sized(n, scale):,} nodes, {per} per block ({'fits' if per >= 128 else 'spans'})",
+            sized(n, scale),
+            per,
+        )
+        for n in (2000, 20_000)
+        for per in (125, 250)
+    ]
 
 
 def queue_cases(scale: float) -> list[tuple[str, list[NodeView], list[PlacementRequest]]]:
@@ -132,10 +151,16 @@ def _queue_cases(scale: float) -> list[tuple[str, list[NodeView], list[Placement
     n, q = sized(2000, scale), sized(10_000, scale)
     return [
         (f"mixed queue {q:,} on {n:,} nodes (1/3 partly used)", inventory(n, partly_used=0.33), mixed_queue(q)),
-        (f"nearly full: mixed queue {q:,} on {n:,} nodes (95% partly used)", inventory(n, partly_used=0.95),
-         mixed_queue(q)),
-        (f"{q // 2:,} one-GPU jobs, a 1024-GPU gang, {q // 2:,} more, on {n:,} free nodes", inventory(n),
-         small_then_gang(q)),
+        (
+            f"nearly full: mixed queue {q:,} on {n:,} nodes (95% partly used)",
+            inventory(n, partly_used=0.95),
+            mixed_queue(q),
+        ),
+        (
+            f"{q // 2:,} one-GPU jobs, a 1024-GPU gang, {q // 2:,} more, on {n:,} free nodes",
+            inventory(n),
+            small_then_gang(q),
+        ),
     ]
 
 
@@ -157,12 +182,16 @@ def pure(runs: int, scale: float) -> None:
 
         warm, _ = median_ms(kept, runs)
         ok = isinstance(res, Placement)
-        print(f"{label}: index built per call {fresh:.2f} ms, kept index {warm:.3f} ms; "
-              f"{'placed, block=' + str(res.block) if ok else 'not placed'}")
+        print(
+            f"{label}: index built per call {fresh:.2f} ms, kept index {warm:.3f} ms; "
+            f"{'placed, block=' + str(res.block) if ok else 'not placed'}"
+        )
     for label, nodes, queue in queue_cases(scale):
         ms, res = median_ms(lambda nodes=nodes, queue=queue: schedule_queue(queue, nodes, QUOTAS, {}), runs)
-        print(f"{label}: {ms:.1f} ms per pass, {len(res.placements)} placed, {len(res.waiting)} waiting -> "
-              f"{len(res.placements) / ms * 1e3:,.0f} placements/s")
+        print(
+            f"{label}: {ms:.1f} ms per pass, {len(res.placements)} placed, {len(res.waiting)} waiting -> "
+            f"{len(res.placements) / ms * 1e3:,.0f} placements/s"
+        )
 
 
 # --- portal pass ------------------------------------------------------------------------------------------
@@ -194,25 +223,49 @@ def portal(runs: int, scale: float, profile: bool = False) -> None:
         def load(nodes: list[NodeView], queue: list[PlacementRequest]) -> list[int]:
             Instance.objects.all().delete()
             Node.objects.all().delete()
-            Node.objects.bulk_create([Node(name=n.name, gpu_type=h100, gpus=n.gpus_total, block=n.block,
-                                           state=n.state) for n in nodes], batch_size=5000)
+            Node.objects.bulk_create(
+                [Node(name=n.name, gpu_type=h100, gpus=n.gpus_total, block=n.block, state=n.state) for n in nodes],
+                batch_size=5000,
+            )
             # the GPUs already in use: one running instance per partly used node
-            Instance.objects.bulk_create([
-                Instance(organization=busy_org, name=f"busy-{n.name}", kind="interactive", gpu_type=h100,
-                         gpu_count=n.gpus_total - n.gpus_free, status="running",
-                         placement=[[n.name, n.gpus_total - n.gpus_free]])
-                for n in nodes if n.gpus_free < n.gpus_total], batch_size=5000)
-            made = Instance.objects.bulk_create([
-                Instance(organization=orgs[r.org_id], name=r.request_id, kind="interactive", gpu_type=h100,
-                         gpu_count=r.gpus, mode=r.mode, status="scheduling", submitted_at=r.submitted_at)
-                for r in queue], batch_size=5000)
+            Instance.objects.bulk_create(
+                [
+                    Instance(
+                        organization=busy_org,
+                        name=f"busy-{n.name}",
+                        kind="interactive",
+                        gpu_type=h100,
+                        gpu_count=n.gpus_total - n.gpus_free,
+                        status="running",
+                        placement=[[n.name, n.gpus_total - n.gpus_free]],
+                    )
+                    for n in nodes
+                    if n.gpus_free < n.gpus_total
+                ],
+                batch_size=5000,
+            )
+            made = Instance.objects.bulk_create(
+                [
+                    Instance(
+                        organization=orgs[r.org_id],
+                        name=r.request_id,
+                        kind="interactive",
+                        gpu_type=h100,
+                        gpu_count=r.gpus,
+                        mode=r.mode,
+                        status="scheduling",
+                        submitted_at=r.submitted_at,
+                    )
+                    for r in queue
+                ],
+                batch_size=5000,
+            )
             return [i.pk for i in made]
 
         def requeue(ids: list[int]) -> None:
             """Put the instances a pass placed back in the queue, as if the same requests arrived again (the
             waiting ones keep their positions and reasons, so a pass writes only what changed)."""
-            Instance.objects.filter(pk__in=ids).exclude(status="scheduling").update(status="scheduling",
-                                                                                     placement=[])
+            Instance.objects.filter(pk__in=ids).exclude(status="scheduling").update(status="scheduling", placement=[])
 
         def measure(ids: list[int], *, warm: bool) -> tuple[float, int, int]:
             """Median ms of a pass over the queue ``ids`` (put back in the queue before each run), its
@@ -239,8 +292,10 @@ def portal(runs: int, scale: float, profile: bool = False) -> None:
             ids = load(inventory(n, per), [gang])
             cold, st_cold, placed = measure(ids, warm=False)
             warm, st_warm, _ = measure(ids, warm=True)
-            print(f"{label}: cold pass (index rebuilt) {cold:.1f} ms / {st_cold} statements; "
-                  f"warm pass (index kept) {warm:.1f} ms / {st_warm} statements; placed {placed}")
+            print(
+                f"{label}: cold pass (index rebuilt) {cold:.1f} ms / {st_cold} statements; "
+                f"warm pass (index kept) {warm:.1f} ms / {st_warm} statements; placed {placed}"
+            )
         for label, nodes, queue in queue_cases(scale):
             ids = load(nodes, queue)
             inventory_cache_clear()
@@ -248,14 +303,18 @@ def portal(runs: int, scale: float, profile: bool = False) -> None:
                 t = time.perf_counter()
                 placed = len(schedule_pass())
                 first = (time.perf_counter() - t) * 1e3
-            print(f"{label}: first pass (index built, every position written) {first:.0f} ms, "
-                  f"{len(ctx.captured_queries)} statements, {placed} placed -> "
-                  f"{placed / first * 1e3:,.0f} placements/s")
+            print(
+                f"{label}: first pass (index built, every position written) {first:.0f} ms, "
+                f"{len(ctx.captured_queries)} statements, {placed} placed -> "
+                f"{placed / first * 1e3:,.0f} placements/s"
+            )
             cold, st_cold, placed = measure(ids, warm=False)
             warm, st_warm, placed = measure(ids, warm=True)
-            print(f"{label}: again, index rebuilt {cold:.0f} ms, index kept {warm:.0f} ms per pass ({st_warm} "
-                  f"statements), {placed} placed -> {placed / warm * 1e3:,.0f} placements/s with the index kept, "
-                  f"{placed / cold * 1e3:,.0f} rebuilt")
+            print(
+                f"{label}: again, index rebuilt {cold:.0f} ms, index kept {warm:.0f} ms per pass ({st_warm} "
+                f"statements), {placed} placed -> {placed / warm * 1e3:,.0f} placements/s with the index kept, "
+                f"{placed / cold * 1e3:,.0f} rebuilt"
+            )
             if profile:
                 import cProfile
                 import pstats
@@ -263,8 +322,14 @@ def portal(runs: int, scale: float, profile: bool = False) -> None:
                 requeue(ids)
                 timed: list[tuple[float, str]] = []
 
-                def timer(execute: Any, sql: str, params: Any, many: bool, context: Any,
-                          timed: list[tuple[float, str]] = timed) -> Any:
+                def timer(
+                    execute: Any,
+                    sql: str,
+                    params: Any,
+                    many: bool,
+                    context: Any,
+                    timed: list[tuple[float, str]] = timed,
+                ) -> Any:
                     t = time.perf_counter()
                     try:
                         return execute(sql, params, many, context)
@@ -288,9 +353,12 @@ def main() -> None:
     ap.add_argument("--pure-only", action="store_true", help="skip the portal pass even with DATABASE_URL")
     ap.add_argument("--profile", action="store_true", help="print a profile of one warm portal pass per queue")
     ap.add_argument("--only", default="", help="run only the cases whose label contains this text")
-    ap.add_argument("--no-gc", action="store_true",
-                    help="disable Python's cyclic garbage collector: its full collections over this process's "
-                         "large inventories added pauses of up to 1.5 s to some passes")
+    ap.add_argument(
+        "--no-gc",
+        action="store_true",
+        help="disable Python's cyclic garbage collector: its full collections over this process's "
+        "large inventories added pauses of up to 1.5 s to some passes",
+    )
     args = ap.parse_args()
     global ONLY
     ONLY = args.only

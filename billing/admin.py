@@ -100,9 +100,17 @@ class WalletAdmin(ReadOnlyAdmin):
                 else:
                     self.message_user(request, f"{wallet.organization}: adjustment posted", messages.SUCCESS)
             return None
-        return render(request, "admin/billing/adjustment.html",
-                      {"form": form, "wallets": queryset, "action": "post_adjustment",
-                       "opts": self.model._meta, **self.admin_site.each_context(request)})
+        return render(
+            request,
+            "admin/billing/adjustment.html",
+            {
+                "form": form,
+                "wallets": queryset,
+                "action": "post_adjustment",
+                "opts": self.model._meta,
+                **self.admin_site.each_context(request),
+            },
+        )
 
 
 class GpuPriceForm(forms.ModelForm):  # type: ignore[type-arg]
@@ -153,8 +161,13 @@ class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         super().save_model(request, obj, form, change)  # type: ignore[arg-type]
         from portal.audit import audit_log
 
-        audit_log(action="admin.price_add", actor=request.user, obj=obj, staff=True,  # type: ignore[arg-type]
-                  extra={"price_micros": obj.price_per_gpu_hour_micros})
+        audit_log(
+            action="admin.price_add",
+            actor=request.user,  # type: ignore[arg-type]
+            obj=obj,
+            staff=True,
+            extra={"price_micros": obj.price_per_gpu_hour_micros},
+        )
 
 
 class GrantForm(forms.Form):
@@ -165,26 +178,46 @@ class GrantForm(forms.Form):
     reason = forms.CharField(label="Reason", max_length=300)
 
 
-def grant_credit(modeladmin: admin.ModelAdmin, request: HttpRequest,  # type: ignore[type-arg]
-                 queryset: QuerySet[Wallet]) -> HttpResponse | None:
+def grant_credit(
+    modeladmin: admin.ModelAdmin,
+    request: HttpRequest,  # type: ignore[type-arg]
+    queryset: QuerySet[Wallet],
+) -> HttpResponse | None:
     """Give credit to the selected wallets (a staff grant, spent before paid balance, audited)."""
     form = GrantForm(request.POST if "apply" in request.POST else None)
     if "apply" in request.POST and form.is_valid():
         for wallet in queryset.select_related("organization"):
             credit_grant_create(
-                organization=wallet.organization, amount_micros=to_micros(form.cleaned_data["amount"]),
-                expires_at=timezone.now() + timedelta(days=form.cleaned_data["days"]), kind=GrantKind.STAFF,
-                idempotency_key=f"staff-grant:{uuid.uuid4()}", reason=form.cleaned_data["reason"],
+                organization=wallet.organization,
+                amount_micros=to_micros(form.cleaned_data["amount"]),
+                expires_at=timezone.now() + timedelta(days=form.cleaned_data["days"]),
+                kind=GrantKind.STAFF,
+                idempotency_key=f"staff-grant:{uuid.uuid4()}",
+                reason=form.cleaned_data["reason"],
                 created_by=request.user,  # type: ignore[arg-type]
             )
             extra = {"amount": str(form.cleaned_data["amount"]), "reason": form.cleaned_data["reason"]}
-            audit_log(action="admin.grant_credit", actor=request.user,  # type: ignore[arg-type]
-                      organization=wallet.organization, staff=True, extra=extra)
+            audit_log(
+                action="admin.grant_credit",
+                actor=request.user,  # type: ignore[arg-type]
+                organization=wallet.organization,
+                staff=True,
+                extra=extra,
+            )
         modeladmin.message_user(request, f"credit granted to {queryset.count()} wallet(s)", messages.SUCCESS)
         return None
-    return render(request, "admin/billing/adjustment.html",
-                  {"form": form, "wallets": queryset, "action": "grant_credit", "title": "Grant credit",
-                   "opts": modeladmin.model._meta, **modeladmin.admin_site.each_context(request)})
+    return render(
+        request,
+        "admin/billing/adjustment.html",
+        {
+            "form": form,
+            "wallets": queryset,
+            "action": "grant_credit",
+            "title": "Grant credit",
+            "opts": modeladmin.model._meta,
+            **modeladmin.admin_site.each_context(request),
+        },
+    )
 
 
 grant_credit.short_description = "Grant credit (asks for amount, validity and reason)"  # type: ignore[attr-defined]
@@ -200,8 +233,16 @@ class StripeEventAdmin(ReadOnlyAdmin):
 
 @admin.register(TopUp)
 class TopUpAdmin(ReadOnlyAdmin):
-    list_display = ["id", "organization", "amount_micros", "status", "refunded_micros", "unrecovered_micros",
-                    "created_at", "paid_at"]
+    list_display = [
+        "id",
+        "organization",
+        "amount_micros",
+        "status",
+        "refunded_micros",
+        "unrecovered_micros",
+        "created_at",
+        "paid_at",
+    ]
     list_filter = ["status"]
 
 

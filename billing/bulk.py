@@ -26,8 +26,14 @@ def _sqlite_value(value: Any) -> Any:
     return value
 
 
-def bulk_insert(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[Sequence[Any]], *,
-                suffix: str = "", returning: str = "") -> list[tuple[Any, ...]]:
+def bulk_insert(
+    table: str,
+    columns: Sequence[tuple[str, str]],
+    rows: Sequence[Sequence[Any]],
+    *,
+    suffix: str = "",
+    returning: str = "",
+) -> list[tuple[Any, ...]]:
     """``INSERT INTO table (columns) … suffix RETURNING returning`` for all ``rows``; returns what
     ``RETURNING`` gave (every chunk's rows on SQLite). ``columns`` are (name, PostgreSQL type) pairs: on
     PostgreSQL the rows travel as one array per column through ``unnest`` (one statement for any number of
@@ -58,9 +64,12 @@ def bulk_insert(table: str, columns: Sequence[tuple[str, str]], rows: Sequence[S
         one = "(" + ", ".join(["%s"] * len(columns)) + ")"
         kinds = [kind for _, kind in columns]
         for start in range(0, len(rows), per):
-            chunk = rows[start:start + per]
-            params = [json.dumps(v, sort_keys=True, default=str) if kinds[i] == "jsonb" else _sqlite_value(v)
-                      for row in chunk for i, v in enumerate(row)]
+            chunk = rows[start : start + per]
+            params = [
+                json.dumps(v, sort_keys=True, default=str) if kinds[i] == "jsonb" else _sqlite_value(v)
+                for row in chunk
+                for i, v in enumerate(row)
+            ]
             cursor.execute(f"INSERT INTO {table} ({names}) VALUES " + ", ".join([one] * len(chunk)) + tail, params)
             if returning:
                 out.extend(cursor.fetchall())

@@ -280,20 +280,39 @@ def ledger_post_many(*, postings: Sequence[BulkPosting], tracked_account_ids: se
         _check_balanced([_Leg(a, m, a in tracked_account_ids, True, str(a)) for a, m in p.legs], p.idempotency_key)
     returned = bulk_insert(
         quoted_table(LedgerTransaction),
-        [("idempotency_key", "text"), ("kind", "text"), ("organization_id", "bigint"), ("memo", "text"),
-         ("fingerprint", "text"), ("metadata", "jsonb"), ("created_at", "timestamptz")],
-        [(p.idempotency_key, str(p.kind), p.organization_id, p.memo[:300],
-          _fingerprint({"kind": str(p.kind), "org": p.organization_id, "postings": sorted(p.legs)}), p.metadata,
-          p.created_at) for p in postings],
-        suffix="ON CONFLICT (idempotency_key) DO NOTHING", returning="idempotency_key, id",
+        [
+            ("idempotency_key", "text"),
+            ("kind", "text"),
+            ("organization_id", "bigint"),
+            ("memo", "text"),
+            ("fingerprint", "text"),
+            ("metadata", "jsonb"),
+            ("created_at", "timestamptz"),
+        ],
+        [
+            (
+                p.idempotency_key,
+                str(p.kind),
+                p.organization_id,
+                p.memo[:300],
+                _fingerprint({"kind": str(p.kind), "org": p.organization_id, "postings": sorted(p.legs)}),
+                p.metadata,
+                p.created_at,
+            )
+            for p in postings
+        ],
+        suffix="ON CONFLICT (idempotency_key) DO NOTHING",
+        returning="idempotency_key, id",
     )
     ids = {key: int(txn_id) for key, txn_id in returned}
     if len(ids) != len(postings):
         taken = next(p.idempotency_key for p in postings if p.idempotency_key not in ids)
         raise IdempotencyKeyReused(f"idempotency key {taken!r} was already used")
-    bulk_insert(quoted_table(LedgerEntry), [("transaction_id", "bigint"), ("account_id", "bigint"),
-                                            ("amount_micros", "bigint")],
-                [(ids[p.idempotency_key], account, micros) for p in postings for account, micros in p.legs])
+    bulk_insert(
+        quoted_table(LedgerEntry),
+        [("transaction_id", "bigint"), ("account_id", "bigint"), ("amount_micros", "bigint")],
+        [(ids[p.idempotency_key], account, micros) for p in postings for account, micros in p.legs],
+    )
     deltas: dict[int, int] = {}
     for p in postings:
         for account, micros in p.legs:
@@ -312,8 +331,11 @@ def ledger_post_many(*, postings: Sequence[BulkPosting], tracked_account_ids: se
         else:
             updated = 0
             for account, delta in items:
-                cursor.execute(f"UPDATE {accounts} SET balance_micros = balance_micros + %s WHERE id = %s"
-                               " AND (allow_negative OR balance_micros + %s >= 0)", [delta, account, delta])
+                cursor.execute(
+                    f"UPDATE {accounts} SET balance_micros = balance_micros + %s WHERE id = %s"
+                    " AND (allow_negative OR balance_micros + %s >= 0)",
+                    [delta, account, delta],
+                )
                 updated += cursor.rowcount
     if updated != len(items):
         raise InsufficientFunds("a bulk posting would take an account below zero")

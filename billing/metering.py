@@ -103,8 +103,9 @@ class _Conflict(Exception):
     """A concurrent tick charged some of these minutes first; the pass rolls back and charges nothing."""
 
 
-def metering_tick(*, now: datetime | None = None, shard: tuple[int, int] = (0, 1),
-                  chunk_rows: int = 50_000) -> TickResult:
+def metering_tick(
+    *, now: datetime | None = None, shard: tuple[int, int] = (0, 1), chunk_rows: int = 50_000
+) -> TickResult:
     """Charge every begun, not yet charged instance-minute up to ``now``; returns a ``TickResult``.
 
     ``shard=(k, n)`` limits the tick to organizations with ``id % n == k`` (run n workers with k = 0…n-1).
@@ -123,7 +124,8 @@ def metering_tick(*, now: datetime | None = None, shard: tuple[int, int] = (0, 1
     if n > 1:
         segments = segments.alias(org_shard=Mod(F("instance__organization_id"), n)).filter(org_shard=k)
     segments = segments.order_by(  # type: ignore[misc]  # organization_id is a value of the selector
-        "organization_id", "instance_id", "started_at", "id")
+        "organization_id", "instance_id", "started_at", "id"
+    )
 
     result = TickResult()
     prices = PriceBook()
@@ -139,9 +141,13 @@ def metering_tick(*, now: datetime | None = None, shard: tuple[int, int] = (0, 1
     if chunk:
         _charge_chunk(chunk, now, window_start, prices, revenue_id, chunk_rows, result)
     table = quoted_table(MeteringWatermark)
-    bulk_insert(table, [("shard", "text"), ("scanned_until", "timestamptz")], [(shard_key, now)],
-                suffix=f"ON CONFLICT (shard) DO UPDATE SET scanned_until = excluded.scanned_until"
-                       f" WHERE {table}.scanned_until < excluded.scanned_until")
+    bulk_insert(
+        table,
+        [("shard", "text"), ("scanned_until", "timestamptz")],
+        [(shard_key, now)],
+        suffix=f"ON CONFLICT (shard) DO UPDATE SET scanned_until = excluded.scanned_until"
+        f" WHERE {table}.scanned_until < excluded.scanned_until",
+    )
     return result
 
 
@@ -154,12 +160,20 @@ class _Cursor:
     index: int
 
 
-def _charge_chunk(segments: list[dict[str, Any]], now: datetime, window_start: datetime, prices: PriceBook,
-                  revenue_id: int, chunk_rows: int, result: TickResult) -> None:
+def _charge_chunk(
+    segments: list[dict[str, Any]],
+    now: datetime,
+    window_start: datetime,
+    prices: PriceBook,
+    revenue_id: int,
+    chunk_rows: int,
+    result: TickResult,
+) -> None:
     """Charge the segments of a few organizations, in passes of at most ``chunk_rows`` minutes each."""
     org_ids = sorted({s["organization_id"] for s in segments})
-    missing = set(org_ids) - set(Wallet.objects.filter(organization_id__in=org_ids).values_list(
-        "organization_id", flat=True))
+    missing = set(org_ids) - set(
+        Wallet.objects.filter(organization_id__in=org_ids).values_list("organization_id", flat=True)
+    )
     for org_id in missing:
         wallet_create(organization=Organization.objects.get(pk=org_id))
     per_segment = max(1, chunk_rows // len(segments))
@@ -175,8 +189,16 @@ def _charge_chunk(segments: list[dict[str, Any]], now: datetime, window_start: d
             return
 
 
-def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: datetime, window_start: datetime,
-                 prices: PriceBook, revenue_id: int, per_segment: int, result: TickResult) -> bool:
+def _charge_pass(
+    segments: list[dict[str, Any]],
+    org_ids: list[int],
+    now: datetime,
+    window_start: datetime,
+    prices: PriceBook,
+    revenue_id: int,
+    per_segment: int,
+    result: TickResult,
+) -> bool:
     """One database transaction: lock, read, compute, write. Returns True when minutes are left over."""
     wallets, grants = _lock_and_read(org_ids, window_start)
     cursors = _cursors_read([s["instance_id"] for s in segments])
@@ -192,8 +214,9 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
         elif cur.segment_id == seg_id:
             done = cur.segment_minutes
         elif cur.last_minute >= start:  # an older segment, or clock-minute cursor (segment unknown)
-            done = started_minutes(started_at=start, until=cur.last_minute + (MINUTE if cur.segment_id is None
-                                                                            else MICRO))
+            done = started_minutes(
+                started_at=start, until=cur.last_minute + (MINUTE if cur.segment_id is None else MICRO)
+            )
         else:
             done = 0
         end = now + MICRO if seg["ended_at"] is None else min(seg["ended_at"], now + MICRO)
@@ -204,9 +227,18 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
         if done < too_old:  # began before the lookback: written off, visibly
             price = prices.at(seg["gpu_type"], seg["mode"], start + done * MINUTE) or 0
             minutes = too_old - done
-            write_offs.append((seg["organization_id"], iid, seg_id, done, start + done * MINUTE, minutes,
-                               cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"],
-                                                        minutes=minutes), now))
+            write_offs.append(
+                (
+                    seg["organization_id"],
+                    iid,
+                    seg_id,
+                    done,
+                    start + done * MINUTE,
+                    minutes,
+                    cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"], minutes=minutes),
+                    now,
+                )
+            )
             done = too_old
             cur = _Cursor(seg_id, done, start + (done - 1) * MINUTE, -1, 0)
             changed[iid] = cur
@@ -216,14 +248,16 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
             minute = start + index * MINUTE
             price_or_none = prices.at(seg["gpu_type"], seg["mode"], minute)
             if price_or_none is None:
-                log.error("no price for %s/%s at %s: instance %s not charged", seg["gpu_type"], seg["mode"],
-                          minute, iid)
+                log.error(
+                    "no price for %s/%s at %s: instance %s not charged", seg["gpu_type"], seg["mode"], minute, iid
+                )
                 break
             price = price_or_none
             run = cur.index + 1 if cur is not None and cur.price == price else 1
             amount = minute_charge_micros(price_per_gpu_hour_micros=price, gpus=seg["gpu_count"], minute_index=run)
-            rows[seg["organization_id"]].append((iid, seg_id, index, minute, seg["gpu_type"], seg["mode"],
-                                                 seg["gpu_count"], price, run, amount))
+            rows[seg["organization_id"]].append(
+                (iid, seg_id, index, minute, seg["gpu_type"], seg["mode"], seg["gpu_count"], price, run, amount)
+            )
             cur = _Cursor(seg_id, index + 1, minute, price, run)
             changed[iid] = cur
     if not rows and not write_offs:
@@ -231,25 +265,44 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
     postings, txn_of, charged = _postings(rows, wallets, grants, now, revenue_id, result)
     tracked = {paid_account for paid_account, _ in wallets.values()} | {g[0] for gs in grants.values() for g in gs}
     ids = ledger_post_many(postings=postings, tracked_account_ids=tracked) if postings else {}
-    usage = [(org, *row, ids.get(txn_of[(org, row[1], row[2])])) for org, org_rows in rows.items()
-             for row in org_rows]
+    usage = [(org, *row, ids.get(txn_of[(org, row[1], row[2])])) for org, org_rows in rows.items() for row in org_rows]
     inserted = bulk_insert(
         quoted_table(UsageRecord),
-        [("organization_id", "bigint"), ("instance_id", "bigint"), ("segment_id", "bigint"),
-         ("minute_index", "integer"), ("minute", "timestamptz"), ("gpu_type", "text"), ("mode", "text"),
-         ("gpu_count", "integer"), ("price_per_gpu_hour_micros", "bigint"), ("price_minute_index", "integer"),
-         ("amount_micros", "bigint"), ("transaction_id", "bigint")],
-        usage, suffix="ON CONFLICT (segment_id, minute_index) DO NOTHING", returning="id")
+        [
+            ("organization_id", "bigint"),
+            ("instance_id", "bigint"),
+            ("segment_id", "bigint"),
+            ("minute_index", "integer"),
+            ("minute", "timestamptz"),
+            ("gpu_type", "text"),
+            ("mode", "text"),
+            ("gpu_count", "integer"),
+            ("price_per_gpu_hour_micros", "bigint"),
+            ("price_minute_index", "integer"),
+            ("amount_micros", "bigint"),
+            ("transaction_id", "bigint"),
+        ],
+        usage,
+        suffix="ON CONFLICT (segment_id, minute_index) DO NOTHING",
+        returning="id",
+    )
     if len(inserted) != len(usage):
         raise _Conflict
     bulk_insert(
         quoted_table(MeteringCursor),
-        [("instance_id", "bigint"), ("segment_id", "bigint"), ("segment_minutes", "integer"),
-         ("last_minute", "timestamptz"), ("price_per_gpu_hour_micros", "bigint"), ("price_minute_index", "integer")],
+        [
+            ("instance_id", "bigint"),
+            ("segment_id", "bigint"),
+            ("segment_minutes", "integer"),
+            ("last_minute", "timestamptz"),
+            ("price_per_gpu_hour_micros", "bigint"),
+            ("price_minute_index", "integer"),
+        ],
         [(iid, c.segment_id, c.segment_minutes, c.last_minute, c.price, c.index) for iid, c in changed.items()],
         suffix="ON CONFLICT (instance_id) DO UPDATE SET segment_id = excluded.segment_id, segment_minutes ="
-               " excluded.segment_minutes, last_minute = excluded.last_minute, price_per_gpu_hour_micros ="
-               " excluded.price_per_gpu_hour_micros, price_minute_index = excluded.price_minute_index")
+        " excluded.segment_minutes, last_minute = excluded.last_minute, price_per_gpu_hour_micros ="
+        " excluded.price_per_gpu_hour_micros, price_minute_index = excluded.price_minute_index",
+    )
     if write_offs:
         _write_offs_record(write_offs, result)
     result.records += len(usage)
@@ -258,8 +311,9 @@ def _charge_pass(segments: list[dict[str, Any]], org_ids: list[int], now: dateti
     return more
 
 
-def _lock_and_read(org_ids: list[int], earliest: datetime) -> tuple[dict[int, tuple[int, int]],
-                                                                       dict[int, list[list[Any]]]]:
+def _lock_and_read(
+    org_ids: list[int], earliest: datetime
+) -> tuple[dict[int, tuple[int, int]], dict[int, list[list[Any]]]]:
     """Lock the wallets of ``org_ids`` in id order (one statement) and read, per organization, (paid account
     id, paid balance) and its unexpired grants with money left that expire after ``earliest``, as
     [account id, balance, expires_at] in spending order."""
@@ -267,8 +321,11 @@ def _lock_and_read(org_ids: list[int], earliest: datetime) -> tuple[dict[int, tu
     lock = " FOR UPDATE OF w" if connection.features.has_select_for_update_of else ""
     accounts = quoted_table(LedgerAccount)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT w.organization_id, w.paid_account_id, a.balance_micros FROM {quoted_table(Wallet)} w"
-                       f" JOIN {accounts} a ON a.id = w.paid_account_id WHERE {where} ORDER BY w.id{lock}", params)
+        cursor.execute(
+            f"SELECT w.organization_id, w.paid_account_id, a.balance_micros FROM {quoted_table(Wallet)} w"
+            f" JOIN {accounts} a ON a.id = w.paid_account_id WHERE {where} ORDER BY w.id{lock}",
+            params,
+        )
         wallets = {int(org): (int(acc), int(bal)) for org, acc, bal in cursor.fetchall()}
         cursor.execute(
             "SELECT w.organization_id, g.account_id, ga.balance_micros, g.expires_at"
@@ -276,7 +333,8 @@ def _lock_and_read(org_ids: list[int], earliest: datetime) -> tuple[dict[int, tu
             f" JOIN {accounts} ga ON ga.id = g.account_id"
             f" WHERE {where} AND g.expired_at IS NULL AND ga.balance_micros > 0 AND g.expires_at > %s"
             " ORDER BY g.expires_at, g.id",
-            [*params, db_value(CreditGrant, "expires_at", earliest - MINUTE)])
+            [*params, db_value(CreditGrant, "expires_at", earliest - MINUTE)],
+        )
         grants: dict[int, list[list[Any]]] = defaultdict(list)
         for org, account, balance, expires in cursor.fetchall():
             if isinstance(expires, str):  # SQLite returns text from a raw query
@@ -291,8 +349,11 @@ def _cursors_read(instance_ids: list[int]) -> dict[int, _Cursor]:
     """The metering cursors of these instances (one statement)."""
     where, params = in_clause("instance_id", sorted(set(instance_ids)))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT instance_id, segment_id, segment_minutes, last_minute, price_per_gpu_hour_micros,"
-                       f" price_minute_index FROM {quoted_table(MeteringCursor)} WHERE {where}", params)
+        cursor.execute(
+            "SELECT instance_id, segment_id, segment_minutes, last_minute, price_per_gpu_hour_micros,"
+            f" price_minute_index FROM {quoted_table(MeteringCursor)} WHERE {where}",
+            params,
+        )
         rows = cursor.fetchall()
     field = MeteringCursor._meta.get_field("last_minute")
     out = {}
@@ -305,9 +366,14 @@ def _cursors_read(instance_ids: list[int]) -> dict[int, _Cursor]:
     return out
 
 
-def _postings(rows: dict[int, list[tuple[Any, ...]]], wallets: dict[int, tuple[int, int]],
-              grants: dict[int, list[list[Any]]], now: datetime, revenue_id: int,
-              result: TickResult) -> tuple[list[BulkPosting], dict[tuple[int, int, int], str], int]:
+def _postings(
+    rows: dict[int, list[tuple[Any, ...]]],
+    wallets: dict[int, tuple[int, int]],
+    grants: dict[int, list[list[Any]]],
+    now: datetime,
+    revenue_id: int,
+    result: TickResult,
+) -> tuple[list[BulkPosting], dict[tuple[int, int, int], str], int]:
     """Per organization, its minutes in time order split into batches at grant expiries and local month
     starts; per batch one posting that takes grants valid at the batch's minutes (earliest expiry first),
     then paid, then records the rest as shortfall. Returns (postings, posting key per (org, segment, minute
@@ -324,8 +390,9 @@ def _postings(rows: dict[int, list[tuple[Any, ...]]], wallets: dict[int, tuple[i
         batches: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
         for row in org_rows:
             minute = row[3]
-            batches.setdefault((minute.astimezone(zone).strftime("%Y%m"), bisect.bisect_right(expiries, minute)),
-                               []).append(row)
+            batches.setdefault(
+                (minute.astimezone(zone).strftime("%Y%m"), bisect.bisect_right(expiries, minute)), []
+            ).append(row)
         paid_account, paid = wallets[org]
         shortfall_total = 0
         for (month, _), batch in sorted(batches.items(), key=lambda item: item[1][0][3]):
@@ -355,38 +422,71 @@ def _postings(rows: dict[int, list[tuple[Any, ...]]], wallets: dict[int, tuple[i
             if covered == 0:
                 continue
             legs.append((revenue_id, covered))
-            metadata: dict[str, Any] = {"records": len(batch), "first_minute": first.isoformat(),
-                                        "last_minute": last.isoformat()}
+            metadata: dict[str, Any] = {
+                "records": len(batch),
+                "first_minute": first.isoformat(),
+                "last_minute": last.isoformat(),
+            }
             if left:
                 metadata["shortfall_micros"] = left
-            postings.append(BulkPosting(
-                idempotency_key=key, kind=TransactionKind.USAGE, organization_id=org,
-                memo="GPU usage" if not left else "GPU usage (partly uncovered)", metadata=metadata,
-                created_at=now if month == now_month else last, legs=tuple(legs)))
+            postings.append(
+                BulkPosting(
+                    idempotency_key=key,
+                    kind=TransactionKind.USAGE,
+                    organization_id=org,
+                    memo="GPU usage" if not left else "GPU usage (partly uncovered)",
+                    metadata=metadata,
+                    created_at=now if month == now_month else last,
+                    legs=tuple(legs),
+                )
+            )
             charged += covered
         wallets[org] = (paid_account, paid)
         if shortfall_total:
             result.shortfalls[org] = result.shortfalls.get(org, 0) + shortfall_total
-            audit_log(action="billing.usage_shortfall", organization=Organization(pk=org),
-                      extra={"shortfall_micros": shortfall_total})
+            audit_log(
+                action="billing.usage_shortfall",
+                organization=Organization(pk=org),
+                extra={"shortfall_micros": shortfall_total},
+            )
     return postings, key_of, charged
 
 
 def _write_offs_record(write_offs: list[tuple[Any, ...]], result: TickResult) -> None:
     inserted = bulk_insert(
         quoted_table(UsageWriteOff),
-        [("organization_id", "bigint"), ("instance_id", "bigint"), ("segment_id", "bigint"),
-         ("first_minute_index", "integer"), ("first_minute", "timestamptz"), ("minutes", "integer"),
-         ("amount_micros", "bigint"), ("created_at", "timestamptz")],
-        write_offs, suffix="ON CONFLICT (segment_id, first_minute_index) DO NOTHING", returning="id")
+        [
+            ("organization_id", "bigint"),
+            ("instance_id", "bigint"),
+            ("segment_id", "bigint"),
+            ("first_minute_index", "integer"),
+            ("first_minute", "timestamptz"),
+            ("minutes", "integer"),
+            ("amount_micros", "bigint"),
+            ("created_at", "timestamptz"),
+        ],
+        write_offs,
+        suffix="ON CONFLICT (segment_id, first_minute_index) DO NOTHING",
+        returning="id",
+    )
     if len(inserted) != len(write_offs):
         raise _Conflict
     for org, iid, seg_id, index, first, minutes, amount, _ in write_offs:
         result.written_off_minutes += minutes
-        audit_log(action="billing.usage_written_off", organization=Organization(pk=org), staff=True,
-                  extra={"instance_id": iid, "segment_id": seg_id, "first_minute_index": index,
-                         "first_minute": first.isoformat(), "minutes": minutes, "amount_micros": amount,
-                         "reason": f"began more than {settings.METERING_LOOKBACK_HOURS} h before the tick"})
+        audit_log(
+            action="billing.usage_written_off",
+            organization=Organization(pk=org),
+            staff=True,
+            extra={
+                "instance_id": iid,
+                "segment_id": seg_id,
+                "first_minute_index": index,
+                "first_minute": first.isoformat(),
+                "minutes": minutes,
+                "amount_micros": amount,
+                "reason": f"began more than {settings.METERING_LOOKBACK_HOURS} h before the tick",
+            },
+        )
     log.warning("metering wrote off %s minutes older than the lookback", sum(w[5] for w in write_offs))
 
 
@@ -437,7 +537,13 @@ def budget_guard(*, now: datetime | None = None) -> list[int]:
             for instance in instances_for_org(organization).filter(pk__in=burn.instance_ids):
                 instance_stop(instance=instance, reason="budget")
                 stopped.append(instance.pk)
-            audit_log(action="billing.budget_guard_stop", organization=organization,
-                      extra={"balance_micros": balance, "burn_per_minute_micros": burn.per_minute_micros,
-                             "instances": list(burn.instance_ids)})
+            audit_log(
+                action="billing.budget_guard_stop",
+                organization=organization,
+                extra={
+                    "balance_micros": balance,
+                    "burn_per_minute_micros": burn.per_minute_micros,
+                    "instances": list(burn.instance_ids),
+                },
+            )
     return stopped

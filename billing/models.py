@@ -175,8 +175,13 @@ class TopUp(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [models.UniqueConstraint(fields=["organization", "request_key"], condition=~models.Q(
-            request_key=""), name="uniq_topup_request_key")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "request_key"],
+                condition=~models.Q(request_key=""),
+                name="uniq_topup_request_key",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"top-up {self.pk} of {self.organization}"
@@ -343,8 +348,13 @@ class LowBalanceNotice(models.Model):
     cleared_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["organization", "threshold_micros"],
-                                               condition=models.Q(cleared_at__isnull=True), name="one_open_notice")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "threshold_micros"],
+                condition=models.Q(cleared_at__isnull=True),
+                name="one_open_notice",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.organization} below {self.threshold_micros} micros"

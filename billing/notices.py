@@ -29,25 +29,36 @@ def low_balance_notices(*, organizations: list[Organization] | None = None) -> i
     the number of notices opened.
     """
     opened = 0
-    orgs = organizations if organizations is not None else list(
-        Organization.objects.filter(pk__in=Wallet.objects.filter(
-            organization__usage_records__isnull=False).values("organization_id")).distinct())
+    orgs = (
+        organizations
+        if organizations is not None
+        else list(
+            Organization.objects.filter(
+                pk__in=Wallet.objects.filter(organization__usage_records__isnull=False).values("organization_id")
+            ).distinct()
+        )
+    )
     for org in orgs:
         balance = wallet_balance(organization=org).total_micros
-        LowBalanceNotice.objects.filter(organization=org, cleared_at__isnull=True,
-                                        threshold_micros__lte=balance).update(cleared_at=timezone.now())
+        LowBalanceNotice.objects.filter(
+            organization=org, cleared_at__isnull=True, threshold_micros__lte=balance
+        ).update(cleared_at=timezone.now())
         for threshold in thresholds_micros():
             if balance >= threshold:
                 continue
             try:
                 with transaction.atomic():
-                    LowBalanceNotice.objects.create(organization=org, threshold_micros=threshold,
-                                                    balance_micros=balance)
+                    LowBalanceNotice.objects.create(
+                        organization=org, threshold_micros=threshold, balance_micros=balance
+                    )
             except IntegrityError:
                 continue  # already open
             opened += 1
-            webhook_emit(organization=org, event_type="wallet.balance_low",
-                         data={"balance_micros": balance, "threshold_micros": threshold, "currency": "CNY"})
+            webhook_emit(
+                organization=org,
+                event_type="wallet.balance_low",
+                data={"balance_micros": balance, "threshold_micros": threshold, "currency": "CNY"},
+            )
             managers = list(org.memberships.filter(role__in=MANAGER_ROLES).values_list("user__email", flat=True))
             transaction.on_commit(partial(_mail_managers, managers, balance, threshold, org.name))
     return opened
@@ -56,13 +67,21 @@ def low_balance_notices(*, organizations: list[Organization] | None = None) -> i
 def _mail_managers(recipients: list[str], balance: int, threshold: int, org_name: str) -> None:
     send_mail(
         subject=_("gpu-portal: balance below %(t)s CNY") % {"t": format_cny(threshold)},
-        message=_("The wallet of %(org)s holds %(b)s CNY. Running instances are stopped after a final "
-                  "checkpoint when the balance runs out. Top up in the console.")
+        message=_(
+            "The wallet of %(org)s holds %(b)s CNY. Running instances are stopped after a final "
+            "checkpoint when the balance runs out. Top up in the console."
+        )
         % {"org": org_name, "b": format_cny(balance)},
-        from_email=settings.DEFAULT_FROM_EMAIL, recipient_list=recipients, fail_silently=True)
+        from_email=settings.DEFAULT_FROM_EMAIL,
+        recipient_list=recipients,
+        fail_silently=True,
+    )
 
 
 def open_notice(organization: Organization) -> LowBalanceNotice | None:
     """The lowest open notice, for the console banner."""
-    return LowBalanceNotice.objects.filter(organization=organization, cleared_at__isnull=True).order_by(
-        "threshold_micros").first()
+    return (
+        LowBalanceNotice.objects.filter(organization=organization, cleared_at__isnull=True)
+        .order_by("threshold_micros")
+        .first()
+    )

@@ -81,20 +81,34 @@ class TopUpResult:
     replayed: bool  # True when an earlier request with the same Idempotency-Key was answered again
 
 
-def topup_create(*, organization: Organization, user: User, amount: Decimal | str,
-                 success_url: str, cancel_url: str) -> TopUp:
+def topup_create(
+    *, organization: Organization, user: User, amount: Decimal | str, success_url: str, cancel_url: str
+) -> TopUp:
     """Create a top-up and its Stripe Checkout Session; returns the TopUp with ``checkout_url``.
 
     Raises ``TopUpError`` (bad amount, nothing written), ``StripeNotConfigured`` (nothing written) or
     ``StripeUnavailable`` (the TopUp is kept as ``failed`` with the error, nothing credited), and
     ``PermissionRefused`` when the user's role may not top up (``portal.permissions``).
     """
-    return topup_create_once(organization=organization, user=user, amount=amount, success_url=success_url,
-                             cancel_url=cancel_url, idempotency_key="").topup
+    return topup_create_once(
+        organization=organization,
+        user=user,
+        amount=amount,
+        success_url=success_url,
+        cancel_url=cancel_url,
+        idempotency_key="",
+    ).topup
 
 
-def topup_create_once(*, organization: Organization, user: User, amount: Decimal | str, success_url: str,
-                      cancel_url: str, idempotency_key: str) -> TopUpResult:
+def topup_create_once(
+    *,
+    organization: Organization,
+    user: User,
+    amount: Decimal | str,
+    success_url: str,
+    cancel_url: str,
+    idempotency_key: str,
+) -> TopUpResult:
     """``topup_create`` under the API's ``Idempotency-Key`` (scoped to the organization).
 
     The first request with a key stores it on the top-up with the SHA-256 of the request (amount in micros
@@ -129,12 +143,18 @@ def topup_create_once(*, organization: Organization, user: User, amount: Decimal
         return TopUpResult(prior, True)
     try:
         with transaction.atomic():
-            topup = TopUp.objects.create(organization=organization, user=user, amount_micros=micros,
-                                         request_key=key, request_sha256=digest)
+            topup = TopUp.objects.create(
+                organization=organization, user=user, amount_micros=micros, request_key=key, request_sha256=digest
+            )
             topup.idempotency_key = f"topup:{topup.stripe_key_uuid}"
             topup.save(update_fields=["idempotency_key"])
-            audit_log(action="billing.topup_create", actor=user, organization=organization, obj=topup,
-                      extra={"amount_micros": micros, "request_key": key})
+            audit_log(
+                action="billing.topup_create",
+                actor=user,
+                organization=organization,
+                obj=topup,
+                extra={"amount_micros": micros, "request_key": key},
+            )
     except IntegrityError:
         if (prior := replay()) is not None:  # a concurrent request with the key committed first
             return TopUpResult(prior, True)
@@ -146,10 +166,13 @@ def _checkout_open(topup: TopUp, *, user: User, success_url: str, cancel_url: st
     """Create the Checkout Session of a stored top-up (after commit: never inside a transaction)."""
     try:
         session = stripe_gateway.checkout_session_create(
-            amount_fen=topup.amount_micros // MICROS_PER_FEN, currency="cny",
+            amount_fen=topup.amount_micros // MICROS_PER_FEN,
+            currency="cny",
             idempotency_key=f"topup:{topup.stripe_key_uuid}",
-            reference=str(topup.pk), customer_email=user.email,
-            success_url=success_url, cancel_url=cancel_url,
+            reference=str(topup.pk),
+            customer_email=user.email,
+            success_url=success_url,
+            cancel_url=cancel_url,
             metadata={"topup_id": str(topup.pk), "organization_id": str(topup.organization_id)},
         )
     except stripe_gateway.StripeUnavailable as exc:
@@ -162,9 +185,15 @@ def _checkout_open(topup: TopUp, *, user: User, success_url: str, cancel_url: st
     return topup
 
 
-HANDLED_TYPES = {"checkout.session.completed", "checkout.session.async_payment_succeeded",
-                 "checkout.session.async_payment_failed", "checkout.session.expired", "charge.refunded",
-                 "charge.dispute.created", "charge.dispute.closed"}
+HANDLED_TYPES = {
+    "checkout.session.completed",
+    "checkout.session.async_payment_succeeded",
+    "checkout.session.async_payment_failed",
+    "checkout.session.expired",
+    "charge.refunded",
+    "charge.dispute.created",
+    "charge.dispute.closed",
+}
 
 
 def stripe_event_record(*, event: dict[str, Any]) -> tuple[StripeEvent, bool]:
@@ -196,10 +225,14 @@ def stripe_event_handle(*, row: StripeEvent) -> StripeEvent:
     except PaymentMismatch as exc:
         with transaction.atomic():
             StripeEvent.objects.filter(pk=row.pk).update(status=StripeEventStatus.FAILED, error=f"mismatch: {exc}")
-            organization = (Organization.objects.filter(pk=exc.organization_id).first()
-                            if exc.organization_id else None)
-            audit_log(action="billing.stripe_event_rejected", organization=organization, obj=row, staff=True,
-                      extra={"event_id": row.event_id, "type": row.type, "reason": str(exc)})
+            organization = Organization.objects.filter(pk=exc.organization_id).first() if exc.organization_id else None
+            audit_log(
+                action="billing.stripe_event_rejected",
+                organization=organization,
+                obj=row,
+                staff=True,
+                extra={"event_id": row.event_id, "type": row.type, "reason": str(exc)},
+            )
     except (LedgerError, KeyError, TypeError, ValueError) as exc:
         StripeEvent.objects.filter(pk=row.pk).update(status=StripeEventStatus.FAILED, error=repr(exc))
     row.refresh_from_db()
@@ -216,11 +249,13 @@ def _event_apply(kind: str, obj: dict[str, Any]) -> StripeEventStatus:
             _payment_lock(obj["payment_intent"])
         topup = _matched_topup(obj, check_amount=False)
         TopUp.objects.filter(pk=topup.pk, status__in=[TopUpStatus.CREATED, TopUpStatus.CHECKOUT_OPEN]).update(
-            status=TopUpStatus.FAILED, error="the payment failed (checkout.session.async_payment_failed)")
+            status=TopUpStatus.FAILED, error="the payment failed (checkout.session.async_payment_failed)"
+        )
         return StripeEventStatus.PROCESSED
     if kind == "checkout.session.expired":
         TopUp.objects.filter(stripe_session_id=obj.get("id"), status=TopUpStatus.CHECKOUT_OPEN).update(
-            status=TopUpStatus.EXPIRED)
+            status=TopUpStatus.EXPIRED
+        )
         return StripeEventStatus.PROCESSED
     if kind == "charge.refunded":
         return _reversal_event(obj.get("payment_intent"), f"refund:{obj['id']}", int(obj["amount_refunded"]))
@@ -256,19 +291,30 @@ def _matched_topup(session: dict[str, Any], *, check_amount: bool) -> TopUp:
     org = topup.organization_id
     metadata = session.get("metadata") or {}
     if str(session.get("client_reference_id")) != str(topup.pk):
-        raise PaymentMismatch(f"session {session_id}: client_reference_id {session.get('client_reference_id')!r}"
-                              f" is not top-up {topup.pk}", organization_id=org)
+        raise PaymentMismatch(
+            f"session {session_id}: client_reference_id {session.get('client_reference_id')!r}"
+            f" is not top-up {topup.pk}",
+            organization_id=org,
+        )
     if "topup_id" in metadata and str(metadata["topup_id"]) != str(topup.pk):
-        raise PaymentMismatch(f"session {session_id}: metadata names top-up {metadata['topup_id']!r},"
-                              f" the session is top-up {topup.pk}'s", organization_id=org)
+        raise PaymentMismatch(
+            f"session {session_id}: metadata names top-up {metadata['topup_id']!r}, the session is top-up {topup.pk}'s",
+            organization_id=org,
+        )
     if "organization_id" in metadata and str(metadata["organization_id"]) != str(org):
-        raise PaymentMismatch(f"session {session_id}: metadata names organization {metadata['organization_id']!r},"
-                              f" the session is organization {org}'s", organization_id=org)
+        raise PaymentMismatch(
+            f"session {session_id}: metadata names organization {metadata['organization_id']!r},"
+            f" the session is organization {org}'s",
+            organization_id=org,
+        )
     if check_amount:
         paid_micros = int(session.get("amount_total") or 0) * MICROS_PER_FEN
         if paid_micros != topup.amount_micros or str(session.get("currency", "")).lower() != "cny":
-            raise PaymentMismatch(f"top-up {topup.pk}: paid {session.get('amount_total')} {session.get('currency')},"
-                                  f" expected {topup.amount_micros // MICROS_PER_FEN} cny", organization_id=org)
+            raise PaymentMismatch(
+                f"top-up {topup.pk}: paid {session.get('amount_total')} {session.get('currency')},"
+                f" expected {topup.amount_micros // MICROS_PER_FEN} cny",
+                organization_id=org,
+            )
     return topup
 
 
@@ -280,24 +326,36 @@ def _checkout_completed(session: dict[str, Any]) -> StripeEventStatus:
         raise PaymentMismatch(f"session {session.get('id')!r}: a paid session without a payment_intent")
     _payment_lock(payment_intent)
     topup = _matched_topup(session, check_amount=True)
-    if topup.stripe_payment_intent not in (None, payment_intent) or TopUp.objects.filter(
-            stripe_payment_intent=payment_intent).exclude(pk=topup.pk).exists():
-        raise PaymentMismatch(f"payment {payment_intent} does not belong to top-up {topup.pk}",
-                              organization_id=topup.organization_id)
-    wallet_top_up(organization=topup.organization, amount_micros=topup.amount_micros,
-                  idempotency_key=f"topup:{topup.pk}", memo="Stripe top-up",
-                  metadata={"topup_id": topup.pk, "session": session.get("id")})
+    if (
+        topup.stripe_payment_intent not in (None, payment_intent)
+        or TopUp.objects.filter(stripe_payment_intent=payment_intent).exclude(pk=topup.pk).exists()
+    ):
+        raise PaymentMismatch(
+            f"payment {payment_intent} does not belong to top-up {topup.pk}", organization_id=topup.organization_id
+        )
+    wallet_top_up(
+        organization=topup.organization,
+        amount_micros=topup.amount_micros,
+        idempotency_key=f"topup:{topup.pk}",
+        memo="Stripe top-up",
+        metadata={"topup_id": topup.pk, "session": session.get("id")},
+    )
     if topup.status != TopUpStatus.PAID:
-        TopUp.objects.filter(pk=topup.pk).update(status=TopUpStatus.PAID, paid_at=timezone.now(), error="",
-                                                 stripe_payment_intent=payment_intent)
-        webhook_emit(organization=topup.organization, event_type="wallet.top_up_credited",
-                     data={"top_up_id": topup.pk, "amount_micros": topup.amount_micros, "currency": "CNY"})
+        TopUp.objects.filter(pk=topup.pk).update(
+            status=TopUpStatus.PAID, paid_at=timezone.now(), error="", stripe_payment_intent=payment_intent
+        )
+        webhook_emit(
+            organization=topup.organization,
+            event_type="wallet.top_up_credited",
+            data={"top_up_id": topup.pk, "amount_micros": topup.amount_micros, "currency": "CNY"},
+        )
     _reversals_apply(payment_intent)
     return StripeEventStatus.PROCESSED
 
 
-def _reversal_event(payment_intent: str | None, reference: str, amount_fen: int,
-                    outcome: str = "") -> StripeEventStatus:
+def _reversal_event(
+    payment_intent: str | None, reference: str, amount_fen: int, outcome: str = ""
+) -> StripeEventStatus:
     """Record a refund (cumulative amount of a charge) or a dispute (opened, or closed won / lost) under the
     payment's lock, and apply it if the payment is credited."""
     if not payment_intent:
@@ -305,7 +363,8 @@ def _reversal_event(payment_intent: str | None, reference: str, amount_fen: int,
     _payment_lock(payment_intent)
     micros = 0 if outcome == "won" else amount_fen * MICROS_PER_FEN
     reversal, created = PaymentReversal.objects.select_for_update().get_or_create(
-        reference=reference, defaults={"payment_intent": payment_intent, "target_micros": micros, "outcome": outcome})
+        reference=reference, defaults={"payment_intent": payment_intent, "target_micros": micros, "outcome": outcome}
+    )
     if reversal.payment_intent != payment_intent:
         raise ValueError(f"{reference} belongs to payment {reversal.payment_intent}, not {payment_intent}")
     if not created:
@@ -313,7 +372,9 @@ def _reversal_event(payment_intent: str | None, reference: str, amount_fen: int,
         won = "won" in (outcome, reversal.outcome)
         PaymentReversal.objects.filter(pk=reversal.pk).update(
             target_micros=0 if won else max(micros, reversal.target_micros),
-            outcome="won" if won else outcome or reversal.outcome, updated_at=timezone.now())
+            outcome="won" if won else outcome or reversal.outcome,
+            updated_at=timezone.now(),
+        )
     _reversals_apply(payment_intent)
     return StripeEventStatus.PROCESSED
 
@@ -321,8 +382,9 @@ def _reversal_event(payment_intent: str | None, reference: str, amount_fen: int,
 def _reversals_apply(payment_intent: str) -> int:
     """Apply every reversal of a credited payment not yet applied (caller holds the payment's lock).
     Returns how many changed the wallet or the top-up."""
-    topup = TopUp.objects.select_for_update().filter(stripe_payment_intent=payment_intent,
-                                                     status=TopUpStatus.PAID).first()
+    topup = (
+        TopUp.objects.select_for_update().filter(stripe_payment_intent=payment_intent, status=TopUpStatus.PAID).first()
+    )
     if topup is None:
         return 0
     changed = 0
@@ -334,8 +396,11 @@ def _reversals_apply(payment_intent: str) -> int:
 def payment_reversals_sweep(*, limit: int = 500) -> int:
     """Apply every refund or dispute still unapplied whose payment is credited (Celery beat): the safety net
     behind the per-payment lock. Returns how many reversals it applied; safe to run any time, twice."""
-    pending = list(PaymentReversal.objects.exclude(applied_micros=F("target_micros"))
-                   .values_list("payment_intent", flat=True).distinct()[:limit])
+    pending = list(
+        PaymentReversal.objects.exclude(applied_micros=F("target_micros"))
+        .values_list("payment_intent", flat=True)
+        .distinct()[:limit]
+    )
     applied = 0
     for payment_intent in pending:
         with transaction.atomic():
@@ -356,18 +421,26 @@ def _apply_reversal(topup: TopUp, reversal: PaymentReversal) -> int:
         give = reversal.debited_micros
         if give > 0:
             ledger_post(
-                idempotency_key=f"{reversal.reference}:won", kind=TransactionKind.REFUND,
-                organization=topup.organization, memo="Stripe dispute won: amount credited back",
+                idempotency_key=f"{reversal.reference}:won",
+                kind=TransactionKind.REFUND,
+                organization=topup.organization,
+                memo="Stripe dispute won: amount credited back",
                 postings=[Posting(wallet.paid_account, give), Posting(system_account(SystemAccount.STRIPE), -give)],
                 metadata={"reference": reversal.reference, "topup_id": topup.pk},
             )
-        PaymentReversal.objects.filter(pk=reversal.pk).update(applied_micros=reversal.target_micros,
-                                                              debited_micros=0, updated_at=timezone.now())
+        PaymentReversal.objects.filter(pk=reversal.pk).update(
+            applied_micros=reversal.target_micros, debited_micros=0, updated_at=timezone.now()
+        )
         TopUp.objects.filter(pk=topup.pk).update(
             refunded_micros=F("refunded_micros") + delta,
-            unrecovered_micros=F("unrecovered_micros") - (reversal.applied_micros - give))
-        audit_log(action="billing.dispute_won", organization=topup.organization, obj=topup,
-                  extra={"reference": reversal.reference, "credited_micros": give})
+            unrecovered_micros=F("unrecovered_micros") - (reversal.applied_micros - give),
+        )
+        audit_log(
+            action="billing.dispute_won",
+            organization=topup.organization,
+            obj=topup,
+            extra={"reference": reversal.reference, "credited_micros": give},
+        )
         return 1
     take = min(delta, wallet.paid_account.balance_micros)
     if take > 0:
@@ -380,12 +453,17 @@ def _apply_reversal(topup: TopUp, reversal: PaymentReversal) -> int:
             metadata={"reference": reversal.reference, "topup_id": topup.pk},
         )
     shortfall = delta - take
-    PaymentReversal.objects.filter(pk=reversal.pk).update(applied_micros=reversal.target_micros,
-                                                          debited_micros=F("debited_micros") + take,
-                                                          updated_at=timezone.now())
+    PaymentReversal.objects.filter(pk=reversal.pk).update(
+        applied_micros=reversal.target_micros, debited_micros=F("debited_micros") + take, updated_at=timezone.now()
+    )
     TopUp.objects.filter(pk=topup.pk).update(
-        refunded_micros=F("refunded_micros") + delta, unrecovered_micros=F("unrecovered_micros") + shortfall)
+        refunded_micros=F("refunded_micros") + delta, unrecovered_micros=F("unrecovered_micros") + shortfall
+    )
     if shortfall:
-        audit_log(action="billing.refund_shortfall", organization=topup.organization, obj=topup,
-                  extra={"reference": reversal.reference, "shortfall_micros": shortfall})
+        audit_log(
+            action="billing.refund_shortfall",
+            organization=topup.organization,
+            obj=topup,
+            extra={"reference": reversal.reference, "shortfall_micros": shortfall},
+        )
     return 1

@@ -84,7 +84,8 @@ class PriceBook:
         self.rows: dict[tuple[str, str], tuple[list[datetime], list[int]]] = {}
         query = GpuPrice.objects.all() if gpu_types is None else GpuPrice.objects.filter(gpu_type__in=gpu_types)
         rows = query.order_by("effective_from").values_list(
-            "gpu_type", "mode", "effective_from", "price_per_gpu_hour_micros")
+            "gpu_type", "mode", "effective_from", "price_per_gpu_hour_micros"
+        )
         for gpu_type, mode, start, price in rows:
             times, prices = self.rows.setdefault((gpu_type, mode), ([], []))
             times.append(start)
@@ -116,7 +117,7 @@ class PriceQuote:
 
     @property
     def runway_text(self) -> str:
-        """"11 h 40 min" style."""
+        """ "11 h 40 min" style."""
         if self.runway_minutes is None:
             return "∞"
         hours, minutes = divmod(self.runway_minutes, 60)
@@ -130,9 +131,11 @@ def runway_minutes(*, balance_micros: int, price_per_gpu_hour_micros: int, gpus:
     if per_hour <= 0:
         return None
     runway = balance_micros * 60 // per_hour
-    while runway > 0 and cumulative_charge_micros(
-        price_per_gpu_hour_micros=price_per_gpu_hour_micros, gpus=gpus, minutes=runway
-    ) > balance_micros:
+    while (
+        runway > 0
+        and cumulative_charge_micros(price_per_gpu_hour_micros=price_per_gpu_hour_micros, gpus=gpus, minutes=runway)
+        > balance_micros
+    ):
         runway -= 1
     return runway
 
@@ -153,8 +156,14 @@ def price_quote(*, organization: Organization, gpu_type: str, gpu_count: int, mo
     return PriceQuote(price, per_hour, balance, runway)
 
 
-def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_from: datetime | None = None,
-                  created_by: User | None = None) -> GpuPrice:
+def gpu_price_set(
+    *,
+    gpu_type: str,
+    mode: str,
+    price: Decimal | str,
+    effective_from: datetime | None = None,
+    created_by: User | None = None,
+) -> GpuPrice:
     """Add a price-book row in force from ``effective_from`` (default now). A price change never rewrites past
     rows nor past minutes: an effective time before now raises ``BackdatedPrice`` and nothing is written."""
     now = timezone.now()
@@ -162,11 +171,18 @@ def gpu_price_set(*, gpu_type: str, mode: str, price: Decimal | str, effective_f
     price_effective_validate(effective_from=effective_from, now=now)
     with transaction.atomic():
         row = GpuPrice.objects.create(
-            gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
-            effective_from=effective_from, created_by=created_by,
+            gpu_type=gpu_type,
+            mode=mode,
+            price_per_gpu_hour_micros=to_micros(price),
+            effective_from=effective_from,
+            created_by=created_by,
         )
-        audit_log(action="billing.price_set", actor=created_by, obj=row,
-                  extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)})
+        audit_log(
+            action="billing.price_set",
+            actor=created_by,
+            obj=row,
+            extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)},
+        )
     return row
 
 
@@ -176,7 +192,11 @@ def seed_price_book() -> int:
     for gpu_type, modes in DEFAULT_PRICES.items():
         for mode, price in modes.items():
             if not GpuPrice.objects.filter(gpu_type=gpu_type, mode=mode).exists():
-                GpuPrice.objects.create(gpu_type=gpu_type, mode=mode, price_per_gpu_hour_micros=to_micros(price),
-                                        effective_from=datetime(2026, 1, 1, tzinfo=UTC))
+                GpuPrice.objects.create(
+                    gpu_type=gpu_type,
+                    mode=mode,
+                    price_per_gpu_hour_micros=to_micros(price),
+                    effective_from=datetime(2026, 1, 1, tzinfo=UTC),
+                )
                 created += 1
     return created

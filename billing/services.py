@@ -361,5 +361,14 @@ def ledger_adjust(
     return txn
 
 
-__all__ = ["BulkPosting", "IdempotencyKeyReused", "InsufficientFunds", "LedgerError", "Posting",
-           "UnbalancedTransaction", "ledger_post", "ledger_post_many", "system_account"]
+__all__ = [
+    "BulkPosting",
+    "IdempotencyKeyReused",
+    "InsufficientFunds",
+    "LedgerError",
+    "Posting",
+    "UnbalancedTransaction",
+    "ledger_post",
+    "ledger_post_many",
+    "system_account",
+]

@@ -87,31 +87,54 @@ def statement_build(*, organization: Organization, year: int, month: int, tz_nam
     entries = LedgerEntry.objects.filter(account__organization=organization)
     opening = entries.filter(transaction__created_at__lt=start).aggregate(s=Sum("amount_micros"))["s"] or 0
     month_entries = entries.filter(transaction__created_at__gte=start, transaction__created_at__lt=end)
-    rows = month_entries.values("transaction__kind").annotate(
-        n=Count("transaction", distinct=True), s=Sum("amount_micros")).order_by("transaction__kind")
+    rows = (
+        month_entries.values("transaction__kind")
+        .annotate(n=Count("transaction", distinct=True), s=Sum("amount_micros"))
+        .order_by("transaction__kind")
+    )
     labels = dict(TransactionKind.choices)
-    by_kind = [KindLine(r["transaction__kind"], str(labels.get(r["transaction__kind"], r["transaction__kind"])),
-                        r["n"], r["s"]) for r in rows]
+    by_kind = [
+        KindLine(
+            r["transaction__kind"], str(labels.get(r["transaction__kind"], r["transaction__kind"])), r["n"], r["s"]
+        )
+        for r in rows
+    ]
     usage_rows = (
         UsageRecord.objects.filter(organization=organization, minute__gte=start, minute__lt=end)
         .values("instance_id", "gpu_type", "mode", "gpu_count")
         .annotate(minutes=Count("id"), amount=Sum("amount_micros"), first=Min("minute"), last=Max("minute"))
         .order_by("instance_id", "gpu_type")
     )
-    usage = [UsageLine(r["instance_id"], r["gpu_type"], r["mode"], r["gpu_count"], r["minutes"], r["amount"],
-                       r["first"], r["last"]) for r in usage_rows]
+    usage = [
+        UsageLine(
+            r["instance_id"], r["gpu_type"], r["mode"], r["gpu_count"], r["minutes"], r["amount"], r["first"], r["last"]
+        )
+        for r in usage_rows
+    ]
     usage_total = sum(u.amount_micros for u in usage)
     usage_ledger = -sum(k.amount_micros for k in by_kind if k.kind == TransactionKind.USAGE)
     closing = opening + sum(k.amount_micros for k in by_kind)
     write_offs = [
         WriteOffLine(r["instance_id"], r["minutes"], r["amount"], r["first"])
-        for r in UsageWriteOff.objects.filter(organization=organization, first_minute__gte=start,
-                                              first_minute__lt=end)
-        .values("instance_id").annotate(minutes=Sum("minutes"), amount=Sum("amount_micros"), first=Min("first_minute"))
+        for r in UsageWriteOff.objects.filter(organization=organization, first_minute__gte=start, first_minute__lt=end)
+        .values("instance_id")
+        .annotate(minutes=Sum("minutes"), amount=Sum("amount_micros"), first=Min("first_minute"))
         .order_by("instance_id")
     ]
-    return Statement(organization, year, month, start, end, opening, closing, by_kind, usage, usage_total,
-                     usage_total - usage_ledger, write_offs)
+    return Statement(
+        organization,
+        year,
+        month,
+        start,
+        end,
+        opening,
+        closing,
+        by_kind,
+        usage,
+        usage_total,
+        usage_total - usage_ledger,
+        write_offs,
+    )
 
 
 def statement_csv(statement: Statement) -> str:
@@ -124,14 +147,35 @@ def statement_csv(statement: Statement) -> str:
     for k in statement.by_kind:
         w.writerow(["ledger", k.kind, k.label, k.count, format_cny(k.amount_micros, 6)])
     for u in statement.usage:
-        w.writerow(["usage", f"instance {u.instance_id}", f"{u.gpu_count} x {u.gpu_type} ({u.mode})",
-                    f"{u.minutes} min", format_cny(-u.amount_micros, 6)])
+        w.writerow(
+            [
+                "usage",
+                f"instance {u.instance_id}",
+                f"{u.gpu_count} x {u.gpu_type} ({u.mode})",
+                f"{u.minutes} min",
+                format_cny(-u.amount_micros, 6),
+            ]
+        )
     if statement.usage_uncovered_micros:
-        w.writerow(["usage", "shortfall", "usage the balance could not cover (not charged)", "",
-                    format_cny(statement.usage_uncovered_micros, 6)])
+        w.writerow(
+            [
+                "usage",
+                "shortfall",
+                "usage the balance could not cover (not charged)",
+                "",
+                format_cny(statement.usage_uncovered_micros, 6),
+            ]
+        )
     for x in statement.write_offs:
-        w.writerow(["write-off", f"instance {x.instance_id}", "older than the metering lookback (not charged)",
-                    f"{x.minutes} min", format_cny(x.amount_micros, 6)])
+        w.writerow(
+            [
+                "write-off",
+                f"instance {x.instance_id}",
+                "older than the metering lookback (not charged)",
+                f"{x.minutes} min",
+                format_cny(x.amount_micros, 6),
+            ]
+        )
     w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])
     return out.getvalue()
 

@@ -39,8 +39,15 @@ def _client() -> stripe.StripeClient:
 
 
 def checkout_session_create(
-    *, amount_fen: int, currency: str, idempotency_key: str, reference: str, customer_email: str,
-    success_url: str, cancel_url: str, metadata: dict[str, str],
+    *,
+    amount_fen: int,
+    currency: str,
+    idempotency_key: str,
+    reference: str,
+    customer_email: str,
+    success_url: str,
+    cancel_url: str,
+    metadata: dict[str, str],
 ) -> CheckoutSession:
     """Create a Checkout Session in ``payment`` mode for one line item of ``amount_fen`` (CNY minor units).
 
@@ -54,11 +61,16 @@ def checkout_session_create(
                 "mode": "payment",
                 "client_reference_id": reference,
                 "customer_email": customer_email,
-                "line_items": [{
-                    "quantity": 1,
-                    "price_data": {"currency": currency, "unit_amount": amount_fen,
-                                   "product_data": {"name": "gpu-portal wallet top-up"}},
-                }],
+                "line_items": [
+                    {
+                        "quantity": 1,
+                        "price_data": {
+                            "currency": currency,
+                            "unit_amount": amount_fen,
+                            "product_data": {"name": "gpu-portal wallet top-up"},
+                        },
+                    }
+                ],
                 "metadata": metadata,
                 "payment_intent_data": {"metadata": metadata},
                 "success_url": success_url,

@@ -33,8 +33,12 @@ def metering_tick(shard_index: int = 0, shard_count: int = 1) -> dict[str, int]:
         return {"records": result.records, "charged_micros": result.charged_micros, "stopped": 0, "notices": 0}
     stopped = budget_guard()
     notices = low_balance_notices()
-    return {"records": result.records, "charged_micros": result.charged_micros, "stopped": len(stopped),
-            "notices": notices}
+    return {
+        "records": result.records,
+        "charged_micros": result.charged_micros,
+        "stopped": len(stopped),
+        "notices": notices,
+    }
 
 
 @shared_task

@@ -43,7 +43,9 @@ def topup_start(request: AuthedHttpRequest, org: str) -> HttpResponse:
     wallet_url = reverse("wallet", args=[organization.slug])
     try:
         topup = topup_create(
-            organization=organization, user=request.user, amount=amount.strip(),
+            organization=organization,
+            user=request.user,
+            amount=amount.strip(),
             success_url=request.build_absolute_uri(wallet_url + "?topup=success"),
             cancel_url=request.build_absolute_uri(wallet_url + "?topup=cancelled"),
         )
@@ -64,8 +66,9 @@ def topup_start(request: AuthedHttpRequest, org: str) -> HttpResponse:
 def stripe_webhook(request: HttpRequest) -> HttpResponse:
     """Verify → store once per event id → handle; 400 for a bad signature or payload, else 200."""
     try:
-        event = stripe_gateway.event_construct(payload=request.body,
-                                               signature_header=request.headers.get("Stripe-Signature"))
+        event = stripe_gateway.event_construct(
+            payload=request.body, signature_header=request.headers.get("Stripe-Signature")
+        )
     except stripe_gateway.StripeNotConfigured:
         return JsonResponse({"error": "webhooks not configured"}, status=503)
     except stripe.SignatureVerificationError:
@@ -80,7 +83,6 @@ def stripe_webhook(request: HttpRequest) -> HttpResponse:
 
 def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
-
 
     book, now = PriceBook(set(DEFAULT_PRICES)), timezone.now()
     rows = []
@@ -98,19 +100,29 @@ def pricing(request: HttpRequest) -> HttpResponse:
         d = form.cleaned_data
         gpu_type = d["gpu_type"]
         inputs = TcoInputs(
-            gpu_type=gpu_type, gpus=d["gpus"], months=d["months"], utilization=d["utilization"] / 100,
+            gpu_type=gpu_type,
+            gpus=d["gpus"],
+            months=d["months"],
+            utilization=d["utilization"] / 100,
             card_price=d["card_price"] if d["card_price"] is not None else Decimal(CARD_PRICE_CNY[gpu_type]),
             server_overhead=d["server_overhead"] / 100,
             gpu_power_kw=d["gpu_power_kw"] if d["gpu_power_kw"] is not None else Decimal(GPU_POWER_KW[gpu_type]),
-            pue=d["pue"], power_price=d["power_price"], staff_monthly=d["staff_monthly"],
+            pue=d["pue"],
+            power_price=d["power_price"],
+            staff_monthly=d["staff_monthly"],
             rent_price_per_gpu_hour=from_micros(book.at(gpu_type, "container", now) or 0),
         )
         result = tco_compare(inputs)
-        chart = line_chart({"buy": [(m, float(v)) for m, v in result.buy_curve],
-                            "rent": [(m, float(v)) for m, v in result.rent_curve]})
+        chart = line_chart(
+            {"buy": [(m, float(v)) for m, v in result.buy_curve], "rent": [(m, float(v)) for m, v in result.rent_curve]}
+        )
     context = {"rows": rows, "form": form, "result": result, "chart": chart}
-    return render(request, "billing/tco_result.html" if is_partial(request) else "billing/pricing.html", context,
-                  status=400 if form.is_bound and form.errors else 200)
+    return render(
+        request,
+        "billing/tco_result.html" if is_partial(request) else "billing/pricing.html",
+        context,
+        status=400 if form.is_bound and form.errors else 200,
+    )
 
 
 @login_required
@@ -119,8 +131,7 @@ def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> Ht
 
     organization = organization_for_user(user=request.user, slug=org)
     try:
-        st = statement_build(organization=organization, year=year, month=month,
-                             tz_name=request.user.timezone)  # type: ignore[union-attr]
+        st = statement_build(organization=organization, year=year, month=month, tz_name=request.user.timezone)  # type: ignore[union-attr]
     except ValueError as exc:
         raise Http404(str(exc)) from exc
     if request.GET.get("format") == "csv":
@@ -148,7 +159,9 @@ def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
         context["cost_chart"] = stacked_bar_chart(
             [(c.day.isoformat(), [c.micros_by_kind[kind] for kind in SPEND_KINDS]) for c in costs],
             series=[(kind.value, str(kind.label)) for kind in SPEND_KINDS],
-            fmt=format_cny, unit="CNY", total_label=_("Total"),
+            fmt=format_cny,
+            unit="CNY",
+            total_label=_("Total"),
         )
         now = timezone.localtime()
         months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before

@@ -55,8 +55,15 @@ class LicenseAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(LicenseVersion)
 class LicenseVersionAdmin(ReadOnlyAdmin):
-    list_display = ["license", "number", "price_micros", "commercial_use", "derivative_models", "term_days",
-                    "text_sha256"]
+    list_display = [
+        "license",
+        "number",
+        "price_micros",
+        "commercial_use",
+        "derivative_models",
+        "term_days",
+        "text_sha256",
+    ]
     list_filter = ["license"]
 
 
@@ -99,7 +106,8 @@ class AccessRevocationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
         return False
 
     def save_model(self, request: HttpRequest, obj: AccessRevocation, form: Any, change: bool) -> None:
-        saved = access_revoke(organization=obj.organization, dataset=obj.dataset, reason=obj.reason,
-                              acting_user=request.user)  # type: ignore[arg-type]
+        saved = access_revoke(
+            organization=obj.organization, dataset=obj.dataset, reason=obj.reason, acting_user=request.user  # type: ignore[arg-type]
+        )
         obj.pk = saved.pk
         obj._state.adding = False

@@ -29,8 +29,8 @@ no warranty that a text is the current or official version; check the official s
 CN_LAW_ATTRIBUTION = "Texts from the national database of laws and regulations (flk.npc.gov.cn) via LawRefBook/Laws."
 
 MEDQUAD_ATTRIBUTION = (
-    "MedQuAD — Asma Ben Abacha and Dina Demner-Fushman, \"A Question-Entailment Approach to Question "
-    "Answering\", BMC Bioinformatics 20, 511 (2019). https://github.com/abachaa/MedQuAD — licensed under "
+    'MedQuAD — Asma Ben Abacha and Dina Demner-Fushman, "A Question-Entailment Approach to Question '
+    'Answering", BMC Bioinformatics 20, 511 (2019). https://github.com/abachaa/MedQuAD — licensed under '
     "CC BY 4.0 (https://creativecommons.org/licenses/by/4.0/). Converted to JSONL; phone numbers and other "
     "identifiers replaced by placeholders."
 )
@@ -73,33 +73,43 @@ _LAW = {
 
 CORPORA: tuple[CorpusSpec, ...] = (
     CorpusSpec(
-        file="legal_zh_lawrefbook.jsonl", slug="legal-zh-lawrefbook",
-        name="中国法律法规 — Chinese laws and regulations", domain="legal",
+        file="legal_zh_lawrefbook.jsonl",
+        slug="legal-zh-lawrefbook",
+        name="中国法律法规 — Chinese laws and regulations",
+        domain="legal",
         description="1,589 national laws, administrative regulations, judicial interpretations and Beijing, "
         "Shanghai and Guangdong local regulations (newest version of each), Chinese.",
         **_LAW,  # type: ignore[arg-type]
     ),
     CorpusSpec(
-        file="finance_zh_lawrefbook.jsonl", slug="finance-zh-lawrefbook",
-        name="金融法规 — Chinese finance, tax and company law", domain="finance",
+        file="finance_zh_lawrefbook.jsonl",
+        slug="finance-zh-lawrefbook",
+        name="金融法规 — Chinese finance, tax and company law",
+        domain="finance",
         description="242 Chinese laws, regulations and judicial interpretations on banking, securities, "
         "insurance, tax, accounting and companies, Chinese.",
         **_LAW,  # type: ignore[arg-type]
     ),
     CorpusSpec(
-        file="medical_zh_lawrefbook.jsonl", slug="medical-zh-lawrefbook",
-        name="医药卫生法规 — Chinese medical and health law", domain="medical",
+        file="medical_zh_lawrefbook.jsonl",
+        slug="medical-zh-lawrefbook",
+        name="医药卫生法规 — Chinese medical and health law",
+        domain="medical",
         description="153 Chinese laws and regulations on medicine, drugs, public health, vaccines and food "
         "safety, Chinese.",
         **_LAW,  # type: ignore[arg-type]
     ),
     CorpusSpec(
-        file="medical_en_medquad.jsonl", slug="medquad-en", name="MedQuAD — medical questions and answers (English)",
+        file="medical_en_medquad.jsonl",
+        slug="medquad-en",
+        name="MedQuAD — medical questions and answers (English)",
         domain="medical",
         description="5,486 documents of question–answer pairs from NIH websites (GARD, Genetics Home Reference, "
         "MedlinePlus, NINDS, NIDDK, NCI, NHLBI, CDC, NIHSeniorHealth), English.",
-        license_slug="cc-by-4.0", license_name="Creative Commons Attribution 4.0 International (CC BY 4.0)",
-        license_text_file="LICENSE-MedQuAD-CC-BY-4.0.txt", attribution=MEDQUAD_ATTRIBUTION,
+        license_slug="cc-by-4.0",
+        license_name="Creative Commons Attribution 4.0 International (CC BY 4.0)",
+        license_text_file="LICENSE-MedQuAD-CC-BY-4.0.txt",
+        attribution=MEDQUAD_ATTRIBUTION,
         source_url="https://github.com/abachaa/MedQuAD",
     ),
 )
@@ -120,9 +130,17 @@ def spec_for(domain: str, path: Path) -> CorpusSpec:
             return spec
     stem = path.stem.replace("_", "-").lower()
     return CorpusSpec(
-        file=path.name, slug=stem[:100], name=path.stem, domain=domain, description=f"Imported from {path.name}.",
-        license_slug="unspecified", license_name="License not stated (review before use)",
+        file=path.name,
+        slug=stem[:100],
+        name=path.stem,
+        domain=domain,
+        description=f"Imported from {path.name}.",
+        license_slug="unspecified",
+        license_name="License not stated (review before use)",
         license_text="The publisher did not state a license for this corpus. Use it for evaluation only until "
         "its license has been reviewed.",
-        commercial_use=False, redistribution=False, derivative_models=False, field_of_use="evaluation",
+        commercial_use=False,
+        redistribution=False,
+        derivative_models=False,
+        field_of_use="evaluation",
     )

@@ -32,17 +32,23 @@ class UploadForm(forms.Form):
     name = forms.CharField(label=_("Dataset name"), max_length=200)
     format = forms.ChoiceField(label=_("Format"), choices=UploadFormat.choices)
     text_column = forms.CharField(
-        label=_("Text column (CSV)"), max_length=100, required=False,
+        label=_("Text column (CSV)"),
+        max_length=100,
+        required=False,
         help_text=_("The name of the CSV column that holds the text."),
     )
     domain = forms.ChoiceField(label=_("Domain"), choices=Domain.choices, initial=Domain.OTHER)
     keep_original = forms.BooleanField(
-        label=_("Keep the original file"), required=False,
+        label=_("Keep the original file"),
+        required=False,
         help_text=_("Otherwise it is deleted once the de-identified shards are ready."),
     )
 
     tokenizer_from = forms.TypedChoiceField(
-        label=_("Tokenizer"), required=False, coerce=int, empty_value=None,
+        label=_("Tokenizer"),
+        required=False,
+        coerce=int,
+        empty_value=None,
         choices=[("", _("Train a new tokenizer on this upload"))],
         help_text=_("Or re-use the tokenizer of a dataset version you can mount (same token ids)."),
     )
@@ -76,6 +82,8 @@ class DeidPolicyForm(forms.Form):
 
     placeholder_style = forms.ChoiceField(label=_("Placeholder style"), choices=PlaceholderStyle.choices)
     allow_list = forms.CharField(
-        label=_("Allow-list"), required=False, widget=forms.Textarea(attrs={"rows": 5}),
+        label=_("Allow-list"),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
         help_text=_("Values never replaced, one per line (e.g. your company's hotline or support address)."),
     )

@@ -278,7 +278,11 @@ class Upload(models.Model):
         DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="uploads"
     )
     tokenizer_from = models.ForeignKey(
-        DatasetVersion, null=True, blank=True, on_delete=models.SET_NULL, related_name="+",
+        DatasetVersion,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
         help_text=_("Re-use this version's tokenizer instead of training a new one."),
     )
     created_at = models.DateTimeField(default=timezone.now)
@@ -311,8 +315,9 @@ class DeidPolicy(models.Model):
     )
     allow_list = models.TextField(_("allow-list"), blank=True)
     updated_at = models.DateTimeField(default=timezone.now)
-    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
-                                   related_name="+")
+    updated_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     def __str__(self) -> str:
         return f"de-identification policy of {self.organization_id}"

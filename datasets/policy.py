@@ -42,8 +42,9 @@ def deid_options_for(organization: Organization) -> DeidOptions:
     policy = DeidPolicy.objects.filter(organization=organization).first()
     if policy is None:
         return DeidOptions()
-    return DeidOptions.build(style=policy.placeholder_style, allow=policy.allow_entries,
-                             hash_key=deid_hash_key(organization))
+    return DeidOptions.build(
+        style=policy.placeholder_style, allow=policy.allow_entries, hash_key=deid_hash_key(organization)
+    )
 
 
 def deid_policy_update(
@@ -68,9 +69,18 @@ def deid_policy_update(
     with transaction.atomic():
         policy, _created = DeidPolicy.objects.update_or_create(
             organization=organization,
-            defaults={"placeholder_style": placeholder_style, "allow_list": "\n".join(entries),
-                      "updated_at": timezone.now(), "updated_by": user},
+            defaults={
+                "placeholder_style": placeholder_style,
+                "allow_list": "\n".join(entries),
+                "updated_at": timezone.now(),
+                "updated_by": user,
+            },
         )
-        audit_log(action="datasets.deid_policy_update", actor=user, organization=organization, obj=policy,
-                  extra={"placeholder_style": str(placeholder_style), "allow_entries": len(entries)})
+        audit_log(
+            action="datasets.deid_policy_update",
+            actor=user,
+            organization=organization,
+            obj=policy,
+            extra={"placeholder_style": str(placeholder_style), "allow_entries": len(entries)},
+        )
     return policy

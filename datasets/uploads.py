@@ -18,8 +18,9 @@ class SizeLimitUploadHandler(FileUploadHandler):
         self.received = 0
         self.exceeded = False
 
-    def handle_raw_input(self, input_data: Any, META: Any, content_length: int, boundary: Any,
-                         encoding: str | None = None) -> None:
+    def handle_raw_input(
+        self, input_data: Any, META: Any, content_length: int, boundary: Any, encoding: str | None = None
+    ) -> None:
         # A body far larger than the limit is marked at once; reading stops at the first chunk past it.
         if content_length and content_length > self.limit + 1024 * 1024:
             self.exceeded = True

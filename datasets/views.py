@@ -31,7 +31,6 @@ from portal.selectors import organization_for_user
 PAGE_SIZE = 20
 
 
-
 def _truthy(value: Any) -> bool:
     return str(value).lower() in {"1", "true", "on", "yes"}
 
@@ -124,20 +123,25 @@ def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
                 raise Http404("no such license version")
             try:
                 services.agreement_accept(
-                    organization=organization, user=request.user,
-                    license_version=lv, shown_text_sha256=form.cleaned_data["text_sha256"],
-                    ip=request.META.get("REMOTE_ADDR"), user_agent=request.META.get("HTTP_USER_AGENT", ""),
+                    organization=organization,
+                    user=request.user,
+                    license_version=lv,
+                    shown_text_sha256=form.cleaned_data["text_sha256"],
+                    ip=request.META.get("REMOTE_ADDR"),
+                    user_agent=request.META.get("HTTP_USER_AGENT", ""),
                     dataset=dataset,
                 )
             except DatasetError as exc:
                 error = str(exc)
             else:
-                messages.success(request, _("Agreement recorded. You can now mount %(dataset)s.")
-                                 % {"dataset": dataset.name})
+                messages.success(
+                    request, _("Agreement recorded. You can now mount %(dataset)s.") % {"dataset": dataset.name}
+                )
                 if request.htmx:  # type: ignore[attr-defined]
                     response = HttpResponse(status=204)
-                    response["HX-Redirect"] = reverse("dataset_detail", kwargs={"org": organization.slug,
-                                                                               "pk": dataset.pk})
+                    response["HX-Redirect"] = reverse(
+                        "dataset_detail", kwargs={"org": organization.slug, "pk": dataset.pk}
+                    )
                     return response
                 return redirect("dataset_detail", org=organization.slug, pk=dataset.pk)
         else:
@@ -162,8 +166,10 @@ def dataset_mount(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
     else:
         try:
             mount = services.mount_attach(
-                organization=organization, user=request.user,
-                version_id=form.cleaned_data["version"], consumer=form.cleaned_data["consumer"],
+                organization=organization,
+                user=request.user,
+                version_id=form.cleaned_data["version"],
+                consumer=form.cleaned_data["consumer"],
             )
         except DatasetNotFound:
             raise Http404("not found") from None
@@ -171,8 +177,11 @@ def dataset_mount(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
             messages.error(request, str(exc))
             status = 403
         else:
-            messages.success(request, _("%(version)s attached read-only to %(consumer)s.")
-                             % {"version": str(mount.version), "consumer": mount.consumer})
+            messages.success(
+                request,
+                _("%(version)s attached read-only to %(consumer)s.")
+                % {"version": str(mount.version), "consumer": mount.consumer},
+            )
     if status != 200:
         response = dataset_detail(request, org, dataset.pk)
         response.status_code = status
@@ -201,16 +210,25 @@ def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     if request.method == "POST":
         form = UploadForm(request.POST, request.FILES, tokenizer_versions=reusable)
         if limiter.exceeded:
-            form.add_error(None, _("The file is larger than the upload limit of %(limit)s bytes.")
-                           % {"limit": f"{settings.DATASET_UPLOAD_MAX_BYTES:,}"})
+            form.add_error(
+                None,
+                _("The file is larger than the upload limit of %(limit)s bytes.")
+                % {"limit": f"{settings.DATASET_UPLOAD_MAX_BYTES:,}"},
+            )
             status = 413
         elif form.is_valid():
             data = form.cleaned_data
             try:
                 upload = services.upload_create(
-                    organization=organization, user=request.user,
-                    file=data["file"], name=data["name"], fmt=data["format"], text_column=data["text_column"],
-                    keep_original=data["keep_original"], domain=data["domain"], original_filename=data["file"].name,
+                    organization=organization,
+                    user=request.user,
+                    file=data["file"],
+                    name=data["name"],
+                    fmt=data["format"],
+                    text_column=data["text_column"],
+                    keep_original=data["keep_original"],
+                    domain=data["domain"],
+                    original_filename=data["file"].name,
                     tokenizer_from=data.get("tokenizer_from"),
                 )
             except DatasetError as exc:
@@ -221,8 +239,7 @@ def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
         else:
             status = 400
     page = Paginator(selectors.uploads_for_org(organization), PAGE_SIZE).get_page(request.GET.get("page"))
-    context = {"org": organization, "form": form, "page": page,
-               "limit_bytes": settings.DATASET_UPLOAD_MAX_BYTES}
+    context = {"org": organization, "form": form, "page": page, "limit_bytes": settings.DATASET_UPLOAD_MAX_BYTES}
     return render(request, "datasets/uploads.html", context, status=status)
 
 
@@ -255,17 +272,22 @@ def deid_settings(request: HttpRequest, org: str) -> HttpResponse:
 
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
     policy = DeidPolicy.objects.filter(organization=organization).first()
-    initial = {"placeholder_style": policy.placeholder_style if policy else "typed",
-               "allow_list": policy.allow_list if policy else ""}
+    initial = {
+        "placeholder_style": policy.placeholder_style if policy else "typed",
+        "allow_list": policy.allow_list if policy else "",
+    }
     form = DeidPolicyForm(initial=initial)
     status = 200
     if request.method == "POST":
         form = DeidPolicyForm(request.POST)
         if form.is_valid():
             try:
-                deid_policy_update(organization=organization, user=request.user,  # type: ignore[arg-type]
-                                   placeholder_style=form.cleaned_data["placeholder_style"],
-                                   allow_list=form.cleaned_data["allow_list"])
+                deid_policy_update(
+                    organization=organization,
+                    user=request.user,  # type: ignore[arg-type]
+                    placeholder_style=form.cleaned_data["placeholder_style"],
+                    allow_list=form.cleaned_data["allow_list"],
+                )
             except DatasetError as exc:
                 form.add_error(None, str(exc))
                 status = 403

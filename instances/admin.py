@@ -25,8 +25,15 @@ class GpuTypeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(Image)
 class ImageAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["name", "reference", "pytorch_version", "cuda_version", "deepspeed_version", "megatron_version",
-                    "is_default"]
+    list_display = [
+        "name",
+        "reference",
+        "pytorch_version",
+        "cuda_version",
+        "deepspeed_version",
+        "megatron_version",
+        "is_default",
+    ]
 
 
 def _set_state(state: str, label: Any) -> Any:
@@ -45,9 +52,11 @@ class NodeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["name", "gpu_type", "gpus", "backend_free_gpus", "block", "state", "last_seen_at"]
     list_filter = ["state", "gpu_type", "block"]
     readonly_fields = ["state", "backend_free_gpus", "last_seen_at"]
-    actions = [_set_state(NodeState.CORDONED, _("Cordon (no new work)")),
-               _set_state(NodeState.DRAINING, _("Drain (no new work, let running work finish)")),
-               _set_state(NodeState.READY, _("Make ready"))]
+    actions = [
+        _set_state(NodeState.CORDONED, _("Cordon (no new work)")),
+        _set_state(NodeState.DRAINING, _("Drain (no new work, let running work finish)")),
+        _set_state(NodeState.READY, _("Make ready")),
+    ]
 
 
 class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
@@ -63,8 +72,9 @@ class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
 @admin.action(description=_("Force stop (final checkpoint first)"))
 def force_stop(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Instance]) -> None:  # type: ignore[type-arg]
     for instance in queryset:
-        services.instance_stop(instance=instance, reason=str(_("stopped by staff")),
-                               acting_user=cast(User, request.user), staff=True)
+        services.instance_stop(
+            instance=instance, reason=str(_("stopped by staff")), acting_user=cast(User, request.user), staff=True
+        )
     modeladmin.message_user(request, _("%(n)d instance(s) stopping.") % {"n": queryset.count()}, messages.SUCCESS)
 
 
@@ -80,8 +90,17 @@ class InstanceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
 @admin.register(TrainingJob)
 class TrainingJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
-    list_display = ["id", "name", "organization", "engine", "model_preset", "last_step", "outcome", "preempt_count",
-                    "crash_count"]
+    list_display = [
+        "id",
+        "name",
+        "organization",
+        "engine",
+        "model_preset",
+        "last_step",
+        "outcome",
+        "preempt_count",
+        "crash_count",
+    ]
     list_filter = ["outcome", "engine"]
     readonly_fields = ["last_step", "tokens_seen", "crash_count", "preempt_count", "next_resume_at", "outcome"]
 
@@ -89,8 +108,17 @@ class TrainingJobAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 @admin.register(Checkpoint)
 class CheckpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["job", "step", "size_bytes", "complete", "rolled_back", "created_at"]
-    readonly_fields = ["job", "attempt", "step", "location", "size_bytes", "loss", "complete", "rolled_back",
-                       "created_at"]
+    readonly_fields = [
+        "job",
+        "attempt",
+        "step",
+        "location",
+        "size_bytes",
+        "loss",
+        "complete",
+        "rolled_back",
+        "created_at",
+    ]
 
 
 @admin.register(GpuQuota)

@@ -34,8 +34,7 @@ log = logging.getLogger(__name__)
 
 def attempt_seen_running(*, attempt: JobAttempt, now: datetime) -> None:
     """Stamp the attempt as seen running at ``now`` (never moves the stamp backwards)."""
-    JobAttempt.objects.filter(pk=attempt.pk).exclude(last_seen_running_at__gte=now).update(
-        last_seen_running_at=now)
+    JobAttempt.objects.filter(pk=attempt.pk).exclude(last_seen_running_at__gte=now).update(last_seen_running_at=now)
 
 
 def last_seen_running(attempt: JobAttempt) -> datetime | None:
@@ -43,8 +42,9 @@ def last_seen_running(attempt: JobAttempt) -> datetime | None:
     seen = JobAttempt.objects.filter(pk=attempt.pk).values_list("last_seen_running_at", flat=True).first()
     called = None
     if attempt.job_id is not None:
-        called = JobEvent.objects.filter(job_id=attempt.job_id, attempt=attempt.number).aggregate(
-            t=Max("received_at"))["t"]
+        called = JobEvent.objects.filter(job_id=attempt.job_id, attempt=attempt.number).aggregate(t=Max("received_at"))[
+            "t"
+        ]
     times = [t for t in (seen, called) if t is not None]
     return max(times) if times else None
 
@@ -75,12 +75,15 @@ def attempt_pending(*, attempt: JobAttempt, status: JobStatus, now: datetime) ->
     if since is not None and now - since >= timedelta(seconds=timeout_s):
         reason = pending_timeout_reason(status, gpu_type=gpu_type, minutes=round(timeout_s / 60))
         with transaction.atomic():
-            claimed = JobAttempt.objects.filter(pk=attempt.pk).exclude(state__in=ATTEMPT_TERMINAL).update(
-                state=AttemptState.FAILED, message=reason, ended_at=now)
+            claimed = (
+                JobAttempt.objects.filter(pk=attempt.pk)
+                .exclude(state__in=ATTEMPT_TERMINAL)
+                .update(state=AttemptState.FAILED, message=reason, ended_at=now)
+            )
             if claimed and _try_transition(instance, InstanceStatus.FAILED, reason, now=now, placement=[]):
                 TrainingJob.objects.filter(instance=instance).update(
-                    outcome=JobOutcome.FAILED, next_resume_at=None, stop_requested=False,
-                    checkpoint_requested=False)
+                    outcome=JobOutcome.FAILED, next_resume_at=None, stop_requested=False, checkpoint_requested=False
+                )
         if claimed:
             try:
                 boundary.compute_backend().stop(attempt.handle, 0.0)

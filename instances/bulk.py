@@ -34,8 +34,12 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} in a bulk row")
 
 
-def _recordset(fields: Sequence[models.Field[Any, Any]], columns: Sequence[Sequence[Any]],
-               first: Sequence[Any] | None = None, first_type: str = "") -> tuple[str, str]:
+def _recordset(
+    fields: Sequence[models.Field[Any, Any]],
+    columns: Sequence[Sequence[Any]],
+    first: Sequence[Any] | None = None,
+    first_type: str = "",
+) -> tuple[str, str]:
     """(``json_to_recordset(%s::json) AS v(c0 type, …)``, the JSON document): one record per row, keys
     ``k`` (``first``, e.g. the primary key), ``n`` (row index) and ``c0`` … (the columns)."""
     defs = ["n integer"] + ([f"k {first_type}"] if first is not None else [])
@@ -63,11 +67,11 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
     meta = model._meta
     if connection.vendor != "postgresql":
         objs = model.objects.bulk_create(  # type: ignore[attr-defined]
-            [model(**{name: values[i] for name, values in columns.items()}) for i in range(count)])
+            [model(**{name: values[i] for name, values in columns.items()}) for i in range(count)]
+        )
         return [o.pk for o in objs]
     given = [f for f in meta.concrete_fields if f.name in columns or f.attname in columns]
-    source, document = _recordset(given, [columns[f.name] if f.name in columns else columns[f.attname]
-                                          for f in given])
+    source, document = _recordset(given, [columns[f.name] if f.name in columns else columns[f.attname] for f in given])
     names, reads, constants = [], [], []
     for f in meta.concrete_fields:
         if f in given:
@@ -81,8 +85,10 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
             reads.append(f"%s::{f.db_type(connection)}")
             constants.append(value)
         names.append(f'"{f.column}"')
-    sql = (f'INSERT INTO "{meta.db_table}" ({", ".join(names)}) SELECT {", ".join(reads)} '  # noqa: S608
-           f'FROM {source} ORDER BY v.n RETURNING "{meta.pk.column}"')
+    sql = (
+        f'INSERT INTO "{meta.db_table}" ({", ".join(names)}) SELECT {", ".join(reads)} '  # noqa: S608
+        f'FROM {source} ORDER BY v.n RETURNING "{meta.pk.column}"'
+    )
     with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the rows after
         cur.execute(sql, [*constants, document])
         return [row[0] for row in cur.fetchall()]
@@ -106,13 +112,20 @@ def ids_reserve(model: type[models.Model], count: int) -> list[int] | None:
         return []
     meta = model._meta
     with connection.cursor() as cur:
-        cur.execute("SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-                    [meta.db_table, meta.pk.column, count])
+        cur.execute(
+            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
+            [meta.db_table, meta.pk.column, count],
+        )
         return [row[0] for row in cur.fetchall()]
 
 
-def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[str, Sequence[Any]], *,
-                where: Mapping[str, Any] | None = None) -> list[Any] | None:
+def rows_update(
+    model: type[models.Model],
+    pks: Sequence[Any],
+    columns: Mapping[str, Sequence[Any]],
+    *,
+    where: Mapping[str, Any] | None = None,
+) -> list[Any] | None:
     """Set ``columns[name][i]`` on the row ``pks[i]`` for every column, where the row also matches ``where``
     (equality on other fields, e.g. ``{"status": "scheduling"}``: a compare-and-set). Field names, not
     column names. Returns the primary keys of the rows updated on PostgreSQL (``UPDATE … RETURNING``),
@@ -133,17 +146,23 @@ def rows_update(model: type[models.Model], pks: Sequence[Any], columns: Mapping[
         for name, value in where.items():
             conditions.append(f'"{meta.db_table}"."{cast(models.Field, meta.get_field(name)).column}" = %s')
             params.append(value)
-        sql = (f'UPDATE "{meta.db_table}" SET {", ".join(sets)} FROM {source} '  # noqa: S608
-               f'WHERE {" AND ".join(conditions)} RETURNING "{meta.db_table}"."{meta.pk.column}"')
+        sql = (
+            f'UPDATE "{meta.db_table}" SET {", ".join(sets)} FROM {source} '  # noqa: S608
+            f'WHERE {" AND ".join(conditions)} RETURNING "{meta.db_table}"."{meta.pk.column}"'
+        )
         with connection.cursor() as cur:
             cur.execute(sql, params)
             return [row[0] for row in cur.fetchall()]
     for start in range(0, len(pks), BATCH):
-        batch = pks[start:start + BATCH]
+        batch = pks[start : start + BATCH]
         updates = {
-            name: Case(*[When(pk=pk, then=Value(v, output_field=cast(models.Field, meta.get_field(name))))
-                         for pk, v in zip(batch, values[start:start + BATCH], strict=True)],
-                       output_field=cast(models.Field, meta.get_field(name)))
+            name: Case(
+                *[
+                    When(pk=pk, then=Value(v, output_field=cast(models.Field, meta.get_field(name))))
+                    for pk, v in zip(batch, values[start : start + BATCH], strict=True)
+                ],
+                output_field=cast(models.Field, meta.get_field(name)),
+            )
             for name, values in columns.items()
         }
         model.objects.filter(pk__in=batch, **where).update(**updates)  # type: ignore[attr-defined]

@@ -56,13 +56,17 @@ def checkpoint_for_action(*, job: TrainingJob, checkpoint_id: Any) -> Checkpoint
     set aside by an earlier rollback, or never completed."""
     cp = _checkpoint_of(job, checkpoint_id)
     if cp.deleted_at is not None:
-        raise CheckpointUnavailable(_(
-            "The checkpoint at step %(step)d no longer exists: the job deleted it to keep only its newest "
-            "checkpoints. Choose a checkpoint that is still listed, or pin checkpoints you want to keep."
-        ) % {"step": cp.step})
+        raise CheckpointUnavailable(
+            _(
+                "The checkpoint at step %(step)d no longer exists: the job deleted it to keep only its newest "
+                "checkpoints. Choose a checkpoint that is still listed, or pin checkpoints you want to keep."
+            )
+            % {"step": cp.step}
+        )
     if cp.rolled_back:
-        raise CheckpointUnavailable(_("The checkpoint at step %(step)d was set aside by a rollback.") % {
-            "step": cp.step})
+        raise CheckpointUnavailable(
+            _("The checkpoint at step %(step)d was set aside by a rollback.") % {"step": cp.step}
+        )
     if not cp.complete:
         raise CheckpointUnavailable(_("The checkpoint at step %(step)d is not complete.") % {"step": cp.step})
     return cp
@@ -84,8 +88,9 @@ def _marker_url(cp: Checkpoint) -> str:
     return f"{cp.location.rstrip('/')}/{PIN_MARKER}"
 
 
-def checkpoint_pin(*, job: TrainingJob, checkpoint_id: Any, pinned: bool = True,
-                   acting_user: User | None = None) -> Checkpoint:
+def checkpoint_pin(
+    *, job: TrainingJob, checkpoint_id: Any, pinned: bool = True, acting_user: User | None = None
+) -> Checkpoint:
     """Pin (or unpin) a checkpoint of ``job``: write (remove) the ``PINNED`` marker in its folder through
     fsspec, then record it. Raises :class:`CheckpointUnavailable` (nothing written) for a checkpoint that
     is not this job's (``not_found``), deleted or incomplete, or whose folder the portal cannot reach;
@@ -93,17 +98,22 @@ def checkpoint_pin(*, job: TrainingJob, checkpoint_id: Any, pinned: bool = True,
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     cp = _checkpoint_of(job, checkpoint_id)
     if cp.deleted_at is not None:
-        raise CheckpointUnavailable(_("The checkpoint at step %(step)d was already deleted; it cannot be "
-                                      "pinned.") % {"step": cp.step})
+        raise CheckpointUnavailable(
+            _("The checkpoint at step %(step)d was already deleted; it cannot be pinned.") % {"step": cp.step}
+        )
     if not cp.complete or cp.rolled_back:
         raise CheckpointUnavailable(_("Only a complete checkpoint that was not set aside can be pinned."))
     if cp.pinned != pinned:
         _write_marker(cp, pinned)
     with transaction.atomic():
         Checkpoint.objects.filter(pk=cp.pk).update(pinned=pinned)
-        audit_log(action="instances.checkpoint.pin" if pinned else "instances.checkpoint.unpin",
-                  actor=acting_user, organization=job.organization, obj=job,
-                  extra={"checkpoint": cp.pk, "step": cp.step})
+        audit_log(
+            action="instances.checkpoint.pin" if pinned else "instances.checkpoint.unpin",
+            actor=acting_user,
+            organization=job.organization,
+            obj=job,
+            extra={"checkpoint": cp.pk, "step": cp.step},
+        )
     cp.refresh_from_db()
     return cp
 
@@ -114,8 +124,7 @@ def _write_marker(cp: Checkpoint, pinned: bool) -> None:
     try:
         fs, folder = url_to_fs(cp.location)
         if not fs.isdir(folder):
-            raise CheckpointUnavailable(_("The folder of the checkpoint at step %(step)d is gone.") % {
-                "step": cp.step})
+            raise CheckpointUnavailable(_("The folder of the checkpoint at step %(step)d is gone.") % {"step": cp.step})
         marker = f"{folder.rstrip('/')}/{PIN_MARKER}"
         if pinned:
             fs.pipe_file(marker, f"pinned at {timezone.now().isoformat()}\n".encode())
@@ -124,8 +133,9 @@ def _write_marker(cp: Checkpoint, pinned: bool) -> None:
     except (OSError, ValueError, ImportError) as exc:
         if isinstance(exc, CheckpointUnavailable):
             raise
-        raise CheckpointUnavailable(_("The checkpoint storage cannot be reached to pin step %(step)d: "
-                                      "%(err)s") % {"step": cp.step, "err": exc}) from exc
+        raise CheckpointUnavailable(
+            _("The checkpoint storage cannot be reached to pin step %(step)d: %(err)s") % {"step": cp.step, "err": exc}
+        ) from exc
 
 
 def checkpoint_hold_for_rollback(cp: Checkpoint) -> bool:

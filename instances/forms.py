@@ -26,25 +26,31 @@ def _bounded(label: Any, bound: Bound, *, initial: Any, **overrides: Any) -> for
 
 class _CapacityForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100, required=False)
-    gpu_type = forms.ModelChoiceField(label=_("GPU type"), queryset=GpuType.objects.filter(active=True),
-                                      to_field_name="code", empty_label=None)
+    gpu_type = forms.ModelChoiceField(
+        label=_("GPU type"), queryset=GpuType.objects.filter(active=True), to_field_name="code", empty_label=None
+    )
     gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
-    image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name",
-                                   required=False)
+    image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name", required=False)
 
     def spec_fields(self) -> dict[str, Any]:
         d = self.cleaned_data
-        return {"name": d.get("name") or "", "gpu_type": d["gpu_type"].code, "gpu_count": d["gpu_count"],
-                "mode": d["mode"], "image": d["image"].name if d.get("image") else ""}
+        return {
+            "name": d.get("name") or "",
+            "gpu_type": d["gpu_type"].code,
+            "gpu_count": d["gpu_count"],
+            "mode": d["mode"],
+            "image": d["image"].name if d.get("image") else "",
+        }
 
 
 class JobLaunchForm(_CapacityForm):
     """A training job: capacity, datasets (versions the organization may mount), model, engine and
     hyperparameters; checkpoint interval default 30 minutes."""
 
-    datasets = forms.TypedMultipleChoiceField(label=_("Datasets"), coerce=int, choices=(),
-                                              widget=forms.CheckboxSelectMultiple)
+    datasets = forms.TypedMultipleChoiceField(
+        label=_("Datasets"), coerce=int, choices=(), widget=forms.CheckboxSelectMultiple
+    )
     model_preset = forms.ChoiceField(label=_("Model"), choices=ModelPreset.choices, initial=ModelPreset.TINY)
     engine = forms.ChoiceField(label=_("Engine"), choices=Engine.choices, initial=Engine.FSDP)
     seq_len = _bounded(_("Sequence length"), HYPERPARAMETER_LIMITS["seq_len"], initial=1024)
@@ -52,10 +58,12 @@ class JobLaunchForm(_CapacityForm):
     grad_accum = _bounded(_("Gradient accumulation"), HYPERPARAMETER_LIMITS["grad_accum"], initial=1)
     max_steps = _bounded(_("Steps"), HYPERPARAMETER_LIMITS["max_steps"], initial=1000, min_value=1)
     lr = _bounded(_("Learning rate"), HYPERPARAMETER_LIMITS["lr"], initial=3e-4)
-    checkpoint_every_minutes = _bounded(_("Checkpoint every (minutes)"), LAUNCH_LIMITS["checkpoint_every_minutes"],
-                                        initial=30)
-    checkpoint_every_steps = _bounded(_("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"],
-                                      initial=0)
+    checkpoint_every_minutes = _bounded(
+        _("Checkpoint every (minutes)"), LAUNCH_LIMITS["checkpoint_every_minutes"], initial=30
+    )
+    checkpoint_every_steps = _bounded(
+        _("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"], initial=0
+    )
     keep_last = _bounded(_("Keep last checkpoints"), LAUNCH_LIMITS["keep_last"], initial=3)
 
     def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
@@ -69,10 +77,14 @@ class JobLaunchForm(_CapacityForm):
     def to_spec(self) -> LaunchSpec:
         d = self.cleaned_data
         return LaunchSpec(
-            kind=InstanceKind.TRAINING, **self.spec_fields(), dataset_version_ids=list(d["datasets"]),
-            model_preset=d["model_preset"], engine=d["engine"],
+            kind=InstanceKind.TRAINING,
+            **self.spec_fields(),
+            dataset_version_ids=list(d["datasets"]),
+            model_preset=d["model_preset"],
+            engine=d["engine"],
             hyperparameters={k: d[k] for k in ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr")},
-            checkpoint_every_minutes=d["checkpoint_every_minutes"], checkpoint_every_steps=d["checkpoint_every_steps"],
+            checkpoint_every_minutes=d["checkpoint_every_minutes"],
+            checkpoint_every_steps=d["checkpoint_every_steps"],
             keep_last=d["keep_last"],
         )
 
@@ -80,8 +92,9 @@ class JobLaunchForm(_CapacityForm):
 class InstanceLaunchForm(_CapacityForm):
     """An interactive instance running the user's own command in the image."""
 
-    command = forms.CharField(label=_("Command"), max_length=2000,
-                              help_text=_("Run in the image, e.g. python train.py --epochs 3"))
+    command = forms.CharField(
+        label=_("Command"), max_length=2000, help_text=_("Run in the image, e.g. python train.py --epochs 3")
+    )
 
     def clean_command(self) -> list[str]:
         try:

@@ -45,8 +45,11 @@ def job_summary(job: TrainingJob, *, now: datetime | None = None) -> JobSummary:
     instance = job.instance
     ids = [int(i) for i in job.dataset_version_ids or []]
     versions = {v.pk: v for v in versions_visible_to(job.organization).filter(pk__in=ids).select_related("dataset")}
-    datasets = [{"dataset_id": v.dataset_id, "name": v.dataset.name, "version": v.number}
-                for v in (versions.get(i) for i in ids) if v is not None]
+    datasets = [
+        {"dataset_id": v.dataset_id, "name": v.dataset.name, "version": v.number}
+        for v in (versions.get(i) for i in ids)
+        if v is not None
+    ]
     cost = UsageRecord.objects.filter(instance_id=instance.pk).aggregate(s=Sum("amount_micros"))["s"] or 0
     running = timedelta()
     for start, end in instance.run_segments.values_list("started_at", "ended_at"):

@@ -62,14 +62,14 @@ def attempt_logs_archive(*, attempt: JobAttempt, backend: ComputeBackend, now: d
             continue
         if text is None:
             continue
-        JobLogArchive.objects.update_or_create(attempt=attempt, rank=rank, defaults={
-            "text": "\n".join(text), "archived_at": now or timezone.now()})
+        JobLogArchive.objects.update_or_create(
+            attempt=attempt, rank=rank, defaults={"text": "\n".join(text), "archived_at": now or timezone.now()}
+        )
         copied += 1
     return copied
 
 
-def attempt_logs_archive_due(*, attempt: JobAttempt, status: JobStatus, backend: ComputeBackend,
-                             now: datetime) -> int:
+def attempt_logs_archive_due(*, attempt: JobAttempt, status: JobStatus, backend: ComputeBackend, now: datetime) -> int:
     """Archive the attempt's logs when the reconcile's ``status`` says so: it ended, it is stopping, or it
     runs and the newest copy is older than ``INSTANCES_LOG_ARCHIVE_EVERY_S`` (default 300). Returns ranks
     copied."""
@@ -83,8 +83,14 @@ def attempt_logs_archive_due(*, attempt: JobAttempt, status: JobStatus, backend:
     return attempt_logs_archive(attempt=attempt, backend=backend, now=now)
 
 
-def job_log(*, job: TrainingJob, rank: int = 0, attempt_number: int | None = None, lines: int = 200,
-            backend: ComputeBackend | None = None) -> JobLog:
+def job_log(
+    *,
+    job: TrainingJob,
+    rank: int = 0,
+    attempt_number: int | None = None,
+    lines: int = 200,
+    backend: ComputeBackend | None = None,
+) -> JobLog:
     """The last ``lines`` lines of node rank ``rank`` of the job's newest submitted attempt (or attempt
     ``attempt_number``): live from the backend while its pod exists, else the archived copy, else none.
     Raises :class:`UnknownRank` for a rank outside ``0 … ranks-1`` or an attempt the job does not have."""
@@ -101,8 +107,10 @@ def job_log(*, job: TrainingJob, rank: int = 0, attempt_number: int | None = Non
         return JobLog(None, 0, 1, [], "none")
     ranks = _ranks(attempt)
     if not 0 <= rank < ranks:
-        raise UnknownRank(_("Rank %(rank)d does not exist: attempt %(n)d has ranks 0 to %(last)d.") % {
-            "rank": rank, "n": attempt.number, "last": ranks - 1})
+        raise UnknownRank(
+            _("Rank %(rank)d does not exist: attempt %(n)d has ranks 0 to %(last)d.")
+            % {"rank": rank, "n": attempt.number, "last": ranks - 1}
+        )
     if attempt.backend == "local" or attempt.handle.startswith("local:"):
         newest = attempts.first()
         text = job_logs_tail(job, lines=lines) if newest is not None and newest.pk == attempt.pk else []

@@ -39,19 +39,29 @@ def status_reason(status: JobStatus, *, gpu_type: str = "") -> str:
     reason = status.reason
     if reason == "unschedulable":
         text = _("Waiting for capacity: no node with %(gpus)d free %(gpu)s GPUs (%(detail)s)") % {
-            "gpus": int(d.get("gpus") or 0), "gpu": gpu_type or "GPU", "detail": d.get("message", "")}
+            "gpus": int(d.get("gpus") or 0),
+            "gpu": gpu_type or "GPU",
+            "detail": d.get("message", ""),
+        }
     elif reason == "image_pull":
         text = _("The container image %(image)s cannot be pulled (%(detail)s)") % {
-            "image": d.get("image", ""), "detail": d.get("message", "")}
+            "image": d.get("image", ""),
+            "detail": d.get("message", ""),
+        }
     elif reason == "oom_killed":
         text = _("Out of memory: pod %(pod)s was killed (OOMKilled); use a smaller micro-batch or more GPUs") % {
-            "pod": d.get("pod", "")}
+            "pod": d.get("pod", "")
+        }
     elif reason == "evicted":
         text = _("Preempted: pod %(pod)s was stopped (%(why)s); resuming from the newest checkpoint") % {
-            "pod": d.get("pod", ""), "why": _why(str(d.get("why", "")))}
+            "pod": d.get("pod", ""),
+            "why": _why(str(d.get("why", ""))),
+        }
     elif reason == "node_lost":
         text = _("Node lost: pod %(pod)s on %(node)s stopped answering; resuming from the newest checkpoint") % {
-            "pod": d.get("pod", ""), "node": d.get("node") or _("its node")}
+            "pod": d.get("pod", ""),
+            "node": d.get("node") or _("its node"),
+        }
     elif reason == "deleted":
         text = _("The cluster job %(job)s was deleted outside the portal") % {"job": d.get("job", "")}
     else:

@@ -99,8 +99,9 @@ def hyperparameters_validate(values: Any) -> dict[str, Any]:
         value = values[name]
         if name == "mixed_precision":
             if value not in MIXED_PRECISION_CHOICES:
-                raise LimitError("hyperparameters",
-                                 f"mixed_precision must be one of {', '.join(MIXED_PRECISION_CHOICES)}.")
+                raise LimitError(
+                    "hyperparameters", f"mixed_precision must be one of {', '.join(MIXED_PRECISION_CHOICES)}."
+                )
             continue
         bound = HYPERPARAMETER_LIMITS.get(name)
         if bound is None:

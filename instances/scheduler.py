@@ -178,8 +178,19 @@ class _TypePool:
     entirely free nodes of exactly ``node_size`` GPUs. Every operation is O(log nodes) or O(node size +
     blocks), never O(nodes)."""
 
-    __slots__ = ("block_by_name", "free_by_name", "full", "gpu_type", "largest_node", "node_size", "partial",
-                 "total_by_name", "whole_free", "whole_free_total", "whole_nodes_in_inventory")
+    __slots__ = (
+        "block_by_name",
+        "free_by_name",
+        "full",
+        "gpu_type",
+        "largest_node",
+        "node_size",
+        "partial",
+        "total_by_name",
+        "whole_free",
+        "whole_free_total",
+        "whole_nodes_in_inventory",
+    )
 
     def __init__(self, gpu_type: str, node_size: int) -> None:
         self.gpu_type = gpu_type
@@ -475,9 +486,7 @@ def schedule_queue(
 
     for req in sorted(requests, key=lambda r: (r.submitted_at, r.request_id)):
         pool = capacity.pool(req.gpu_type)
-        refused = _validate(req, pool.node_size) or _check_quota(
-            req, quotas.get(req.org_id), used.get(req.org_id, 0)
-        )
+        refused = _validate(req, pool.node_size) or _check_quota(req, quotas.get(req.org_id), used.get(req.org_id, 0))
         if refused:
             wait(req, refused)
             continue

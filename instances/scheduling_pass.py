@@ -109,7 +109,8 @@ def _node_fingerprint() -> str:
         with connection.cursor() as cur:
             cur.execute(
                 f"SELECT count(*), md5(coalesce(string_agg(concat_ws(',', id, name, gpu_type_id, gpus, block, "  # noqa: S608
-                f"state), ';' ORDER BY id), '')) FROM {table}")
+                f"state), ';' ORDER BY id), '')) FROM {table}"
+            )
             count, digest = cur.fetchone()
         return f"{count}:{digest}"
     rows = Node.objects.order_by("pk").values_list("pk", "name", "gpu_type_id", "gpus", "block", "state")
@@ -120,11 +121,13 @@ def _inventory_build(fingerprint: str) -> _Inventory:
     nodes = [
         scheduler.NodeView(name, code, gpus, gpus, block, state)  # type: ignore[arg-type]
         for name, code, gpus, block, state in Node.objects.values_list(
-            "name", "gpu_type__code", "gpus", "block", "state")
+            "name", "gpu_type__code", "gpus", "block", "state"
+        )
     ]
     inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint)
     for pk, updated_at, placement in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
-            "pk", "updated_at", "placement"):
+        "pk", "updated_at", "placement"
+    ):
         inv.hold(pk, updated_at, placement)
     return inv
 
@@ -142,7 +145,8 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
         return _inventory_build(fingerprint)
     if changed:
         for pk, updated_at, placement in Instance.objects.filter(pk__in=changed).values_list(
-                "pk", "updated_at", "placement"):
+            "pk", "updated_at", "placement"
+        ):
             if pk in cached.holders:
                 cached.unhold(pk)
             cached.hold(pk, updated_at, placement)
@@ -160,11 +164,18 @@ def _nodes_lock(names: list[str]) -> set[str]:
     still ready. One statement; on PostgreSQL the names travel as one array."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
-            cur.execute(f'SELECT name FROM "{Node._meta.db_table}" WHERE name = ANY(%s::text[]) AND state = %s '  # noqa: S608
-                        "ORDER BY id FOR UPDATE", [names, NodeState.READY])
+            cur.execute(
+                f'SELECT name FROM "{Node._meta.db_table}" WHERE name = ANY(%s::text[]) AND state = %s '  # noqa: S608
+                "ORDER BY id FOR UPDATE",
+                [names, NodeState.READY],
+            )
             return {row[0] for row in cur.fetchall()}
-    return set(Node.objects.select_for_update().filter(name__in=names, state=NodeState.READY)
-               .order_by("pk").values_list("name", flat=True))
+    return set(
+        Node.objects.select_for_update()
+        .filter(name__in=names, state=NodeState.READY)
+        .order_by("pk")
+        .values_list("name", flat=True)
+    )
 
 
 def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[str, int]]:
@@ -172,17 +183,24 @@ def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[st
     quotas: dict[str, int | None] = {str(o): default for o in org_ids}
     for org, gpus in GpuQuota.objects.filter(organization_id__in=org_ids).values_list("organization_id", "gpus"):
         quotas[str(org)] = gpus
-    usage = {str(row["organization_id"]): int(row["s"] or 0) for row in
-             Instance.objects.filter(status__in=HOLDS_CAPACITY, organization_id__in=org_ids)
-             .values("organization_id").annotate(s=Sum("gpu_count")).order_by()}
+    usage = {
+        str(row["organization_id"]): int(row["s"] or 0)
+        for row in Instance.objects.filter(status__in=HOLDS_CAPACITY, organization_id__in=org_ids)
+        .values("organization_id")
+        .annotate(s=Sum("gpu_count"))
+        .order_by()
+    }
     return quotas, usage
 
 
 def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
     """Set ``(pk, queue_position, status_reason)`` of instances still scheduling: one statement."""
-    rows_update(Instance, [r[0] for r in rows], {"queue_position": [r[1] for r in rows],
-                                                 "status_reason": [r[2] for r in rows]},
-                where={"status": S.SCHEDULING})
+    rows_update(
+        Instance,
+        [r[0] for r in rows],
+        {"queue_position": [r[1] for r in rows], "status_reason": [r[2] for r in rows]},
+        where={"status": S.SCHEDULING},
+    )
 
 
 def _instances_of(pks: list[int]) -> list[Instance]:
@@ -191,9 +209,13 @@ def _instances_of(pks: list[int]) -> list[Instance]:
     if not pks:
         return []
     last = JobAttempt.objects.filter(instance=OuterRef("pk")).order_by("-number").values("number")[:1]
-    return list(Instance.objects.filter(pk__in=pk_in(pks)).select_related("job")
-                .only("id", "status", "organization_id", "name", "kind", "job__id", "job__resume_step")
-                .annotate(last_attempt=Subquery(last)).order_by())
+    return list(
+        Instance.objects.filter(pk__in=pk_in(pks))
+        .select_related("job")
+        .only("id", "status", "organization_id", "name", "kind", "job__id", "job__resume_step")
+        .annotate(last_attempt=Subquery(last))
+        .order_by()
+    )
 
 
 class _AttemptKey(NamedTuple):
@@ -212,18 +234,26 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
 
     ids = [inst.pk for inst, _ in placed]
     last = {inst.pk: inst.last_attempt for inst, _ in placed}  # type: ignore[attr-defined]
-    jobs = {inst.pk: (inst.job.pk, inst.job.resume_step) for inst, _ in placed
-            if getattr(inst, "job", None) is not None}
+    jobs = {
+        inst.pk: (inst.job.pk, inst.job.resume_step) for inst, _ in placed if getattr(inst, "job", None) is not None
+    }
     n = len(placed)
     numbers = [(last.get(i) or 0) + 1 for i in ids]
     columns: dict[str, list[Any]] = {
-        "instance_id": ids, "job_id": [jobs[i][0] if i in jobs else None for i in ids], "number": numbers,
-        "backend": [backend] * n, "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
-        "placement": [placement for _, placement in placed], "created_at": [timezone.now()] * n}
+        "instance_id": ids,
+        "job_id": [jobs[i][0] if i in jobs else None for i in ids],
+        "number": numbers,
+        "backend": [backend] * n,
+        "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
+        "placement": [placement for _, placement in placed],
+        "created_at": [timezone.now()] * n,
+    }
 
     def tokens(pks: list[int]) -> list[str]:
-        return [hashlib.sha256(attempt_token(_AttemptKey(pk, i, num)).encode()).hexdigest()  # type: ignore[arg-type]
-                for pk, i, num in zip(pks, ids, numbers, strict=True)]
+        return [
+            hashlib.sha256(attempt_token(_AttemptKey(pk, i, num)).encode()).hexdigest()  # type: ignore[arg-type]
+            for pk, i, num in zip(pks, ids, numbers, strict=True)
+        ]
 
     pks = ids_reserve(JobAttempt, n)
     if pks is not None:  # ids known first: the token hash goes in with the row
@@ -237,8 +267,9 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
     return pks
 
 
-def schedule_pass(*, now: datetime | None = None, backend: str = "local",
-                  on_attempt: Callable[[int], None] | None = None) -> list[Instance]:
+def schedule_pass(
+    *, now: datetime | None = None, backend: str = "local", on_attempt: Callable[[int], None] | None = None
+) -> list[Instance]:
     """One pass of the gang scheduler over the instances in ``scheduling`` (see the module docstring).
 
     Placed instances move to ``provisioning`` with their placement and a new attempt on ``backend``;
@@ -250,15 +281,26 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
     now = now or timezone.now()
     with transaction.atomic():
         _serialize_passes()
-        queue = list(Instance.objects.filter(status=S.SCHEDULING).values_list(
-            "pk", "organization_id", "gpu_type__code", "gpu_count", "mode", "submitted_at", "queue_position",
-            "status_reason"))
+        queue = list(
+            Instance.objects.filter(status=S.SCHEDULING).values_list(
+                "pk",
+                "organization_id",
+                "gpu_type__code",
+                "gpu_count",
+                "mode",
+                "submitted_at",
+                "queue_position",
+                "status_reason",
+            )
+        )
         if not queue:
             return []
         inv = _inventory_current(_cache_take())
         quotas, usage = _quotas_and_usage({row[1] for row in queue})
-        requests = [scheduler.PlacementRequest(str(pk), str(org), code, gpus, mode, submitted)  # type: ignore[arg-type]
-                    for pk, org, code, gpus, mode, submitted, _, _ in queue]
+        requests = [
+            scheduler.PlacementRequest(str(pk), str(org), code, gpus, mode, submitted)  # type: ignore[arg-type]
+            for pk, org, code, gpus, mode, submitted, _, _ in queue
+        ]
         result = scheduler.schedule_queue(requests, inv.index, quotas, usage)
         # schedule_queue committed its placements into the index; undo those that are not written.
         pending = {int(p.request_id): p for p in result.placements}
@@ -274,29 +316,50 @@ def schedule_pass(*, now: datetime | None = None, backend: str = "local",
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
-        objects = {inst.pk: inst for inst in _instances_of(
-            [*pending, *(int(w.request.request_id) for w in failed)]) if inst.status == S.SCHEDULING}
-        moves = [Move(objects[pk], S.PROVISIONING, _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
-                      {"placement": [[n, g] for n, g in p.assignments], "queue_position": None})
-                 for pk, p in pending.items() if pk in objects]
-        moves += [Move(objects[int(w.request.request_id)], S.FAILED, w.reason)
-                  for w in failed if int(w.request.request_id) in objects]
+        objects = {
+            inst.pk: inst
+            for inst in _instances_of([*pending, *(int(w.request.request_id) for w in failed)])
+            if inst.status == S.SCHEDULING
+        }
+        moves = [
+            Move(
+                objects[pk],
+                S.PROVISIONING,
+                _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
+                {"placement": [[n, g] for n, g in p.assignments], "queue_position": None},
+            )
+            for pk, p in pending.items()
+            if pk in objects
+        ]
+        moves += [
+            Move(objects[int(w.request.request_id)], S.FAILED, w.reason)
+            for w in failed
+            if int(w.request.request_id) in objects
+        ]
         applied = instances_transition(moves=moves, now=now)
         placed_moves = [m for m in applied if m.to == S.PROVISIONING]
         for pk in set(pending) - {m.instance.pk for m in placed_moves}:
             drop(pk)  # its status changed under us (e.g. stopped): it is not placed
         for m in placed_moves:
             inv.holders[m.instance.pk] = (now, list(pending[m.instance.pk].assignments))
-        attempts = _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend) \
-            if placed_moves else []
+        attempts = (
+            _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend)
+            if placed_moves
+            else []
+        )
         if on_attempt is not None:
             for attempt_pk in attempts:
                 transaction.on_commit(functools.partial(on_attempt, attempt_pk))
         before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason in queue}
-        _write_waiting([
-            (pk, w.position, w.reason[:300]) for w in result.waiting if w.position is not None
-            for pk in (int(w.request.request_id),) if before[pk] != (w.position, w.reason[:300])
-        ])
+        _write_waiting(
+            [
+                (pk, w.position, w.reason[:300])
+                for w in result.waiting
+                if w.position is not None
+                for pk in (int(w.request.request_id),)
+                if before[pk] != (w.position, w.reason[:300])
+            ]
+        )
         transaction.on_commit(functools.partial(_cache_put, inv))
     return [m.instance for m in placed_moves]
 

@@ -49,11 +49,7 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
 
 def instances_for_org(organization: Organization) -> QuerySet[Instance]:
     """The organization's instances, newest first, with GPU type and job."""
-    return (
-        Instance.objects.filter(organization=organization)
-        .select_related("gpu_type", "image", "job")
-        .order_by("-id")
-    )
+    return Instance.objects.filter(organization=organization).select_related("gpu_type", "image", "job").order_by("-id")
 
 
 def jobs_for_org(organization: Organization) -> QuerySet[TrainingJob]:
@@ -72,9 +68,9 @@ def gpu_types_offered() -> QuerySet[GpuType]:
 
 def gpus_in_use(organization: Organization) -> int:
     """GPUs the organization holds now (instances provisioning, running or stopping)."""
-    total = Instance.objects.filter(organization=organization, status__in=HOLDS_CAPACITY).aggregate(
-        s=Sum("gpu_count")
-    )["s"]
+    total = Instance.objects.filter(organization=organization, status__in=HOLDS_CAPACITY).aggregate(s=Sum("gpu_count"))[
+        "s"
+    ]
     return int(total or 0)
 
 
@@ -89,8 +85,7 @@ def gpu_quota_of(organization: Organization) -> int | None:
 
 def newest_complete_checkpoint(job: TrainingJob) -> Checkpoint | None:
     """The checkpoint a resume starts from: the newest complete one not set aside by a rollback nor deleted."""
-    return job.checkpoints.filter(complete=True, rolled_back=False, deleted_at__isnull=True).order_by(
-        "-step").first()
+    return job.checkpoints.filter(complete=True, rolled_back=False, deleted_at__isnull=True).order_by("-step").first()
 
 
 def checkpoint_by_id(checkpoint_id: int) -> Checkpoint:
@@ -130,8 +125,10 @@ def nodes_for_scheduler() -> QuerySet[Node]:
 
 def queued_instances() -> QuerySet[Instance]:
     """Instances waiting for capacity, first come first served."""
-    return Instance.objects.filter(status=InstanceStatus.SCHEDULING).select_related("gpu_type").order_by(
-        "submitted_at", "id"
+    return (
+        Instance.objects.filter(status=InstanceStatus.SCHEDULING)
+        .select_related("gpu_type")
+        .order_by("submitted_at", "id")
     )
 
 
@@ -166,8 +163,7 @@ def node_views() -> list[Any]:
         for name, gpus in placement or []:
             used[name] = used.get(name, 0) + int(gpus)
     return [
-        scheduler.NodeView(n.name, n.gpu_type.code, n.gpus, max(0, n.gpus - used.get(n.name, 0)), n.block,
-                           n.state)  # type: ignore[arg-type]
+        scheduler.NodeView(n.name, n.gpu_type.code, n.gpus, max(0, n.gpus - used.get(n.name, 0)), n.block, n.state)  # type: ignore[arg-type]
         for n in nodes_for_scheduler()
     ]
 
@@ -181,10 +177,17 @@ def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int,
     from instances import scheduler
 
     ahead = Instance.objects.filter(status=InstanceStatus.SCHEDULING, gpu_type__code=gpu_type).count()
-    request = scheduler.PlacementRequest("estimate", str(organization.pk), gpu_type, gpu_count, mode,  # type: ignore[arg-type]
-                                         timezone.now())
-    result = scheduler.place(request, node_views(), quota_gpus=gpu_quota_of(organization),
-                             used_gpus=gpus_in_use(organization))
+    request = scheduler.PlacementRequest(
+        "estimate",
+        str(organization.pk),
+        gpu_type,
+        gpu_count,
+        mode,  # type: ignore[arg-type]
+        timezone.now(),
+    )
+    result = scheduler.place(
+        request, node_views(), quota_gpus=gpu_quota_of(organization), used_gpus=gpus_in_use(organization)
+    )
     if isinstance(result, scheduler.Placement) and not ahead:
         return True, _("Starts now on %(nodes)s.") % {"nodes": ", ".join(result.node_names)}
     if isinstance(result, scheduler.Placement):

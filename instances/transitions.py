@@ -44,8 +44,9 @@ class Move:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def instances_transition(*, moves: Sequence[Move], acting_user: User | None = None,
-                         now: datetime | None = None) -> list[Move]:
+def instances_transition(
+    *, moves: Sequence[Move], acting_user: User | None = None, now: datetime | None = None
+) -> list[Move]:
     """Apply ``moves`` in the caller's transaction (or a new one) and return those applied, in order.
 
     Raises :class:`IllegalTransition` (nothing written) if any move is not in ``INSTANCE_TRANSITIONS``. A
@@ -67,23 +68,40 @@ def instances_transition(*, moves: Sequence[Move], acting_user: User | None = No
             return []
         actor = acting_user if acting_user is not None and acting_user.pk else None
         n = len(applied)
-        rows_insert(InstanceTransition, n, {
-            "instance_id": [m.instance.pk for m in applied], "from_status": [m.instance.status for m in applied],
-            "to_status": [m.to for m in applied], "reason": [m.reason[:300] for m in applied],
-            "actor_id": [acting_user.pk if acting_user is not None else None] * n, "created_at": [now] * n})
+        rows_insert(
+            InstanceTransition,
+            n,
+            {
+                "instance_id": [m.instance.pk for m in applied],
+                "from_status": [m.instance.status for m in applied],
+                "to_status": [m.to for m in applied],
+                "reason": [m.reason[:300] for m in applied],
+                "actor_id": [acting_user.pk if acting_user is not None else None] * n,
+                "created_at": [now] * n,
+            },
+        )
         leaving = [m.instance.pk for m in applied if m.instance.status == S.RUNNING]
         if leaving:
             InstanceRunSegment.objects.filter(instance_id__in=leaving, ended_at__isnull=True).update(ended_at=now)
         entering = [m.instance.pk for m in applied if m.to == S.RUNNING]
         if entering:
-            InstanceRunSegment.objects.bulk_create([InstanceRunSegment(instance_id=pk, started_at=now)
-                                                    for pk in entering])
-        rows_insert(AuditEvent, n, {  # what portal.audit.audit_log writes, one row per move
-            "action": [f"instances.instance.{m.to}" for m in applied], "actor_id": [actor.pk if actor else None] * n,
-            "organization_id": [m.instance.organization_id for m in applied],
-            "object_type": [Instance._meta.label_lower] * n, "object_id": [str(m.instance.pk) for m in applied],
-            "extra": [{"from": m.instance.status, "to": m.to, "reason": m.reason} for m in applied],
-            "staff": [False] * n, "created_at": [now] * n})
+            InstanceRunSegment.objects.bulk_create(
+                [InstanceRunSegment(instance_id=pk, started_at=now) for pk in entering]
+            )
+        rows_insert(
+            AuditEvent,
+            n,
+            {  # what portal.audit.audit_log writes, one row per move
+                "action": [f"instances.instance.{m.to}" for m in applied],
+                "actor_id": [actor.pk if actor else None] * n,
+                "organization_id": [m.instance.organization_id for m in applied],
+                "object_type": [Instance._meta.label_lower] * n,
+                "object_id": [str(m.instance.pk) for m in applied],
+                "extra": [{"from": m.instance.status, "to": m.to, "reason": m.reason} for m in applied],
+                "staff": [False] * n,
+                "created_at": [now] * n,
+            },
+        )
         _emit_webhooks(applied)
     for m in applied:
         m.instance.status, m.instance.status_reason, m.instance.updated_at = m.to, m.reason[:300], now
@@ -96,23 +114,31 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
     if len(moves) == 1:  # the common case: one UPDATE … WHERE status = current
         m = moves[0]
         updated = Instance.objects.filter(pk=m.instance.pk, status=m.instance.status).update(
-            status=m.to, status_reason=m.reason[:300], updated_at=now, **m.fields)
+            status=m.to, status_reason=m.reason[:300], updated_at=now, **m.fields
+        )
         return [m] if updated == 1 else []
     candidates = moves
     if connection.vendor != "postgresql":
         # Lock the rows still in their expected status (one statement), then update those.
         expected = {m.instance.pk: m.instance.status for m in moves}
-        still = {pk for pk, status in Instance.objects.select_for_update().filter(pk__in=list(expected))
-                 .values_list("pk", "status") if status == expected[pk]}
+        still = {
+            pk
+            for pk, status in Instance.objects.select_for_update()
+            .filter(pk__in=list(expected))
+            .values_list("pk", "status")
+            if status == expected[pk]
+        }
         candidates = [m for m in moves if m.instance.pk in still]
     groups: dict[tuple[str, tuple[str, ...]], list[Move]] = {}
     for m in candidates:  # one UPDATE per current status and set of fields (a pass has two: placed, failed)
         groups.setdefault((m.instance.status, tuple(sorted(m.fields))), []).append(m)
     done: set[int] = set()
     for (current, extra), group in groups.items():
-        columns: dict[str, list[Any]] = {"status": [m.to for m in group],
-                                         "status_reason": [m.reason[:300] for m in group],
-                                         "updated_at": [now] * len(group)}
+        columns: dict[str, list[Any]] = {
+            "status": [m.to for m in group],
+            "status_reason": [m.reason[:300] for m in group],
+            "updated_at": [now] * len(group),
+        }
         for name in extra:
             columns[name] = [m.fields[name] for m in group]
         pks = [m.instance.pk for m in group]
@@ -125,10 +151,23 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
 def _emit_webhooks(applied: Sequence[Move]) -> None:
     """One query for the organizations that subscribe to state changes; events only for theirs."""
     org_ids = {m.instance.organization_id for m in applied}
-    subscribed = {org for org, types in WebhookEndpoint.objects.filter(organization_id__in=org_ids)
-                  .values_list("organization_id", "event_types") if EventType.INSTANCE_STATE_CHANGED in types}
+    subscribed = {
+        org
+        for org, types in WebhookEndpoint.objects.filter(organization_id__in=org_ids).values_list(
+            "organization_id", "event_types"
+        )
+        if EventType.INSTANCE_STATE_CHANGED in types
+    }
     for m in applied:
         if m.instance.organization_id in subscribed:
-            webhook_emit(organization=m.instance.organization, event_type="instance.state_changed", data={
-                "instance_id": m.instance.pk, "name": m.instance.name, "from": m.instance.status, "to": m.to,
-                "reason": m.reason[:300]})
+            webhook_emit(
+                organization=m.instance.organization,
+                event_type="instance.state_changed",
+                data={
+                    "instance_id": m.instance.pk,
+                    "name": m.instance.name,
+                    "from": m.instance.status,
+                    "to": m.to,
+                    "reason": m.reason[:300],
+                },
+            )

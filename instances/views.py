@@ -66,7 +66,8 @@ def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
             ctx["error"] = _("%(code)s has no price for this mode.") % {"code": code}
         else:
             ctx["starts_now"], ctx["queue"] = selectors.queue_estimate(
-                organization=organization, gpu_type=code, gpu_count=count, mode=mode)
+                organization=organization, gpu_type=code, gpu_count=count, mode=mode
+            )
     return ctx
 
 
@@ -82,14 +83,14 @@ def launch_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
 def instance_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
     ctx = {"org": organization, "instances": selectors.instances_for_org(organization)[:100]}
-    return render(request, "instances/instance_table.html" if is_partial(request) else "instances/instance_list.html",
-                  ctx)
+    return render(
+        request, "instances/instance_table.html" if is_partial(request) else "instances/instance_list.html", ctx
+    )
 
 
 def _launch(request: AuthedHttpRequest, organization: Organization, form: Any) -> Instance | None:
     try:
-        return services.instance_launch(organization=organization, user=request.user,
-                                        spec=form.to_spec())
+        return services.instance_launch(organization=organization, user=request.user, spec=form.to_spec())
     except services.LaunchError as exc:
         field = {"dataset_version_ids": "datasets", "hyperparameters": None}.get(exc.field, exc.field)
         form.add_error(field if field in form.fields else None, str(exc))
@@ -105,8 +106,12 @@ def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         if instance is not None:
             messages.success(request, _("Instance %(name)s launched.") % {"name": instance.name})
             return redirect("instance_detail", org=organization.slug, pk=instance.pk)
-    ctx = {"org": organization, "form": form, "kind": "instance",
-           **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1})}
+    ctx = {
+        "org": organization,
+        "form": form,
+        "kind": "instance",
+        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+    }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
 
@@ -123,14 +128,22 @@ def instance_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
 def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
     if request.method == "POST":
-        services.instance_stop(instance=instance, reason=_("stopped by %(user)s") % {"user": request.user},
-                               acting_user=request.user)
+        services.instance_stop(
+            instance=instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+        )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
         return redirect("instance_detail", org=organization.slug, pk=instance.pk)
-    return render(request, "instances/confirm.html", {
-        "org": organization, "title": _("Stop %(name)s?") % {"name": instance.name},
-        "text": _("Training jobs write a final checkpoint, then the instance stops and billing ends."),
-        "button": _("Stop"), "cancel": request.META.get("HTTP_REFERER", "")})
+    return render(
+        request,
+        "instances/confirm.html",
+        {
+            "org": organization,
+            "title": _("Stop %(name)s?") % {"name": instance.name},
+            "text": _("Training jobs write a final checkpoint, then the instance stops and billing ends."),
+            "button": _("Stop"),
+            "cancel": request.META.get("HTTP_REFERER", ""),
+        },
+    )
 
 
 # --- jobs ---------------------------------------------------------------------------------------------------
@@ -150,8 +163,12 @@ def job_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         if instance is not None:
             messages.success(request, _("Job %(name)s launched.") % {"name": instance.name})
             return redirect("job_detail", org=organization.slug, pk=instance.job.pk)
-    ctx = {"org": organization, "form": form, "kind": "job",
-           **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1})}
+    ctx = {
+        "org": organization,
+        "form": form,
+        "kind": "job",
+        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+    }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
 
@@ -160,10 +177,13 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     curve = selectors.loss_curve(job)
     ctx = {
-        "org": organization, "job": job, "instance": job.instance,
+        "org": organization,
+        "job": job,
+        "instance": job.instance,
         "loss_chart": svg_line_chart([(p.step, p.loss) for p in curve], title=_("Loss")),
-        "speed_chart": svg_line_chart([(p.step, p.tokens_per_s) for p in curve], title=_("Tokens per second"),
-                                      color="#1f8a4c"),
+        "speed_chart": svg_line_chart(
+            [(p.step, p.tokens_per_s) for p in curve], title=_("Tokens per second"), color="#1f8a4c"
+        ),
         "checkpoints": selectors.checkpoints_of(job)[:50],
         "attempts": job.attempts.order_by("-number")[:20],
         "logs": joblogs.job_log(job=job, lines=60).lines,
@@ -172,8 +192,11 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
     summary = job_summary(job)
-    ctx.update(summary=summary, running_for=format_duration(summary.running),
-               since_launch=format_duration(summary.since_launch))
+    ctx.update(
+        summary=summary,
+        running_for=format_duration(summary.running),
+        since_launch=format_duration(summary.since_launch),
+    )
     return render(request, "instances/job_status.html" if is_partial(request) else "instances/job_detail.html", ctx)
 
 
@@ -182,14 +205,21 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 def job_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
-        services.instance_stop(instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user},
-                               acting_user=request.user)
+        services.instance_stop(
+            instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+        )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
-    return render(request, "instances/confirm.html", {
-        "org": organization, "title": _("Stop %(name)s?") % {"name": job.name},
-        "text": _("The job writes a final checkpoint, then stops. You can restart it from there."),
-        "button": _("Stop")})
+    return render(
+        request,
+        "instances/confirm.html",
+        {
+            "org": organization,
+            "title": _("Stop %(name)s?") % {"name": job.name},
+            "text": _("The job writes a final checkpoint, then stops. You can restart it from there."),
+            "button": _("Stop"),
+        },
+    )
 
 
 @login_required
@@ -200,18 +230,25 @@ def job_restart(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         services.job_restart(job=job, acting_user=request.user)
         messages.info(request, _("%(name)s restarts from its newest checkpoint.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
-    return render(request, "instances/confirm.html", {
-        "org": organization, "title": _("Restart %(name)s?") % {"name": job.name},
-        "text": _("A running job is checkpointed and stopped first; it then resumes from its newest checkpoint."),
-        "button": _("Restart")})
+    return render(
+        request,
+        "instances/confirm.html",
+        {
+            "org": organization,
+            "title": _("Restart %(name)s?") % {"name": job.name},
+            "text": _("A running job is checkpointed and stopped first; it then resumes from its newest checkpoint."),
+            "button": _("Restart"),
+        },
+    )
 
 
 @login_required
 @require_http_methods(["GET", "POST"])
 def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
-    cp = get_scoped_or_404(job.checkpoints.all(), organization=organization, org_field="job__organization",
-                           pk=checkpoint)
+    cp = get_scoped_or_404(
+        job.checkpoints.all(), organization=organization, org_field="job__organization", pk=checkpoint
+    )
     if request.method == "POST":
         try:
             services.job_rollback(job=job, checkpoint_id=cp.pk, acting_user=request.user)
@@ -220,10 +257,16 @@ def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int)
         else:
             messages.info(request, _("%(name)s rolls back to step %(step)d.") % {"name": job.name, "step": cp.step})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
-    return render(request, "instances/confirm.html", {
-        "org": organization, "title": _("Roll back to step %(step)d?") % {"step": cp.step},
-        "text": _("The job restarts from this checkpoint; later checkpoints are set aside."),
-        "button": _("Roll back")})
+    return render(
+        request,
+        "instances/confirm.html",
+        {
+            "org": organization,
+            "title": _("Roll back to step %(step)d?") % {"step": cp.step},
+            "text": _("The job restarts from this checkpoint; later checkpoints are set aside."),
+            "button": _("Roll back"),
+        },
+    )
 
 
 @login_required
@@ -249,16 +292,19 @@ def job_logs(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     rank = _int_param(request.GET.get("rank")) or 0
     attempt = _int_param(request.GET.get("attempt"))
-    ctx: dict[str, Any] = {"org": organization, "job": job,
-                           "attempts": list(job.attempts.exclude(handle="").order_by("-number")
-                                            .values_list("number", flat=True))}
+    ctx: dict[str, Any] = {
+        "org": organization,
+        "job": job,
+        "attempts": list(job.attempts.exclude(handle="").order_by("-number").values_list("number", flat=True)),
+    }
     try:
         found = joblogs.job_log(job=job, rank=rank, attempt_number=attempt, lines=400)
     except joblogs.UnknownRank as exc:
         ctx.update(error=str(exc), logs=[], ranks=[], rank=rank, attempt=attempt)
         return render(request, "instances/job_logs.html", ctx, status=404)
-    ctx.update(logs=found.lines, ranks=list(range(found.ranks)), rank=found.rank, attempt=found.attempt,
-               source=found.source)
+    ctx.update(
+        logs=found.lines, ranks=list(range(found.ranks)), rank=found.rank, attempt=found.attempt, source=found.source
+    )
     return render(request, "instances/job_logs.html", ctx)
 
 
@@ -270,13 +316,19 @@ def job_checkpoint_pin(request: AuthedHttpRequest, org: str, pk: int, checkpoint
     organization, job = _job(request, org, pk)
     pinned = request.POST.get("pinned", "1") == "1"
     try:
-        cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint, pinned=pinned,
-                                        acting_user=request.user)  # type: ignore[arg-type]
+        cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint, pinned=pinned, acting_user=request.user)  # type: ignore[arg-type]
     except checkpoints.CheckpointUnavailable as exc:
         if exc.not_found:
             raise Http404(str(exc)) from None
         messages.error(request, str(exc))
     else:
-        messages.info(request, (_("Checkpoint at step %(step)d pinned: it is never deleted.") if pinned else
-                                _("Checkpoint at step %(step)d unpinned.")) % {"step": cp.step})
+        messages.info(
+            request,
+            (
+                _("Checkpoint at step %(step)d pinned: it is never deleted.")
+                if pinned
+                else _("Checkpoint at step %(step)d unpinned.")
+            )
+            % {"step": cp.step},
+        )
     return redirect("job_detail", org=organization.slug, pk=job.pk)

@@ -21,8 +21,13 @@ class StaffAuditMixin:
 
     def save_model(self, request: HttpRequest, obj: Model, form: Any, change: bool) -> None:
         super().save_model(request, obj, form, change)  # type: ignore[misc]
-        audit_log(action=f"admin.{'change' if change else 'add'}", actor=request.user, obj=obj,  # type: ignore[arg-type]
-                  extra={"fields": list(getattr(form, "changed_data", []))}, staff=True)
+        audit_log(
+            action=f"admin.{'change' if change else 'add'}",
+            actor=request.user,  # type: ignore[arg-type]
+            obj=obj,
+            extra={"fields": list(getattr(form, "changed_data", []))},
+            staff=True,
+        )
 
     def delete_model(self, request: HttpRequest, obj: Model) -> None:
         audit_log(action="admin.delete", actor=request.user, obj=obj, extra={"repr": str(obj)}, staff=True)  # type: ignore[arg-type]

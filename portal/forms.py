@@ -44,14 +44,16 @@ class ApiTokenForm(forms.Form):
     """Name, organization and scope of a new API token."""
 
     name = forms.CharField(label=_("Name"), max_length=100)
-    organization = forms.ModelChoiceField(label=_("Organization"), queryset=Organization.objects.none(),
-                                          to_field_name="slug")
+    organization = forms.ModelChoiceField(
+        label=_("Organization"), queryset=Organization.objects.none(), to_field_name="slug"
+    )
     scope = forms.ChoiceField(label=_("Scope"), choices=TokenScope.choices, initial=TokenScope.READ)
 
     def __init__(self, *args: Any, user: User, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["organization"].queryset = (  # type: ignore[attr-defined]
-            Organization.objects.filter(memberships__user=user).order_by("-personal", "name"))
+            Organization.objects.filter(memberships__user=user).order_by("-personal", "name")
+        )
         self.fields["organization"].empty_label = None  # type: ignore[attr-defined]  # preselect the first one
 
 

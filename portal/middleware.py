@@ -60,6 +60,7 @@ class RequestSanityMiddleware:
         if problem is None:
             return self.get_response(request)
         if request.path.startswith("/api/"):
-            return JsonResponse({"error": {"code": "invalid_parameter", "message": problem, "details": None}},
-                                status=400)
+            return JsonResponse(
+                {"error": {"code": "invalid_parameter", "message": problem, "details": None}}, status=400
+            )
         return HttpResponseBadRequest(problem, content_type="text/plain; charset=utf-8")

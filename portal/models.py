@@ -72,8 +72,11 @@ class Organization(models.Model):
     slug = models.SlugField(max_length=60, unique=True)
     personal = models.BooleanField(default=False)
     app_monthly_cap_micros = models.BigIntegerField(
-        _("monthly cap on app calls"), null=True, blank=True,
-        help_text="micro-CNY per calendar month; empty = the platform default (APP_MONTHLY_CAP_CNY)")
+        _("monthly cap on app calls"),
+        null=True,
+        blank=True,
+        help_text="micro-CNY per calendar month; empty = the platform default (APP_MONTHLY_CAP_CNY)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="organizations")
 

@@ -57,8 +57,9 @@ _ALL = frozenset(Action)
 ROLE_ACTIONS: dict[str, frozenset[Action]] = {
     Role.OWNER: _ALL,
     Role.ADMIN: _ALL,
-    Role.MEMBER: frozenset({Action.TOKENS_CREATE, Action.INSTANCES_LAUNCH, Action.DATASETS_LICENSE,
-                            Action.APPS_INVOKE}),
+    Role.MEMBER: frozenset(
+        {Action.TOKENS_CREATE, Action.INSTANCES_LAUNCH, Action.DATASETS_LICENSE, Action.APPS_INVOKE}
+    ),
     Role.BILLING: frozenset({Action.TOKENS_CREATE, Action.WALLET_TOP_UP}),
 }
 
@@ -89,14 +90,18 @@ def role_of(*, user: User | None, organization: Organization) -> str | None:
 _REFUSALS = {
     Action.MEMBERS_MANAGE: _("Only owners and admins can manage members."),
     Action.TOKENS_CREATE: _("Only members of the organization can create API tokens for it."),
-    Action.TOKENS_CREATE_WRITE: _("Only owners and admins can create API tokens with the write scope; "
-                                          "create a read-only token instead."),
-    Action.INSTANCES_LAUNCH: _("Your role in this organization does not allow launching or changing "
-                                       "instances and jobs."),
-    Action.INSTANCES_MANAGE_ANY: _("Only owners and admins can stop or change instances and jobs that "
-                                           "other members started."),
-    Action.DATASETS_LICENSE: _("Your role in this organization does not allow accepting licenses or "
-                                       "uploading corpora."),
+    Action.TOKENS_CREATE_WRITE: _(
+        "Only owners and admins can create API tokens with the write scope; create a read-only token instead."
+    ),
+    Action.INSTANCES_LAUNCH: _(
+        "Your role in this organization does not allow launching or changing instances and jobs."
+    ),
+    Action.INSTANCES_MANAGE_ANY: _(
+        "Only owners and admins can stop or change instances and jobs that other members started."
+    ),
+    Action.DATASETS_LICENSE: _(
+        "Your role in this organization does not allow accepting licenses or uploading corpora."
+    ),
     Action.APPS_INVOKE: _("Your role in this organization does not allow calling apps."),
     Action.APPS_PUBLISH: _("Only owners and admins can create, publish or change the organization's apps."),
     Action.APPS_SET_CAP: _("Only owners and admins can set the monthly cap on app calls."),
@@ -128,13 +133,18 @@ def allowed_actions(*, user: User | None, organization: Organization) -> frozens
     return ROLE_ACTIONS.get(role, frozenset()) if role else frozenset()
 
 
-def authorize_change(*, user: User | None, organization: Organization, created_by_id: int | None,
-                     staff: bool = False) -> None:
+def authorize_change(
+    *, user: User | None, organization: Organization, created_by_id: int | None, staff: bool = False
+) -> None:
     """Authorize stopping, restarting or rolling back an instance or job that ``created_by_id`` started.
 
     One's own: ``instances.launch``; another member's (or the platform's): ``instances.manage_any``.
     Raises ``PermissionRefused``.
     """
     own = user is not None and created_by_id is not None and user.pk == created_by_id
-    authorize(user=user, organization=organization,
-              action=Action.INSTANCES_LAUNCH if own else Action.INSTANCES_MANAGE_ANY, staff=staff)
+    authorize(
+        user=user,
+        organization=organization,
+        action=Action.INSTANCES_LAUNCH if own else Action.INSTANCES_MANAGE_ANY,
+        staff=staff,
+    )

@@ -31,8 +31,9 @@ def membership_of(*, user: User, organization: Organization) -> Membership | Non
     return Membership.objects.filter(user=user, organization=organization).first()
 
 
-def get_scoped_or_404(queryset: QuerySet[M], *, organization: Organization, org_field: str = "organization",
-                      **lookup: object) -> M:
+def get_scoped_or_404(
+    queryset: QuerySet[M], *, organization: Organization, org_field: str = "organization", **lookup: object
+) -> M:
     """Fetch one object of ``queryset`` that belongs to ``organization``; anything else is a 404.
 
     Every console view and API view fetches objects through this helper, so an outsider's request

@@ -78,17 +78,26 @@ def membership_add(*, organization: Organization, user: User, role: Role, acting
 
 def _tokens_narrow(*, user: User, organization: Organization, acting_user: User | None, reason: str) -> int:
     """Lower the user's active write tokens of ``organization`` to the read scope; one audit row per token."""
-    tokens = list(ApiToken.objects.select_for_update().filter(
-        user=user, organization=organization, revoked_at__isnull=True, scope=TokenScope.WRITE))
+    tokens = list(
+        ApiToken.objects.select_for_update().filter(
+            user=user, organization=organization, revoked_at__isnull=True, scope=TokenScope.WRITE
+        )
+    )
     for token in tokens:
         ApiToken.objects.filter(pk=token.pk).update(scope=TokenScope.READ)
-        audit_log(action="portal.api_token_narrow", actor=acting_user, organization=organization, obj=token,
-                  extra={"user": user.email, "from": "write", "to": "read", "reason": reason})
+        audit_log(
+            action="portal.api_token_narrow",
+            actor=acting_user,
+            organization=organization,
+            obj=token,
+            extra={"user": user.email, "from": "write", "to": "read", "reason": reason},
+        )
     return len(tokens)
 
 
-def api_tokens_revoke_for(*, user: User, organization: Organization | None, acting_user: User | None,
-                          reason: str) -> int:
+def api_tokens_revoke_for(
+    *, user: User, organization: Organization | None, acting_user: User | None, reason: str
+) -> int:
     """Revoke every active token of ``user`` (of one organization, or of all with ``None``).
 
     Called in the transaction that removes the membership or deactivates the user, so no request can use
@@ -102,8 +111,13 @@ def api_tokens_revoke_for(*, user: User, organization: Organization | None, acti
     now = timezone.now()
     for token in tokens:
         ApiToken.objects.filter(pk=token.pk).update(revoked_at=now)
-        audit_log(action="portal.api_token_revoke", actor=acting_user, organization=token.organization,
-                  obj=token, extra={"user": user.email, "reason": reason})
+        audit_log(
+            action="portal.api_token_revoke",
+            actor=acting_user,
+            organization=token.organization,
+            obj=token,
+            extra={"user": user.email, "reason": reason},
+        )
     return len(tokens)
 
 
@@ -181,9 +195,7 @@ def email_verify(*, token: str) -> VerificationResult:
         raise VerificationError(_("This verification link is not valid."))
 
     with transaction.atomic():
-        newly = User.objects.filter(pk=user.pk, email_verified_at__isnull=True).update(
-            email_verified_at=timezone.now()
-        )
+        newly = User.objects.filter(pk=user.pk, email_verified_at__isnull=True).update(email_verified_at=timezone.now())
         user.refresh_from_db()
         org = Organization.objects.filter(memberships__user=user, personal=True).first()
         granted = False
@@ -206,8 +218,9 @@ def email_verify(*, token: str) -> VerificationResult:
                     created_by=user,
                 )
         if newly:
-            audit_log(action="portal.email_verified", actor=user, organization=org, obj=user,
-                      extra={"trial_granted": granted})
+            audit_log(
+                action="portal.email_verified", actor=user, organization=org, obj=user, extra={"trial_granted": granted}
+            )
     return VerificationResult(user=user, newly_verified=bool(newly), trial_granted=granted)
 
 
@@ -228,8 +241,11 @@ def api_token_create(*, user: User, organization: Organization, name: str, scope
     ``read`` token, only roles that hold ``tokens.create_write`` (owners, admins) a ``write`` token
     (``portal.permissions``). Raises ``PermissionRefused`` (a ``PermissionDenied``) otherwise.
     """
-    authorize(user=user, organization=organization,
-              action=Action.TOKENS_CREATE_WRITE if scope == TokenScope.WRITE else Action.TOKENS_CREATE)
+    authorize(
+        user=user,
+        organization=organization,
+        action=Action.TOKENS_CREATE_WRITE if scope == TokenScope.WRITE else Action.TOKENS_CREATE,
+    )
     prefix = secrets.token_hex(6)
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
@@ -241,8 +257,13 @@ def api_token_create(*, user: User, organization: Organization, name: str, scope
             secret_sha256=hash_secret(secret),
             scope=scope,
         )
-        audit_log(action="portal.api_token_create", actor=user, organization=organization, obj=token,
-                  extra={"scope": str(scope), "name": name})
+        audit_log(
+            action="portal.api_token_create",
+            actor=user,
+            organization=organization,
+            obj=token,
+            extra={"scope": str(scope), "name": name},
+        )
     return CreatedToken(token=token, plaintext=f"{TOKEN_PREFIX}_{prefix}_{secret}")
 
 
@@ -250,8 +271,7 @@ def api_token_revoke(*, token: ApiToken, acting_user: User) -> ApiToken:
     """Revoke a token (idempotent); a revoked token authenticates nothing."""
     with transaction.atomic():
         if ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
-            audit_log(action="portal.api_token_revoke", actor=acting_user, organization=token.organization,
-                      obj=token)
+            audit_log(action="portal.api_token_revoke", actor=acting_user, organization=token.organization, obj=token)
         token.refresh_from_db()
     return token
 
@@ -276,9 +296,12 @@ def api_token_authenticate(raw: str) -> ApiToken | None:
         return None
     parts = raw.split("_", 2)
     role_sq = Membership.objects.filter(organization=OuterRef("organization_id"), user=OuterRef("user_id"))
-    token = (ApiToken.objects.select_related("user", "organization")
-             .annotate(member_role=Subquery(role_sq.values("role")[:1]))
-             .filter(prefix=parts[1]).first())
+    token = (
+        ApiToken.objects.select_related("user", "organization")
+        .annotate(member_role=Subquery(role_sq.values("role")[:1]))
+        .filter(prefix=parts[1])
+        .first()
+    )
     if token is None or token.revoked_at is not None or not token.user.is_active:
         return None
     if not secrets.compare_digest(token.secret_sha256, hash_secret(parts[2])):
@@ -326,8 +349,12 @@ def membership_invite(*, organization: Organization, email: str, role: Role, act
     if user is None:
         raise MembershipError(_("No account uses %(email)s; ask them to sign up first.") % {"email": email})
     with transaction.atomic():
-        current = (Membership.objects.select_for_update().filter(organization=organization, user=user)
-                   .values_list("role", flat=True).first())
+        current = (
+            Membership.objects.select_for_update()
+            .filter(organization=organization, user=user)
+            .values_list("role", flat=True)
+            .first()
+        )
         touches_owner = role == Role.OWNER or current == Role.OWNER
         if touches_owner and not _is_owner(organization, acting_user):
             raise MembershipError(_("Only an owner can add an owner or change an owner's role."))
@@ -353,8 +380,14 @@ def membership_remove(*, membership: Membership, acting_user: User) -> None:
         owners = Membership.objects.select_for_update().filter(organization=organization, role=Role.OWNER)
         if membership.role == Role.OWNER and owners.count() == 1:
             raise MembershipError(_("The last owner cannot leave; make someone else an owner first."))
-        audit_log(action="portal.membership_remove", actor=acting_user, organization=organization,
-                  obj=membership, extra={"user": membership.user.email})
-        api_tokens_revoke_for(user=membership.user, organization=organization, acting_user=acting_user,
-                              reason="membership_removed")
+        audit_log(
+            action="portal.membership_remove",
+            actor=acting_user,
+            organization=organization,
+            obj=membership,
+            extra={"user": membership.user.email},
+        )
+        api_tokens_revoke_for(
+            user=membership.user, organization=organization, acting_user=acting_user, reason="membership_removed"
+        )
         membership.delete()

@@ -17,18 +17,34 @@ urlpatterns = [
     path("signup/", views.signup, name="signup"),
     path("verify/<str:token>/", views.verify_email, name="verify_email"),
     path("verify-resend/", views.resend_verification, name="resend_verification"),
-    path("login/", auth_views.LoginView.as_view(template_name="portal/login.html", authentication_form=LoginForm),
-         name="login"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(template_name="portal/login.html", authentication_form=LoginForm),
+        name="login",
+    ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("password-reset/", auth_views.PasswordResetView.as_view(
-        template_name="portal/password_reset.html", email_template_name="portal/password_reset_email.txt"),
-        name="password_reset"),
-    path("password-reset/sent/", auth_views.PasswordResetDoneView.as_view(
-        template_name="portal/password_reset_done.html"), name="password_reset_done"),
-    path("password-reset/<uidb64>/<token>/", auth_views.PasswordResetConfirmView.as_view(
-        template_name="portal/password_reset_confirm.html"), name="password_reset_confirm"),
-    path("password-reset/complete/", auth_views.PasswordResetCompleteView.as_view(
-        template_name="portal/password_reset_complete.html"), name="password_reset_complete"),
+    path(
+        "password-reset/",
+        auth_views.PasswordResetView.as_view(
+            template_name="portal/password_reset.html", email_template_name="portal/password_reset_email.txt"
+        ),
+        name="password_reset",
+    ),
+    path(
+        "password-reset/sent/",
+        auth_views.PasswordResetDoneView.as_view(template_name="portal/password_reset_done.html"),
+        name="password_reset_done",
+    ),
+    path(
+        "password-reset/<uidb64>/<token>/",
+        auth_views.PasswordResetConfirmView.as_view(template_name="portal/password_reset_confirm.html"),
+        name="password_reset_confirm",
+    ),
+    path(
+        "password-reset/complete/",
+        auth_views.PasswordResetCompleteView.as_view(template_name="portal/password_reset_complete.html"),
+        name="password_reset_complete",
+    ),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
     path("o/<slug:org>/", views.dashboard, name="dashboard"),

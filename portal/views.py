@@ -61,8 +61,9 @@ def signup(request: HttpRequest) -> HttpResponse:
             form.add_error("email", _("An account with this e-mail address already exists."))
         else:
             login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            messages.success(request, _("Check your inbox: we sent a verification link to %(email)s.")
-                             % {"email": user.email})
+            messages.success(
+                request, _("Check your inbox: we sent a verification link to %(email)s.") % {"email": user.email}
+            )
             return redirect("home")
     return render(request, "portal/signup.html", {"form": form}, status=400 if form.errors else 200)
 
@@ -95,8 +96,11 @@ def home(request: HttpRequest) -> HttpResponse:
     """Signed in: the personal organization's dashboard. Anonymous: the landing page (what the product is,
     where the prices are, sign up / log in)."""
     if not request.user.is_authenticated:
-        return render(request, "portal/landing.html", {"trial_credit": settings.TRIAL_CREDIT,
-                                                       "trial_days": settings.TRIAL_CREDIT_DAYS})
+        return render(
+            request,
+            "portal/landing.html",
+            {"trial_credit": settings.TRIAL_CREDIT, "trial_days": settings.TRIAL_CREDIT_DAYS},
+        )
     org = organization_for_user(user=cast(User, request.user))
     return redirect("dashboard", org=org.slug)
 
@@ -107,10 +111,16 @@ def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
     balance = wallet_balance(organization=organization)
     burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
-    runway_minutes = burn_runway_minutes(balance_micros=balance.total_micros,
-                                         per_minute_micros=burn.per_minute_micros if burn else 0)
-    context = {"org": organization, "balance": balance, "burn_per_hour_micros": per_hour,
-               "runway_minutes": runway_minutes, "notice": open_notice(organization)}
+    runway_minutes = burn_runway_minutes(
+        balance_micros=balance.total_micros, per_minute_micros=burn.per_minute_micros if burn else 0
+    )
+    context = {
+        "org": organization,
+        "balance": balance,
+        "burn_per_hour_micros": per_hour,
+        "runway_minutes": runway_minutes,
+        "notice": open_notice(organization),
+    }
     return render(request, "portal/dashboard.html", context)
 
 
@@ -131,8 +141,12 @@ def api_tokens(request: AuthedHttpRequest) -> HttpResponse:
             form.add_error("scope", str(exc))
         else:
             form = ApiTokenForm(user=user)
-    context = {"form": form, "tokens": api_tokens_for_user(user), "created": created,
-               "site": settings.SITE_URL.rstrip("/")}
+    context = {
+        "form": form,
+        "tokens": api_tokens_for_user(user),
+        "created": created,
+        "site": settings.SITE_URL.rstrip("/"),
+    }
     return render(request, "portal/tokens.html", context, status=400 if form.errors else 200)
 
 
@@ -165,8 +179,12 @@ def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
-            membership_invite(organization=organization, email=form.cleaned_data["email"],
-                              role=Role(form.cleaned_data["role"]), acting_user=request.user)
+            membership_invite(
+                organization=organization,
+                email=form.cleaned_data["email"],
+                role=Role(form.cleaned_data["role"]),
+                acting_user=request.user,
+            )
         except MembershipError as exc:
             form.add_error(None, str(exc))
         else:
@@ -174,9 +192,12 @@ def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
             return redirect("members", org=organization.slug)
     rows = organization.memberships.select_related("user").order_by("role", "user__email")
     is_manager = Action.MEMBERS_MANAGE in allowed_actions(user=cast(User, request.user), organization=organization)
-    return render(request, "portal/members.html",
-                  {"org": organization, "rows": rows, "form": form, "is_manager": is_manager},
-                  status=400 if form.errors else 200)
+    return render(
+        request,
+        "portal/members.html",
+        {"org": organization, "rows": rows, "form": form, "is_manager": is_manager},
+        status=400 if form.errors else 200,
+    )
 
 
 @login_required

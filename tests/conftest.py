@@ -126,7 +126,8 @@ def pytest_sessionfinish(session: Any, exitstatus: int) -> None:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
     lines = "\n".join(f"  pid {pid}: {cmd}" for pid, cmd in leftovers)
-    sys.stderr.write(f"\nFAILED: {len(leftovers)} process(es) started by the tests outlived them (killed now):\n"
-                     f"{lines}\n")
+    sys.stderr.write(
+        f"\nFAILED: {len(leftovers)} process(es) started by the tests outlived them (killed now):\n{lines}\n"
+    )
     if session.exitstatus == 0:
         session.exitstatus = 1

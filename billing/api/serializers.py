@@ -16,8 +16,17 @@ class UsageRecordSerializer(serializers.ModelSerializer[UsageRecord]):
 
     class Meta:
         model = UsageRecord
-        fields = ["id", "instance_id", "minute", "gpu_type", "mode", "gpu_count", "price_per_gpu_hour",
-                  "amount", "amount_micros"]
+        fields = [
+            "id",
+            "instance_id",
+            "minute",
+            "gpu_type",
+            "mode",
+            "gpu_count",
+            "price_per_gpu_hour",
+            "amount",
+            "amount_micros",
+        ]
 
     def get_amount(self, obj: UsageRecord) -> str:
         return str(from_micros(obj.amount_micros))
@@ -76,8 +85,9 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     usage = StatementUsageSerializer(many=True)
     usage_total_micros = serializers.IntegerField()
     usage_uncovered_micros = serializers.IntegerField(help_text="shortfall: usage the balance could not cover")
-    write_offs = StatementWriteOffSerializer(many=True, help_text="minutes older than the metering lookback, "
-                                             "not charged")
+    write_offs = StatementWriteOffSerializer(
+        many=True, help_text="minutes older than the metering lookback, not charged"
+    )
 
 
 class GrantSerializer(serializers.ModelSerializer[CreditGrant]):

@@ -35,8 +35,14 @@ class UsageRecordList(generics.ListAPIView):  # type: ignore[type-arg]
 
     serializer_class = UsageRecordSerializer
 
-    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("instance", int), OpenApiParameter("since", str),
-                               OpenApiParameter("until", str)])
+    @extend_schema(
+        parameters=[
+            ORG_PARAM,
+            OpenApiParameter("instance", int),
+            OpenApiParameter("since", str),
+            OpenApiParameter("until", str),
+        ]
+    )
     def get(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().get(request, *args, **kwargs)
 
@@ -69,8 +75,12 @@ class StatementView(APIView):
             st = statement_build(organization=org, year=year, month=month, tz_name=tz_name)
         except ValueError as exc:
             raise ApiError("invalid", str(exc), 400) from exc
-        data = {**asdict(st), "by_kind": [asdict(k) for k in st.by_kind], "usage": [asdict(u) for u in st.usage],
-                "write_offs": [asdict(x) for x in st.write_offs]}
+        data = {
+            **asdict(st),
+            "by_kind": [asdict(k) for k in st.by_kind],
+            "usage": [asdict(u) for u in st.usage],
+            "write_offs": [asdict(x) for x in st.write_offs],
+        }
         return Response(StatementSerializer(data).data)
 
 
@@ -81,8 +91,11 @@ class TopUpCreate(APIView):
     200 with the same top-up and creates no second Checkout Session; the same key with another body is a 409
     ``idempotency_key_reused``."""
 
-    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
-                   request=TopUpCreateSerializer, responses={201: TopUpSerializer, 200: TopUpSerializer})
+    @extend_schema(
+        parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+        request=TopUpCreateSerializer,
+        responses={201: TopUpSerializer, 200: TopUpSerializer},
+    )
     def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         serializer = TopUpCreateSerializer(data=request.data)
@@ -90,16 +103,21 @@ class TopUpCreate(APIView):
         d = serializer.validated_data
         try:
             result = topup_create_once(
-                organization=org, user=request.user, amount=d["amount"],
-                success_url=d["success_url"], cancel_url=d["cancel_url"],
-                idempotency_key=request.headers.get("Idempotency-Key") or "")
+                organization=org,
+                user=request.user,
+                amount=d["amount"],
+                success_url=d["success_url"],
+                cancel_url=d["cancel_url"],
+                idempotency_key=request.headers.get("Idempotency-Key") or "",
+            )
         except TopUpKeyReused as exc:
             raise ApiError("idempotency_key_reused", str(exc), 409) from exc
         except TopUpError as exc:
             raise ApiError("invalid_amount", str(exc), 400) from exc
         except stripe_gateway.StripeNotConfigured as exc:
-            raise ApiError("payments_not_configured", "Online top-up is not configured on this installation.",
-                           503) from exc
+            raise ApiError(
+                "payments_not_configured", "Online top-up is not configured on this installation.", 503
+            ) from exc
         except stripe_gateway.StripeUnavailable as exc:
             raise ApiError("payment_provider_error", str(exc), 502) from exc
         code = status.HTTP_200_OK if result.replayed else status.HTTP_201_CREATED

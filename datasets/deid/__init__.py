@@ -112,8 +112,14 @@ class Finding:
 
     def evidence(self) -> dict[str, object]:
         """The finding without its value, for reports: ``{"type", "start", "end", "rule", "confidence", "note"}``."""
-        return {"type": self.type, "start": self.start, "end": self.end, "rule": self.rule,
-                "confidence": self.confidence, "note": self.note}
+        return {
+            "type": self.type,
+            "start": self.start,
+            "end": self.end,
+            "rule": self.rule,
+            "confidence": self.confidence,
+            "note": self.note,
+        }
 
 
 _CANON_DROP = re.compile(r"[\s\-().（）+·•・]")

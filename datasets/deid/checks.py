@@ -65,7 +65,9 @@ def id15_valid(number: str) -> bool:
     order; there is no check digit."""
     if len(number) != 15 or not number.isascii() or not number.isdigit():
         return False
-    return int(number[:2]) in PROVINCES and _date_ok(1900 + int(number[6:8]), int(number[8:10]), int(number[10:12]), None)  # noqa: E501
+    return int(number[:2]) in PROVINCES and _date_ok(
+        1900 + int(number[6:8]), int(number[8:10]), int(number[10:12]), None
+    )
 
 
 def luhn_valid(digits: str) -> bool:
@@ -108,8 +110,21 @@ _BIN_RANGES: tuple[tuple[str, str, tuple[int, ...]], ...] = (
 
 def card_issuer(digits: str) -> str | None:
     """The scheme whose IIN range and length fit ``digits`` (ASCII digits), or None."""
-    names = ("UnionPay", "Visa", "Mastercard", "Mastercard", "Amex", "Amex", "JCB", "Discover", "Discover",
-             "Discover", "Diners", "Diners", "BOC")
+    names = (
+        "UnionPay",
+        "Visa",
+        "Mastercard",
+        "Mastercard",
+        "Amex",
+        "Amex",
+        "JCB",
+        "Discover",
+        "Discover",
+        "Discover",
+        "Diners",
+        "Diners",
+        "BOC",
+    )
     for (lo, hi, lengths), name in zip(_BIN_RANGES, names, strict=True):
         if len(digits) in lengths and lo <= digits[: len(lo)] <= hi:
             return name
@@ -167,20 +182,37 @@ def nino_valid(value: str) -> bool:
     if len(v) != 9 or not v[2:8].isdigit():
         return False
     a, b, suffix = v[0], v[1], v[8]
-    return (a not in "DFIQUV" and b not in "DFIOQUV" and v[:2] not in _NINO_BAD_PREFIXES and suffix in "ABCD"
-            and a.isalpha() and b.isalpha())
+    return (
+        a not in "DFIQUV"
+        and b not in "DFIOQUV"
+        and v[:2] not in _NINO_BAD_PREFIXES
+        and suffix in "ABCD"
+        and a.isalpha()
+        and b.isalpha()
+    )
 
 
 _VERHOEFF_D = (
-    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 2, 3, 4, 0, 6, 7, 8, 9, 5), (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
-    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7), (4, 0, 1, 2, 3, 9, 5, 6, 7, 8), (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
-    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2), (7, 6, 5, 9, 8, 2, 1, 0, 4, 3), (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 2, 3, 4, 0, 6, 7, 8, 9, 5),
+    (2, 3, 4, 0, 1, 7, 8, 9, 5, 6),
+    (3, 4, 0, 1, 2, 8, 9, 5, 6, 7),
+    (4, 0, 1, 2, 3, 9, 5, 6, 7, 8),
+    (5, 9, 8, 7, 6, 0, 4, 3, 2, 1),
+    (6, 5, 9, 8, 7, 1, 0, 4, 3, 2),
+    (7, 6, 5, 9, 8, 2, 1, 0, 4, 3),
+    (8, 7, 6, 5, 9, 3, 2, 1, 0, 4),
     (9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
 )
 _VERHOEFF_P = (
-    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9), (1, 5, 7, 6, 2, 8, 3, 0, 9, 4), (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
-    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7), (9, 4, 5, 3, 1, 2, 6, 8, 7, 0), (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
-    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5), (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
+    (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    (1, 5, 7, 6, 2, 8, 3, 0, 9, 4),
+    (5, 8, 0, 3, 7, 9, 6, 1, 4, 2),
+    (8, 9, 1, 6, 0, 4, 3, 5, 2, 7),
+    (9, 4, 5, 3, 1, 2, 6, 8, 7, 0),
+    (4, 2, 8, 6, 5, 7, 3, 9, 0, 1),
+    (2, 7, 9, 3, 8, 0, 6, 4, 1, 5),
+    (7, 0, 4, 6, 9, 1, 3, 2, 5, 8),
 )
 
 

@@ -65,8 +65,36 @@ _EMAIL_RE = re.compile(
     r"@(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+(?P<tld>[A-Za-z]{2,24})(?![A-Za-z0-9\-])"
 )
 # Retina-image and file names (``icon@2x.png``) look like addresses; their "TLD" is a file extension.
-_FILE_EXT = frozenset({"png", "jpg", "jpeg", "gif", "svg", "webp", "bmp", "ico", "pdf", "js", "css", "txt", "md",
-                       "py", "json", "html", "htm", "xml", "zip", "gz", "tar", "mp4", "mp3", "wav", "doc", "docx"})
+_FILE_EXT = frozenset(
+    {
+        "png",
+        "jpg",
+        "jpeg",
+        "gif",
+        "svg",
+        "webp",
+        "bmp",
+        "ico",
+        "pdf",
+        "js",
+        "css",
+        "txt",
+        "md",
+        "py",
+        "json",
+        "html",
+        "htm",
+        "xml",
+        "zip",
+        "gz",
+        "tar",
+        "mp4",
+        "mp3",
+        "wav",
+        "doc",
+        "docx",
+    }
+)
 
 
 def detect_email(work: str) -> Iterator[Hit]:
@@ -89,7 +117,9 @@ _IPV4_RE = re.compile(r"\d(?<![0-9A-Za-z.]\d)\d{0,2}\.(?:\d{1,3}\.){2}\d{1,3}(?!
 _IP_CONTEXT = re.compile(
     r"IP|[Ii]p|地址|address|[Hh]ost|服务器|server|登录|login|访问|\bfrom\b|\bto\b|源|目的|网关|gateway|DNS|ping"
 )
-_CLAUSE_BEFORE = re.compile(r"(?:第|§|[Ss]ection|[Cc]lause|[Aa]rt(?:icle|\.)?|条款?|款|项|章|节|[Vv]ersion|[Vv]er\.?|版本|[Vv]|见|依据|按照|根据|参照|No\.?)\s*$")  # noqa: E501
+_CLAUSE_BEFORE = re.compile(
+    r"(?:第|§|[Ss]ection|[Cc]lause|[Aa]rt(?:icle|\.)?|条款?|款|项|章|节|[Vv]ersion|[Vv]er\.?|版本|[Vv]|见|依据|按照|根据|参照|No\.?)\s*$"
+)
 _CLAUSE_AFTER = re.compile(r"^\s*(?:条|款|项|节|章|版|部分|规定|要求|之规定|所述)")
 
 
@@ -133,7 +163,10 @@ _ID15_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}[ \-]?\d{6}[ \-]?\d{3}" + _R)
 _HKID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[A-Z]?\d{6}(?:[(（][0-9A][)）]|[0-9A])" + _R)
 _MOID_RE = re.compile(r"[1578](?<![0-9A-Za-z][1578])\d{6}[(（]?\d[)）]?" + _R)
 _TWID_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[1289]\d{8}" + _R)
-_PERMIT_RE = re.compile(r"[0-9CHLMT](?<![0-9A-Za-z][0-9CHLMT])(?:(?<=[HM])\d{8}(?:\d{2})?|(?<=C)[A-Z0-9]\d{7}|(?<=[LT])\d{8}|(?<=\d)\d{7}(?:\d{2})?)" + _R)  # noqa: E501
+_PERMIT_RE = re.compile(
+    r"[0-9CHLMT](?<![0-9A-Za-z][0-9CHLMT])(?:(?<=[HM])\d{8}(?:\d{2})?|(?<=C)[A-Z0-9]\d{7}|(?<=[LT])\d{8}|(?<=\d)\d{7}(?:\d{2})?)"
+    + _R
+)
 _HK_LABEL = re.compile(r"香港|HKID|[Hh]ong ?[Kk]ong|身份证")
 _MO_LABEL = re.compile(r"澳门|[Mm]acau|[Mm]acao|BIR")
 _PERMIT_LABEL = re.compile(r"通行证|回乡证|台胞证|[Pp]ermit|居住证")
@@ -182,7 +215,9 @@ def detect_id_number(work: str) -> Iterator[Hit]:
 _SSN_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{2}(?P<s>[ \-])\d{2}(?P=s)\d{4}" + _R)
 _SSN_BARE_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{8}" + _R)
 _SSN_LABEL = re.compile(r"SSN|[Ss]ocial [Ss]ecurity|社会安全号|社保号")
-_SSN_NOT = re.compile(r"[Pp]art|[Mm]odel|[Oo]rder|[Ii]nvoice|[Ll]ot|[Bb]atch|[Pp]hone|[Tt]el|[Ff]ax|ISBN|批号|编号|订单|型号|电话|合同")  # noqa: E501
+_SSN_NOT = re.compile(
+    r"[Pp]art|[Mm]odel|[Oo]rder|[Ii]nvoice|[Ll]ot|[Bb]atch|[Pp]hone|[Tt]el|[Ff]ax|ISBN|批号|编号|订单|型号|电话|合同"
+)
 _NINO_RE = re.compile(r"[A-Z](?<![0-9A-Za-z][A-Z])[A-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]" + _R)
 _AADHAAR_RE = re.compile(r"[2-9](?<![0-9A-Za-z][2-9])\d{3}(?P<s>[ \-]?)\d{4}(?P=s)\d{4}" + _R)
 _AADHAAR_LABEL = re.compile(r"[Aa]adhaar|UIDAI|आधार")
@@ -219,7 +254,9 @@ _CARD_RE = re.compile(
     r"|\d{3}(?P<s1>[ \-])\d{4}(?:(?P=s1)\d{4}){1,2}(?:(?P=s1)\d{1,4})?"
     r"|\d{3}(?P<s2>[ \-])\d{6}(?P=s2)\d{4,5})" + _R
 )
-_CARD_LABEL = re.compile(r"卡号|银行卡|信用卡|借记卡|储蓄卡|贷记卡|银联卡|[Cc]ard|CARD|Visa|VISA|Mastercard|MasterCard|Amex|持卡|刷卡|开户行|卡\s*[:：]")  # noqa: E501
+_CARD_LABEL = re.compile(
+    r"卡号|银行卡|信用卡|借记卡|储蓄卡|贷记卡|银联卡|[Cc]ard|CARD|Visa|VISA|Mastercard|MasterCard|Amex|持卡|刷卡|开户行|卡\s*[:：]"
+)
 
 
 def detect_bank_card(work: str) -> Iterator[Hit]:
@@ -247,7 +284,9 @@ def detect_bank_card(work: str) -> Iterator[Hit]:
 # --- passports -------------------------------------------------------------------------------------------
 _PASSPORT_LABEL = re.compile(r"护照|[Pp]assport|PASSPORT|旅行证")
 _PASSPORT_E_RE = re.compile(r"E(?<![0-9A-Za-z]E)[A-HJ-NP-Z]\d{7}" + _R)
-_PASSPORT_CTX_RE = re.compile(r"[0-9A-Z](?<![0-9A-Za-z][0-9A-Z])(?:(?<=[EG])\d{8}|(?<=[DSP])E\d{7}|(?<=[A-Z])[A-Z]?\d{6,8}|(?<=\d)\d{8})" + _R)  # noqa: E501
+_PASSPORT_CTX_RE = re.compile(
+    r"[0-9A-Z](?<![0-9A-Za-z][0-9A-Z])(?:(?<=[EG])\d{8}|(?<=[DSP])E\d{7}|(?<=[A-Z])[A-Z]?\d{6,8}|(?<=\d)\d{8})" + _R
+)
 
 
 def detect_passport(work: str) -> Iterator[Hit]:
@@ -271,7 +310,9 @@ _CJK = re.compile(r"[\u4e00-\u9fff]")
 _REGIONS_ZH = ("CN", "HK", "TW", "MO", "US", "GB", "DE", "JP", "KR", "IN", "SG", "FR", "AU")
 _REGIONS_EN = ("US", "GB", "DE", "IN", "JP", "KR", "FR", "AU", "CA", "SG", "CN", "HK", "TW")
 _SERVICE_TYPES = frozenset({PhoneNumberType.TOLL_FREE, PhoneNumberType.PREMIUM_RATE, PhoneNumberType.SHARED_COST})
-_UNIT_AFTER = re.compile(r"^\s*(?:股|元|万|亿|千|百|%|‰|美元|港元|港币|欧元|日元|人民币|块|吨|件|台|辆|份|张|次|人|户|个|笔|手|kg|KG|t\b|shares|yuan|CNY|RMB|USD)")  # noqa: E501
+_UNIT_AFTER = re.compile(
+    r"^\s*(?:股|元|万|亿|千|百|%|‰|美元|港元|港币|欧元|日元|人民币|块|吨|件|台|辆|份|张|次|人|户|个|笔|手|kg|KG|t\b|shares|yuan|CNY|RMB|USD)"
+)
 _MONEY_BEFORE = re.compile(r"(?:¥|￥|\$|€|£|人民币|金额|价款|合计|总计|共计|数量|股份|股数|余额|RMB|CNY|USD)\s*$")
 _CN_MOBILE_SHAPE = re.compile(r"1[3-9]\d[ \-]?\d{4}[ \-]?\d{4}$")
 _EXT_RE = re.compile(r"(?:\s?(?:转|分机|ext\.?|x)\s?|-)\d{1,6}$")
@@ -309,9 +350,12 @@ def detect_phone(work: str) -> Iterator[Hit]:
         text = cand.translate(_TRANS)
         ext = _EXT_RE.search(text)
         main = text[: ext.start()] if ext else text
-        foreign_ok = labelled or main.startswith(("+", "(+")) or (
-            main.lstrip("(").startswith("0") and any(c in main for c in " -()")) or (
-            _CN_MOBILE_SHAPE.match(main) is not None)  # a mainland mobile in English text (US is tried first)
+        foreign_ok = (
+            labelled
+            or main.startswith(("+", "(+"))
+            or (main.lstrip("(").startswith("0") and any(c in main for c in " -()"))
+            or (_CN_MOBILE_SHAPE.match(main) is not None)
+        )  # a mainland mobile in English text (US is tried first)
         for i, region in enumerate(_REGIONS_ZH if zh else _REGIONS_EN):
             if i > 0 and not foreign_ok:
                 break

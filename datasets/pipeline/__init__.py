@@ -83,6 +83,7 @@ __all__ = [
     "write_shards",
 ]
 
+
 @dataclass(frozen=True)
 class PipelineRun:
     """One run of the pipeline: its input, parameters and the files each stage reads and writes in ``workdir``
@@ -132,16 +133,19 @@ STAGE_TABLE: dict[str, Callable[[PipelineRun, ProgressFn | None], dict[str, Any]
     "validate": lambda r, progress: validate(
         r.source, r.documents, fmt=r.fmt, text_column=r.text_column, progress=progress, **r.validate_options
     ),
-    "deidentify": lambda r, progress: deidentify_file(r.documents, r.deidentified, options=r.deid_options,
-                                                      progress=progress),
+    "deidentify": lambda r, progress: deidentify_file(
+        r.documents, r.deidentified, options=r.deid_options, progress=progress
+    ),
     "deduplicate": lambda r, progress: deduplicate(r.deidentified, r.deduplicated, progress=progress),
     "tokenizer": lambda r, progress: (
-        reuse_tokenizer(r.tokenizer_source, r.tokenizer, r.tokenizer_source_version) if r.tokenizer_source is not None
+        reuse_tokenizer(r.tokenizer_source, r.tokenizer, r.tokenizer_source_version)
+        if r.tokenizer_source is not None
         else train_tokenizer(r.deduplicated, r.tokenizer, vocab_size=r.vocab_size, progress=progress)
     ),
     "shards": lambda r, progress: write_shards(r.deduplicated, r.tokenizer, r.shards, progress=progress),
     "statistics": lambda r, progress: statistics(r.deduplicated, r.shards, r.statistics, progress=progress),
 }
+
 
 def reuse_tokenizer(source: Path, destination: Path, version: int | None = None) -> dict[str, Any]:
     """The ``tokenizer`` stage when an existing dataset version's tokenizer is re-used: copy it (nothing
@@ -189,8 +193,15 @@ def run_pipeline(
     reports every stage.
     Raises ``PipelineError`` from the failing stage; ``validate_options`` go to ``validate``.
     """
-    run = PipelineRun(Path(upload), Path(workdir), fmt, text_column, vocab_size, validate_options,
-                      Path(tokenizer) if tokenizer is not None else None)
+    run = PipelineRun(
+        Path(upload),
+        Path(workdir),
+        fmt,
+        text_column,
+        vocab_size,
+        validate_options,
+        Path(tokenizer) if tokenizer is not None else None,
+    )
     run.workdir.mkdir(parents=True, exist_ok=True)
 
     def cb(stage: str) -> ProgressFn | None:

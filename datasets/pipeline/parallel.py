@@ -97,8 +97,9 @@ def _loads(raw: bytes) -> dict[str, Any]:
     return doc
 
 
-def merge_chunks(src: str, dst: str, chunks: list[Chunk], reports: list[dict[str, Any]],
-                 options: dict[str, Any]) -> dict[str, Any]:
+def merge_chunks(
+    src: str, dst: str, chunks: list[Chunk], reports: list[dict[str, Any]], options: dict[str, Any]
+) -> dict[str, Any]:
     """Join the chunk files of ``dst`` in order into ``dst`` and record the stage report (the serial
     run's key), then remove the chunk folder. Returns the merged report plus ``"reused": False``."""
     src_p, dst_p = Path(src), Path(dst)
@@ -190,8 +191,9 @@ def process_pool_map(workers: int) -> MapFn:
     return run
 
 
-def celery_deidentify(src: str | Path, dst: str | Path, *, options: DeidOptions = DEFAULT_OPTIONS,
-                      chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Any:
+def celery_deidentify(
+    src: str | Path, dst: str | Path, *, options: DeidOptions = DEFAULT_OPTIONS, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+) -> Any:
     """Start the chunked stage on Celery: a chord of ``datasets.tasks.deid_chunk`` tasks (one per chunk,
     on the same broker and queue as every other task) whose callback ``datasets.tasks.deid_merge`` joins
     them. Returns the chord's ``AsyncResult`` (its value is the merged report). Chords need a Celery result
@@ -220,4 +222,3 @@ __all__ = [
     "process_pool_map",
     "reset_claim",
 ]
-

@@ -126,8 +126,15 @@ class DeidAccumulator:
                 shift += len(placeholder) - (f.end - f.start)
                 kept = self.samples.setdefault(f.type, [])
                 if len(kept) < DEID_SAMPLES_PER_TYPE:
-                    kept.append({"context": _sample(new, at, placeholder), "placeholder": placeholder,
-                                 "rule": f.rule, "confidence": f.confidence, "note": f.note})
+                    kept.append(
+                        {
+                            "context": _sample(new, at, placeholder),
+                            "placeholder": placeholder,
+                            "rule": f.rule,
+                            "confidence": f.confidence,
+                            "note": f.note,
+                        }
+                    )
         self.documents += 1
         self.changed += any_change
         return dumps_line({**doc, **fields})

@@ -88,10 +88,15 @@ def agreement_accept(
                 )
             except InsufficientFunds as exc:
                 raise LicenseFeeUnpaid(
-                    _("The license fee of %(fee)s CNY for %(license)s cannot be paid: the wallet holds "
-                      "%(available)s CNY. Top up the wallet, then accept again. Nothing was charged.")
-                    % {"fee": format_cny(license_version.price_micros), "license": str(license_version),
-                       "available": format_cny(exc.available_micros)}
+                    _(
+                        "The license fee of %(fee)s CNY for %(license)s cannot be paid: the wallet holds "
+                        "%(available)s CNY. Top up the wallet, then accept again. Nothing was charged."
+                    )
+                    % {
+                        "fee": format_cny(license_version.price_micros),
+                        "license": str(license_version),
+                        "available": format_cny(exc.available_micros),
+                    }
                 ) from exc
             charge_id = tx.pk
         agreement = Agreement.objects.create(
@@ -104,9 +109,18 @@ def agreement_accept(
             user_agent=(user_agent or "")[:500],
             charge_transaction_id=charge_id,
         )
-        audit_log(action="datasets.agreement_accept", actor=user, organization=organization, obj=agreement,
-                  extra={"license_version": license_version.pk, "text_sha256": agreement.text_sha256,
-                         "ip": ip, "charge_transaction": charge_id})
+        audit_log(
+            action="datasets.agreement_accept",
+            actor=user,
+            organization=organization,
+            obj=agreement,
+            extra={
+                "license_version": license_version.pk,
+                "text_sha256": agreement.text_sha256,
+                "ip": ip,
+                "charge_transaction": charge_id,
+            },
+        )
     return agreement
 
 
@@ -124,6 +138,12 @@ def access_revoke(
         revocation = AccessRevocation.objects.create(
             organization=organization, dataset=dataset, reason=reason.strip(), revoked_by=acting_user
         )
-        audit_log(action="datasets.access_revoke", actor=acting_user, organization=organization, obj=revocation,
-                  extra={"dataset": dataset.slug, "reason": reason.strip()}, staff=True)
+        audit_log(
+            action="datasets.access_revoke",
+            actor=acting_user,
+            organization=organization,
+            obj=revocation,
+            extra={"dataset": dataset.slug, "reason": reason.strip()},
+            staff=True,
+        )
     return revocation

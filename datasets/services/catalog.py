@@ -50,8 +50,10 @@ def license_version_create(
         lic, _created = License.objects.get_or_create(slug=slug, defaults={"name": name})
         current = lic.versions.select_for_update().order_by("-number").first()
         digest = text_sha256(text)
-        if current is not None and current.text_sha256 == digest and all(
-            getattr(current, k) == v for k, v in terms.items()
+        if (
+            current is not None
+            and current.text_sha256 == digest
+            and all(getattr(current, k) == v for k, v in terms.items())
         ):
             return current
         lv = LicenseVersion.objects.create(
@@ -61,8 +63,13 @@ def license_version_create(
             text_sha256=digest,
             **terms,
         )
-        audit_log(action="datasets.license_version_create", actor=acting_user, obj=lv,
-                  extra={"license": slug, "number": lv.number, "text_sha256": digest}, staff=acting_user is not None)
+        audit_log(
+            action="datasets.license_version_create",
+            actor=acting_user,
+            obj=lv,
+            extra={"license": slug, "number": lv.number, "text_sha256": digest},
+            staff=acting_user is not None,
+        )
     return lv
 
 
@@ -94,8 +101,13 @@ def dataset_create(
             },
         )
         if created:
-            audit_log(action="datasets.dataset_create", actor=acting_user, organization=publisher, obj=dataset,
-                      extra={"slug": slug, "visibility": str(visibility)})
+            audit_log(
+                action="datasets.dataset_create",
+                actor=acting_user,
+                organization=publisher,
+                obj=dataset,
+                extra={"slug": slug, "visibility": str(visibility)},
+            )
     return dataset
 
 
@@ -147,7 +159,16 @@ def dataset_version_create(
             shard_dir=shard_dir,
             tokenizer_path=tokenizer_path,
         )
-        audit_log(action="datasets.version_create", actor=acting_user, organization=dataset.publisher, obj=version,
-                  extra={"dataset": dataset.slug, "number": version.number, "documents": version.documents,
-                         "tokens": version.tokens})
+        audit_log(
+            action="datasets.version_create",
+            actor=acting_user,
+            organization=dataset.publisher,
+            obj=version,
+            extra={
+                "dataset": dataset.slug,
+                "number": version.number,
+                "documents": version.documents,
+                "tokens": version.tokens,
+            },
+        )
     return version

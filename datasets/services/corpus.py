@@ -76,13 +76,23 @@ def corpus_import(*, path: Path, domain: str, acting_user: User | None = None) -
     sha = file_sha256(path)
     source = [{"file": path.name, "bytes": path.stat().st_size, "sha256": sha}]
     lv = license_version_create(
-        slug=spec.license_slug, name=spec.license_name, text=spec.read_license_text(path.parent),
-        commercial_use=spec.commercial_use, redistribution=spec.redistribution,
-        derivative_models=spec.derivative_models, attribution_text=spec.attribution, field_of_use=spec.field_of_use,
+        slug=spec.license_slug,
+        name=spec.license_name,
+        text=spec.read_license_text(path.parent),
+        commercial_use=spec.commercial_use,
+        redistribution=spec.redistribution,
+        derivative_models=spec.derivative_models,
+        attribution_text=spec.attribution,
+        field_of_use=spec.field_of_use,
     )
     dataset = dataset_create(
-        slug=spec.slug, name=spec.name, domain=spec.domain, description=spec.description,
-        attribution=spec.attribution, source_url=spec.source_url, acting_user=acting_user,
+        slug=spec.slug,
+        name=spec.name,
+        domain=spec.domain,
+        description=spec.description,
+        attribution=spec.attribution,
+        source_url=spec.source_url,
+        acting_user=acting_user,
     )
     newest = dataset.latest_version
     if newest is not None and newest.manifest.get("source_files") == source and newest.license_version_id == lv.pk:
@@ -106,10 +116,16 @@ def corpus_import(*, path: Path, domain: str, acting_user: User | None = None) -
         raise
     shards = workdir / "shards"
     version = dataset_version_create(
-        dataset=dataset, license_version=lv, statistics=reports["statistics"], deid_report=reports["deidentify"],
-        deid_status=DeidStatus.DEIDENTIFIED, shard_dir=_relative(shards),
-        tokenizer_path=_relative(shards / "tokenizer.json"), source_files=source,
-        sample=_first_text(workdir / "deduplicated.jsonl"), pipeline=_pipeline_counts(reports),
+        dataset=dataset,
+        license_version=lv,
+        statistics=reports["statistics"],
+        deid_report=reports["deidentify"],
+        deid_status=DeidStatus.DEIDENTIFIED,
+        shard_dir=_relative(shards),
+        tokenizer_path=_relative(shards / "tokenizer.json"),
+        source_files=source,
+        sample=_first_text(workdir / "deduplicated.jsonl"),
+        pipeline=_pipeline_counts(reports),
         acting_user=acting_user,
     )
     Dataset.objects.filter(pk=dataset.pk).update(preparing={})

@@ -39,7 +39,16 @@ def mount_attach(*, organization: Organization, user: User | None, version_id: i
         mount = DatasetMount.objects.create(
             organization=organization, user=user, version=version, agreement=agreement, consumer=consumer
         )
-        audit_log(action="datasets.mount_attach", actor=user, organization=organization, obj=mount,
-                  extra={"version": version.pk, "dataset": version.dataset.slug, "consumer": consumer,
-                         "agreement": agreement.pk if agreement else None})
+        audit_log(
+            action="datasets.mount_attach",
+            actor=user,
+            organization=organization,
+            obj=mount,
+            extra={
+                "version": version.pk,
+                "dataset": version.dataset.slug,
+                "consumer": consumer,
+                "agreement": agreement.pk if agreement else None,
+            },
+        )
     return mount

@@ -113,18 +113,29 @@ def upload_create(
                 out.write(chunk)
         with transaction.atomic():
             upload = Upload.objects.create(
-                organization=organization, user=user, name=name.strip()[:200] or original_filename[:200] or "upload",
-                format=fmt, text_column=text_column.strip() if fmt == UploadFormat.CSV else "",
-                original_filename=original_filename[:255], size_bytes=size, keep_original=keep_original,
-                domain=domain, tokenizer_from_id=tokenizer_from,
+                organization=organization,
+                user=user,
+                name=name.strip()[:200] or original_filename[:200] or "upload",
+                format=fmt,
+                text_column=text_column.strip() if fmt == UploadFormat.CSV else "",
+                original_filename=original_filename[:255],
+                size_bytes=size,
+                keep_original=keep_original,
+                domain=domain,
+                tokenizer_from_id=tokenizer_from,
             )
             final = root / str(upload.pk) / f"original.{fmt}"
             final.parent.mkdir(parents=True, exist_ok=True)
             os.replace(partial, final)
             upload.stored_path = _relative(final)
             upload.save(update_fields=["stored_path"])
-            audit_log(action="datasets.upload_create", actor=user, organization=organization, obj=upload,
-                      extra={"format": str(fmt), "bytes": size, "keep_original": keep_original})
+            audit_log(
+                action="datasets.upload_create",
+                actor=user,
+                organization=organization,
+                obj=upload,
+                extra={"format": str(fmt), "bytes": size, "keep_original": keep_original},
+            )
             transaction.on_commit(lambda: tasks.upload_stage.delay(upload.pk, UPLOAD_STAGES[0]))
     except BaseException:
         partial.unlink(missing_ok=True)
@@ -144,8 +155,13 @@ def upload_retry(*, upload: Upload, user: User) -> Upload:
         raise UploadRefused(_("This file was refused; correct it and upload it again."))
     with transaction.atomic():
         upload_transition(upload=upload, to=UploadStatus.PROCESSING, stage=stage, error={})
-        audit_log(action="datasets.upload_retry", actor=user, organization=upload.organization, obj=upload,
-                  extra={"stage": stage})
+        audit_log(
+            action="datasets.upload_retry",
+            actor=user,
+            organization=upload.organization,
+            obj=upload,
+            extra={"stage": stage},
+        )
         transaction.on_commit(lambda: tasks.upload_stage.delay(upload.pk, stage))
     return upload
 
@@ -161,8 +177,13 @@ def _upload_fail(upload: Upload, error: dict[str, Any]) -> None:
             upload.stored_path = ""
     with transaction.atomic():
         upload_transition(upload=upload, to=UploadStatus.FAILED, error=error, stored_path=upload.stored_path)
-        audit_log(action="datasets.upload_fail", actor=None, organization=upload.organization, obj=upload,
-                  extra={"stage": error.get("stage"), "code": error.get("code"), "message": error.get("message")})
+        audit_log(
+            action="datasets.upload_fail",
+            actor=None,
+            organization=upload.organization,
+            obj=upload,
+            extra={"stage": error.get("stage"), "code": error.get("code"), "message": error.get("message")},
+        )
 
 
 def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
@@ -190,10 +211,14 @@ def upload_run_stage(*, upload_id: int, stage: str) -> Upload | None:
     from datasets.policy import deid_options_for
 
     run = p.PipelineRun(  # only ``validate`` reads the source, and it refuses a missing one below
-        original or work, work, upload.format, upload.text_column or None,  # type: ignore[arg-type]
+        original or work,
+        work,
+        upload.format,  # type: ignore[arg-type]
+        upload.text_column or None,
         deid_options=deid_options_for(upload.organization),
         tokenizer_source=upload.tokenizer_from.tokenizer_file if upload.tokenizer_from is not None else None,
-        tokenizer_source_version=upload.tokenizer_from_id)
+        tokenizer_source_version=upload.tokenizer_from_id,
+    )
     last = {"percent": -1}
     thread = threading.get_ident()
 
@@ -229,33 +254,58 @@ def _upload_finish(upload: Upload, reports: dict[str, Any]) -> Upload:
     """Record the finished pipeline as a private version of the organization's dataset named like the upload."""
     work = upload.workdir
     stats = json.loads((work / "statistics.json").read_text(encoding="utf-8"))
-    source = [{"file": upload.original_filename or f"upload-{upload.pk}.{upload.format}",
-               "bytes": upload.size_bytes, "sha256": reports["validate"]["input_sha256"]}]
+    source = [
+        {
+            "file": upload.original_filename or f"upload-{upload.pk}.{upload.format}",
+            "bytes": upload.size_bytes,
+            "sha256": reports["validate"]["input_sha256"],
+        }
+    ]
     lv = license_version_create(
-        slug="own-data", name="Own data (private to the uploading organization)", text=OWN_DATA_LICENSE_TEXT,
-        commercial_use=True, redistribution=False, derivative_models=True,
+        slug="own-data",
+        name="Own data (private to the uploading organization)",
+        text=OWN_DATA_LICENSE_TEXT,
+        commercial_use=True,
+        redistribution=False,
+        derivative_models=True,
     )
     org = upload.organization
     base = slugify(upload.name, allow_unicode=True)[:60] or "upload"
     with transaction.atomic():
         dataset = dataset_create(
-            slug=f"org{org.pk}-{base}", name=upload.name, domain=upload.domain,
-            description=_("Uploaded by %(org)s.") % {"org": org.name}, publisher=org,
-            visibility=Visibility.PRIVATE, acting_user=upload.user,
+            slug=f"org{org.pk}-{base}",
+            name=upload.name,
+            domain=upload.domain,
+            description=_("Uploaded by %(org)s.") % {"org": org.name},
+            publisher=org,
+            visibility=Visibility.PRIVATE,
+            acting_user=upload.user,
         )
         if dataset.publisher_id != org.pk:  # pragma: no cover - slugs are prefixed by the organization id
             raise DatasetError("dataset slug collision")
         version = dataset_version_create(
-            dataset=dataset, license_version=lv, statistics=stats, deid_report=reports.get("deidentify", {}),
-            deid_status=DeidStatus.DEIDENTIFIED, shard_dir=_relative(work / "shards"),
-            tokenizer_path=_relative(work / "shards" / "tokenizer.json"), source_files=source,
-            sample=_first_text(work / "deduplicated.jsonl"), pipeline=_pipeline_counts(reports),
+            dataset=dataset,
+            license_version=lv,
+            statistics=stats,
+            deid_report=reports.get("deidentify", {}),
+            deid_status=DeidStatus.DEIDENTIFIED,
+            shard_dir=_relative(work / "shards"),
+            tokenizer_path=_relative(work / "shards" / "tokenizer.json"),
+            source_files=source,
+            sample=_first_text(work / "deduplicated.jsonl"),
+            pipeline=_pipeline_counts(reports),
             acting_user=upload.user,
         )
-        upload_transition(upload=upload, to=UploadStatus.READY, stage="finish", percent=100, dataset_version=version,
-                          report=reports)
-        audit_log(action="datasets.upload_ready", actor=upload.user, organization=org, obj=upload,
-                  extra={"version": version.pk, "documents": version.documents})
+        upload_transition(
+            upload=upload, to=UploadStatus.READY, stage="finish", percent=100, dataset_version=version, report=reports
+        )
+        audit_log(
+            action="datasets.upload_ready",
+            actor=upload.user,
+            organization=org,
+            obj=upload,
+            extra={"version": version.pk, "documents": version.documents},
+        )
     # The validated copy still holds personal data; the original goes unless the user asked to keep it.
     (work / "documents.jsonl").unlink(missing_ok=True)
     if not upload.keep_original and upload.original_path is not None:

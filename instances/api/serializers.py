@@ -26,8 +26,9 @@ def _bounded(bound: Bound, **kwargs: Any) -> serializers.Field:
     if bound.kind is bool:
         return serializers.BooleanField(help_text=help_text, **kwargs)
     if bound.kind is int:
-        return serializers.IntegerField(min_value=int(bound.low), max_value=int(bound.high), help_text=help_text,
-                                        **kwargs)
+        return serializers.IntegerField(
+            min_value=int(bound.low), max_value=int(bound.high), help_text=help_text, **kwargs
+        )
     return serializers.FloatField(min_value=bound.low, max_value=bound.high, help_text=help_text, **kwargs)
 
 
@@ -68,8 +69,23 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
 
     class Meta:
         model = Instance
-        fields = ["id", "name", "kind", "status", "status_reason", "queue_position", "gpu_type", "gpu_count", "mode",
-                  "image", "command", "placement", "submitted_at", "created_at", "job"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "status",
+            "status_reason",
+            "queue_position",
+            "gpu_type",
+            "gpu_count",
+            "mode",
+            "image",
+            "command",
+            "placement",
+            "submitted_at",
+            "created_at",
+            "job",
+        ]
 
     def get_job(self, obj: Instance) -> int | None:
         job = getattr(obj, "job", None)
@@ -79,8 +95,18 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
 class AttemptSerializer(serializers.ModelSerializer[JobAttempt]):
     class Meta:
         model = JobAttempt
-        fields = ["number", "state", "exit_code", "message", "resume_from_step", "started_step", "placement",
-                  "submitted_at", "first_step_at", "ended_at"]
+        fields = [
+            "number",
+            "state",
+            "exit_code",
+            "message",
+            "resume_from_step",
+            "started_step",
+            "placement",
+            "submitted_at",
+            "first_step_at",
+            "ended_at",
+        ]
 
 
 class JobSerializer(serializers.ModelSerializer[TrainingJob]):
@@ -94,10 +120,31 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
 
     class Meta:
         model = TrainingJob
-        fields = ["id", "name", "instance", "status", "status_reason", "queue_position", "outcome", "gpu_type",
-                  "gpu_count", "model_preset", "engine", "hyperparameters", "dataset_version_ids",
-                  "checkpoint_every_minutes", "checkpoint_every_steps", "keep_last", "last_step", "tokens_seen",
-                  "crash_count", "preempt_count", "next_resume_at", "created_at", "attempts"]
+        fields = [
+            "id",
+            "name",
+            "instance",
+            "status",
+            "status_reason",
+            "queue_position",
+            "outcome",
+            "gpu_type",
+            "gpu_count",
+            "model_preset",
+            "engine",
+            "hyperparameters",
+            "dataset_version_ids",
+            "checkpoint_every_minutes",
+            "checkpoint_every_steps",
+            "keep_last",
+            "last_step",
+            "tokens_seen",
+            "crash_count",
+            "preempt_count",
+            "next_resume_at",
+            "created_at",
+            "attempts",
+        ]
 
 
 class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
@@ -105,8 +152,19 @@ class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
 
     class Meta:
         model = Checkpoint
-        fields = ["id", "step", "created_at", "size_bytes", "location", "loss", "complete", "rolled_back", "attempt",
-                  "pinned", "deleted_at"]
+        fields = [
+            "id",
+            "step",
+            "created_at",
+            "size_bytes",
+            "location",
+            "loss",
+            "complete",
+            "rolled_back",
+            "attempt",
+            "pinned",
+            "deleted_at",
+        ]
 
 
 class InstanceLaunchSerializer(serializers.Serializer[Any]):
@@ -129,7 +187,8 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     dataset_version_ids = serializers.ListField(
-        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=64)
+        child=serializers.IntegerField(min_value=1, max_value=2**63 - 1), min_length=1, max_length=64
+    )
     model_preset = serializers.ChoiceField(choices=ModelPreset.choices, default=ModelPreset.TINY)
     engine = serializers.ChoiceField(choices=Engine.choices, default=Engine.FSDP)
     hyperparameters = HyperparametersSerializer(required=False, default=dict)
@@ -143,8 +202,9 @@ class LogsQuerySerializer(serializers.Serializer[Any]):
 
     lines = serializers.IntegerField(min_value=1, max_value=2000, default=200, help_text="newest lines to return")
     rank = serializers.IntegerField(min_value=0, max_value=1023, default=0, help_text="node rank (pod index)")
-    attempt = serializers.IntegerField(min_value=1, max_value=1_000_000, required=False,
-                                       help_text="attempt number; default the newest")
+    attempt = serializers.IntegerField(
+        min_value=1, max_value=1_000_000, required=False, help_text="attempt number; default the newest"
+    )
 
 
 class RollbackSerializer(serializers.Serializer[Any]):

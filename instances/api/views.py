@@ -35,8 +35,13 @@ from portal.api.parsers import loads_checked
 from portal.api.views import ORG_PARAM, request_organization
 from portal.lib.http import AuthedRequest
 
-IDEMPOTENCY_PARAM = OpenApiParameter("Idempotency-Key", str, location=OpenApiParameter.HEADER, required=False,
-                                     description="A retried create with the same key returns the first result.")
+IDEMPOTENCY_PARAM = OpenApiParameter(
+    "Idempotency-Key",
+    str,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="A retried create with the same key returns the first result.",
+)
 LAUNCH_ERROR_STATUS = {"insufficient_funds": 402, "exceeds_quota": 403}
 
 
@@ -46,8 +51,11 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
     spec.idempotency_key = key
     replay = bool(key) and Instance.objects.filter(organization=org, idempotency_key=key).exists()
     try:
-        instance = services.instance_launch(organization=org, user=request.user,  # type: ignore[arg-type]
-                                            spec=spec)
+        instance = services.instance_launch(
+            organization=org,
+            user=request.user,  # type: ignore[arg-type]
+            spec=spec,
+        )
     except services.LaunchError as exc:
         raise ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field}) from None
     return instance, replay
@@ -64,8 +72,9 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             return Instance.objects.none()
         return selectors.instances_for_org(request_organization(self.request))
 
-    @extend_schema(parameters=[ORG_PARAM, IDEMPOTENCY_PARAM], request=InstanceLaunchSerializer,
-                   responses=InstanceSerializer)
+    @extend_schema(
+        parameters=[ORG_PARAM, IDEMPOTENCY_PARAM], request=InstanceLaunchSerializer, responses=InstanceSerializer
+    )
     def create(self, request: Request) -> Response:
         data = InstanceLaunchSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -77,8 +86,7 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def stop(self, request: AuthedRequest, pk: str) -> Response:
         instance = self.get_object()
-        instance = services.instance_stop(instance=instance, reason="stopped through the API",
-                                          acting_user=request.user)
+        instance = services.instance_stop(instance=instance, reason="stopped through the API", acting_user=request.user)
         return Response(InstanceSerializer(instance).data)
 
 
@@ -105,8 +113,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def stop(self, request: AuthedRequest, pk: str) -> Response:
         job = self.get_object()
-        services.instance_stop(instance=job.instance, reason="stopped through the API",
-                               acting_user=request.user)
+        services.instance_stop(instance=job.instance, reason="stopped through the API", acting_user=request.user)
         job.refresh_from_db()
         return Response(JobSerializer(job).data)
 
@@ -123,8 +130,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data = RollbackSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            job = services.job_rollback(job=job, checkpoint_id=data.validated_data["checkpoint"],
-                                        acting_user=request.user)
+            job = services.job_rollback(
+                job=job, checkpoint_id=data.validated_data["checkpoint"], acting_user=request.user
+            )
         except services.RollbackError as exc:
             raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
         return Response(JobSerializer(job).data)
@@ -156,8 +164,16 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             found = joblogs.job_log(job=job, rank=q["rank"], attempt_number=q.get("attempt"), lines=q["lines"])
         except joblogs.UnknownRank as exc:
             raise ApiError("unknown_rank", str(exc), 404, {"field": "rank"}) from None
-        return Response({"job": job.pk, "attempt": found.attempt, "rank": found.rank, "ranks": found.ranks,
-                         "source": found.source, "lines": found.lines})
+        return Response(
+            {
+                "job": job.pk,
+                "attempt": found.attempt,
+                "rank": found.rank,
+                "ranks": found.ranks,
+                "source": found.source,
+                "lines": found.lines,
+            }
+        )
 
     @extend_schema(request=PinSerializer, responses=CheckpointSerializer)
     @action(detail=True, methods=["post"], url_path=r"checkpoints/(?P<checkpoint_id>[0-9]+)/pin")
@@ -168,8 +184,9 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         data = PinSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            cp = checkpoints.checkpoint_pin(job=job, checkpoint_id=checkpoint_id, pinned=data.validated_data["pinned"],
-                                            acting_user=request.user)
+            cp = checkpoints.checkpoint_pin(
+                job=job, checkpoint_id=checkpoint_id, pinned=data.validated_data["pinned"], acting_user=request.user
+            )
         except checkpoints.CheckpointUnavailable as exc:
             if exc.not_found:
                 raise ApiError("not_found", str(exc), 404) from None
@@ -181,8 +198,14 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     def metrics(self, request: Request, pk: str) -> Response:
         job = self.get_object()
         points = selectors.loss_curve(job)
-        return Response({"job": job.pk, "points": [
-            {"step": p.step, "loss": p.loss, "lr": p.lr, "tokens_per_s": p.tokens_per_s} for p in points]})
+        return Response(
+            {
+                "job": job.pk,
+                "points": [
+                    {"step": p.step, "loss": p.loss, "lr": p.lr, "tokens_per_s": p.tokens_per_s} for p in points
+                ],
+            }
+        )
 
 
 @csrf_exempt
@@ -191,8 +214,9 @@ def runtime_events(request: HttpRequest, job_id: int) -> JsonResponse:
     job attempt's bearer token only (no session, no API token); idempotent per ``(job, attempt, seq)``.
     Other methods than POST: 405 in the API's error envelope."""
     if request.method != "POST":
-        response = JsonResponse({"error": {"code": "method_not_allowed", "message": "Use POST.", "details": None}},
-                                status=405)
+        response = JsonResponse(
+            {"error": {"code": "method_not_allowed", "message": "Use POST.", "details": None}}, status=405
+        )
         response["Allow"] = "POST"
         return response
     header = request.headers.get("Authorization", "")

@@ -49,9 +49,7 @@ def _time(value: str | None) -> datetime | None:
 
 
 def _conditions(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
-    return {
-        c["type"]: c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"
-    }
+    return {c["type"]: c for c in (obj.get("status") or {}).get("conditions") or [] if c.get("status") == "True"}
 
 
 def _trainer_state(pod: dict[str, Any]) -> dict[str, Any]:
@@ -103,29 +101,41 @@ def _pending_reason(pods: list[dict[str, Any]], events: list[dict[str, Any]]) ->
         waiting = (_trainer_state(pod).get("state") or {}).get("waiting") or {}
         if waiting.get("reason") in IMAGE_PULL_REASONS:
             image = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("image", "")
-            return "image_pull", {"pod": pod["metadata"]["name"], "image": image,
-                                  "message": waiting.get("message") or waiting["reason"]}
+            return "image_pull", {
+                "pod": pod["metadata"]["name"],
+                "image": image,
+                "message": waiting.get("message") or waiting["reason"],
+            }
     for pod in pods:
         for cond in (pod.get("status") or {}).get("conditions") or []:
             if cond.get("type") == "PodScheduled" and cond.get("status") == "False":
-                return "unschedulable", {"pod": pod["metadata"]["name"], "gpus": _gpus_of(pod),
-                                         "message": cond.get("message") or cond.get("reason") or ""}
-    warnings = sorted((e for e in events if e.get("type") == "Warning"),
-                      key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")
+                return "unschedulable", {
+                    "pod": pod["metadata"]["name"],
+                    "gpus": _gpus_of(pod),
+                    "message": cond.get("message") or cond.get("reason") or "",
+                }
+    warnings = sorted(
+        (e for e in events if e.get("type") == "Warning"),
+        key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "",
+    )
     if warnings:
         ev = warnings[-1]
         pod = next((p for p in pods if p["metadata"]["name"] == ev["involvedObject"].get("name")), pods[0])
         if ev.get("reason") == "FailedScheduling":
-            return "unschedulable", {"pod": pod["metadata"]["name"], "gpus": _gpus_of(pod),
-                                     "message": ev.get("message", "")}
+            return "unschedulable", {
+                "pod": pod["metadata"]["name"],
+                "gpus": _gpus_of(pod),
+                "message": ev.get("message", ""),
+            }
         if ev.get("reason") in ("Failed", "ErrImagePull", "BackOff") and "image" in (ev.get("message") or ""):
             image = ((pod.get("spec") or {}).get("containers") or [{}])[0].get("image", "")
             return "image_pull", {"pod": pod["metadata"]["name"], "image": image, "message": ev.get("message", "")}
     return "", {}
 
 
-def job_status_from(job: dict[str, Any], pods: list[dict[str, Any]],
-                    events: list[dict[str, Any]] | None = None) -> JobStatus:
+def job_status_from(
+    job: dict[str, Any], pods: list[dict[str, Any]], events: list[dict[str, Any]] | None = None
+) -> JobStatus:
     """Map a Job, its pods and their Events (API JSON, camelCase) to a :class:`JobStatus`.
 
     Rules, first match wins:
@@ -162,16 +172,18 @@ def job_status_from(job: dict[str, Any], pods: list[dict[str, Any]],
     running = sum(ph == "Running" for ph in phases)
     if running >= wanted:
         return JobStatus("running", None, f"{running} pod(s) running", started)
-    reason, details = _pending_reason([p for p in live if (p.get("status") or {}).get("phase") == "Pending"],
-                                      events or [])
+    reason, details = _pending_reason(
+        [p for p in live if (p.get("status") or {}).get("phase") == "Pending"], events or []
+    )
     message = f"{running} of {wanted} pod(s) running"
     if details.get("message"):
         message = f"{message}: {details['message']}"
     return JobStatus("pending", None, message, started, reason=reason, details=details)
 
 
-def _failed_status(cond: dict[str, Any], pods: list[dict[str, Any]], started: datetime | None,
-                   events: list[dict[str, Any]]) -> JobStatus:
+def _failed_status(
+    cond: dict[str, Any], pods: list[dict[str, Any]], started: datetime | None, events: list[dict[str, Any]]
+) -> JobStatus:
     ended = _time(cond.get("lastTransitionTime"))
     message = cond.get("message") or cond.get("reason") or "job failed"
     disrupted_pod = next((p for p in pods if "DisruptionTarget" in _conditions(p)), None)
@@ -181,15 +193,15 @@ def _failed_status(cond: dict[str, Any], pods: list[dict[str, Any]], started: da
         pod_name = disrupted_pod["metadata"]["name"] if disrupted_pod else named.group(1)  # type: ignore[union-attr]
         why = disruption.get("reason") or "DisruptionTarget"
         node = ((disrupted_pod or {}).get("spec") or {}).get("nodeName") or ""
-        said = {str(e.get("reason") or "") for e in events
-                if (e.get("involvedObject") or {}).get("name") == pod_name}
+        said = {str(e.get("reason") or "") for e in events if (e.get("involvedObject") or {}).get("name") == pod_name}
         if why == "DisruptionTarget" and said & NODE_LOSS_EVENTS:
             why = sorted(said & NODE_LOSS_EVENTS)[0]
         reason = "node_lost" if why in NODE_LOSS_REASONS | NODE_LOSS_EVENTS else "evicted"
         code = _trainer_exit(disrupted_pod) if disrupted_pod else None
         text = f"pod {pod_name} disrupted ({why}): resume from the newest checkpoint"
-        return JobStatus("preempted", code, text, started, ended, reason=reason,
-                         details={"pod": pod_name, "why": why, "node": node})
+        return JobStatus(
+            "preempted", code, text, started, ended, reason=reason, details={"pod": pod_name, "why": why, "node": node}
+        )
     codes = [c for c in (_trainer_exit(p) for p in pods) if c not in (None, 0)]
     if not codes and (found := _EXIT_IN_MESSAGE.search(message)):
         codes = [int(found.group(1))]
@@ -197,11 +209,24 @@ def _failed_status(cond: dict[str, Any], pods: list[dict[str, Any]], started: da
         return JobStatus("failed", None, message, started, ended)
     code = combine_exit_codes(codes)
     state, text = state_for_exit_code(code)
-    oom = next((p for p in pods if ((_trainer_state(p).get("state") or {}).get("terminated") or {}).get("reason")
-                == "OOMKilled"), None)
+    oom = next(
+        (
+            p
+            for p in pods
+            if ((_trainer_state(p).get("state") or {}).get("terminated") or {}).get("reason") == "OOMKilled"
+        ),
+        None,
+    )
     if oom is not None and state == "failed" and code not in NOT_RETRIED_EXIT_CODES:
-        return JobStatus("failed", code, f"out of memory (OOMKilled) in pod {oom['metadata']['name']}", started,
-                         ended, reason="oom_killed", details={"pod": oom["metadata"]["name"]})
+        return JobStatus(
+            "failed",
+            code,
+            f"out of memory (OOMKilled) in pod {oom['metadata']['name']}",
+            started,
+            ended,
+            reason="oom_killed",
+            details={"pod": oom["metadata"]["name"]},
+        )
     return JobStatus(state, code, f"{text}; {cond.get('reason', '')}".rstrip("; "), started, ended)
 
 
@@ -227,9 +252,7 @@ def nodes_from(
             continue
         for c in (pod.get("spec") or {}).get("containers") or []:
             res = c.get("resources") or {}
-            amount = (res.get("limits") or {}).get(GPU_RESOURCE) or (res.get("requests") or {}).get(
-                GPU_RESOURCE
-            )
+            amount = (res.get("limits") or {}).get(GPU_RESOURCE) or (res.get("requests") or {}).get(GPU_RESOURCE)
             if amount:
                 used[node] = used.get(node, 0) + int(amount)
     out: list[NodeView] = []

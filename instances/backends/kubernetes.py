@@ -268,9 +268,7 @@ class KubernetesBackend(ComputeBackend):
             {
                 "name": "GPU_PORTAL_NODE_INDEX",
                 "valueFrom": {
-                    "fieldRef": {
-                        "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"
-                    }
+                    "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
                 },
             }
         )
@@ -284,9 +282,7 @@ class KubernetesBackend(ComputeBackend):
             raise BackendError("the Kubernetes backend needs a placement (nodes from the scheduler)")
         gpu_counts = {g for _, g in spec.placement}
         if len(gpu_counts) != 1:
-            raise BackendError(
-                f"every node of a gang must get the same number of GPUs, not {sorted(gpu_counts)}"
-            )
+            raise BackendError(f"every node of a gang must get the same number of GPUs, not {sorted(gpu_counts)}")
         gpus = gpu_counts.pop()
         name = object_name(spec.job_id, spec.attempt)
         labels = self._labels(spec, name)
@@ -305,16 +301,12 @@ class KubernetesBackend(ComputeBackend):
         for i, ds in enumerate(spec.dataset_mounts):
             vol = f"dataset-{i}"
             if self.dataset_volume == "pvc":
-                volumes.append(
-                    {"name": vol, "persistentVolumeClaim": {"claimName": ds.source, "readOnly": True}}
-                )
+                volumes.append({"name": vol, "persistentVolumeClaim": {"claimName": ds.source, "readOnly": True}})
             else:
                 volumes.append({"name": vol, "hostPath": {"path": ds.source, "type": "Directory"}})
             mounts.append({"name": vol, "mountPath": ds.mount_path, "readOnly": True})
         if self.checkpoint_pvc:
-            volumes.append(
-                {"name": "checkpoints", "persistentVolumeClaim": {"claimName": self.checkpoint_pvc}}
-            )
+            volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": self.checkpoint_pvc}})
             mounts.append({"name": "checkpoints", "mountPath": self.checkpoint_mount})
 
         limits: dict[str, str] = {GPU_RESOURCE: str(gpus)}
@@ -419,9 +411,7 @@ class KubernetesBackend(ComputeBackend):
                 create(self.namespace, body)
             except ApiException as exc:
                 if exc.status != 409:
-                    raise BackendError(
-                        f"creating {body['kind']} {body['metadata']['name']}: {exc.reason}"
-                    ) from exc
+                    raise BackendError(f"creating {body['kind']} {body['metadata']['name']}: {exc.reason}") from exc
         return f"k8s:{self.namespace}/{job['metadata']['name']}"
 
     def status(self, handle: str) -> JobStatus:
@@ -435,8 +425,13 @@ class KubernetesBackend(ComputeBackend):
             job = self._batch().read_namespaced_job(name, ns)
         except ApiException as exc:
             if exc.status == 404:
-                return JobStatus("failed", None, f"job {name} not found in {ns}: deleted outside the portal",
-                                 reason="deleted", details={"job": name, "namespace": ns})
+                return JobStatus(
+                    "failed",
+                    None,
+                    f"job {name} not found in {ns}: deleted outside the portal",
+                    reason="deleted",
+                    details={"job": name, "namespace": ns},
+                )
             raise BackendError(f"reading job {name}: {exc.reason}") from exc
         core = self._core()
         sanitize = self.api_client.sanitize_for_serialization
@@ -469,8 +464,7 @@ class KubernetesBackend(ComputeBackend):
             if not mine:
                 return None
             pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
-            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER,
-                                                tail_lines=lines)
+            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER, tail_lines=lines)
         except ApiException as exc:
             if exc.status in (400, 404):  # gone, or its container never started
                 return None
@@ -488,7 +482,9 @@ class KubernetesBackend(ComputeBackend):
         ns, name = self.parse_handle(handle)
         now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         self._batch().patch_namespaced_job(
-            name, ns, {"metadata": {"annotations": {CHECKPOINT_ANNOTATION: now}}},
+            name,
+            ns,
+            {"metadata": {"annotations": {CHECKPOINT_ANNOTATION: now}}},
             _content_type="application/merge-patch+json",
         )
         return 1
@@ -528,9 +524,7 @@ class KubernetesBackend(ComputeBackend):
         """Nodes with allocatable ``nvidia.com/gpu``; free = allocatable minus GPU limits of the pods on them
         that have not finished (see :func:`nodes_from`)."""
         nodes = self._core().list_node()
-        pods = self._core().list_pod_for_all_namespaces(
-            field_selector="status.phase!=Succeeded,status.phase!=Failed"
-        )
+        pods = self._core().list_pod_for_all_namespaces(field_selector="status.phase!=Succeeded,status.phase!=Failed")
         sanitize = self.api_client.sanitize_for_serialization
         return nodes_from(sanitize(nodes), sanitize(pods), self.topology_labels, self.gpu_types)
 

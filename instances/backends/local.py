@@ -148,9 +148,7 @@ class LocalBackend(ComputeBackend):
         """``<workspace_root>/<job_id>/attempt-<n>`` (absolute). Raises BackendError without a root."""
         root = Path(spec.workspace_root) if spec.workspace_root else self.workspace_root
         if root is None:
-            raise BackendError(
-                "no workspace root: set JobSpec.workspace_root or the backend's workspace_root"
-            )
+            raise BackendError("no workspace root: set JobSpec.workspace_root or the backend's workspace_root")
         return root.resolve() / _SAFE_NAME.sub("_", spec.job_id) / f"attempt-{spec.attempt}"
 
     def _read_state(self, handle: str) -> tuple[int, Path, dict[str, Any]]:

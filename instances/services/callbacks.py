@@ -30,47 +30,71 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
     Raises :class:`CallbackRefused` (401 bad token, 400 bad body)."""
     now = now or timezone.now()
     digest = hashlib.sha256(token.encode()).hexdigest() if token else ""
-    attempt = JobAttempt.objects.select_related("instance", "job").filter(
-        job_id=job_id, token_sha256=digest).first() if digest else None
+    attempt = (
+        JobAttempt.objects.select_related("instance", "job").filter(job_id=job_id, token_sha256=digest).first()
+        if digest
+        else None
+    )
     if attempt is None or attempt.job is None or not hmac.compare_digest(digest, attempt.token_sha256):
         raise CallbackRefused("invalid job token", 401)
-    if not isinstance(body, dict) or body.get("attempt") != attempt.number or not isinstance(body.get("events"),
-                                                                                              list):
+    if not isinstance(body, dict) or body.get("attempt") != attempt.number or not isinstance(body.get("events"), list):
         raise CallbackRefused("body must be {attempt: <this token's attempt>, events: [...]}", 400)
     job = attempt.job
     with transaction.atomic():
         TrainingJob.objects.select_for_update().filter(pk=job.pk).first()
         # An older attempt still reporting (a partitioned node that kept training) is recorded but moves no
         # state, and is told to stop.
-        current = attempt.number == JobAttempt.objects.filter(instance_id=attempt.instance_id).order_by(
-            "-number").values_list("number", flat=True).first()
+        current = (
+            attempt.number
+            == JobAttempt.objects.filter(instance_id=attempt.instance_id)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
         for ev in body["events"]:
             if not isinstance(ev, dict) or not isinstance(ev.get("seq"), int) or not isinstance(ev.get("type"), str):
                 raise CallbackRefused("each event needs an integer seq and a type", 400)
             try:
                 with transaction.atomic():
-                    JobEvent.objects.create(job=job, attempt=attempt.number, seq=ev["seq"], type=ev["type"][:20],
-                                            payload=ev, received_at=now)
+                    JobEvent.objects.create(
+                        job=job,
+                        attempt=attempt.number,
+                        seq=ev["seq"],
+                        type=ev["type"][:20],
+                        payload=ev,
+                        received_at=now,
+                    )
             except IntegrityError:
                 continue  # already received: resending is safe
             _apply_event(job, attempt, ev, now, current=current)
         job.refresh_from_db()
-        checkpoint = TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=True).update(
-            checkpoint_requested=False) == 1
+        checkpoint = (
+            TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=True).update(checkpoint_requested=False) == 1
+        )
         stop = job.stop_requested or attempt.instance.status == S.STOPPING or not current
     return {"checkpoint_requested": checkpoint, "stop_requested": stop}
 
 
-def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime, *,
-                 current: bool) -> None:
+def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime, *, current: bool) -> None:
     kind = ev["type"]
     step = ev.get("step")
     if kind in ("started", "progress") and not current:
         if kind == "progress" and isinstance(step, int):
-            JobMetric.objects.bulk_create([JobMetric(
-                job=job, attempt=attempt, step=step, loss=float(ev.get("loss", 0.0)), lr=float(ev.get("lr", 0.0)),
-                tokens_per_s=float(ev.get("tokens_per_s", 0.0)), tokens_seen=int(ev.get("tokens_seen", 0)),
-                reported_at=now)], ignore_conflicts=True)
+            JobMetric.objects.bulk_create(
+                [
+                    JobMetric(
+                        job=job,
+                        attempt=attempt,
+                        step=step,
+                        loss=float(ev.get("loss", 0.0)),
+                        lr=float(ev.get("lr", 0.0)),
+                        tokens_per_s=float(ev.get("tokens_per_s", 0.0)),
+                        tokens_seen=int(ev.get("tokens_seen", 0)),
+                        reported_at=now,
+                    )
+                ],
+                ignore_conflicts=True,
+            )
         return
     if kind == "started":
         JobAttempt.objects.filter(pk=attempt.pk).update(started_step=int(step or 0))
@@ -79,25 +103,56 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, _("training started"), now=now)
     elif kind == "progress" and isinstance(step, int):
-        JobMetric.objects.bulk_create([JobMetric(
-            job=job, attempt=attempt, step=step, loss=float(ev.get("loss", 0.0)), lr=float(ev.get("lr", 0.0)),
-            tokens_per_s=float(ev.get("tokens_per_s", 0.0)), tokens_seen=int(ev.get("tokens_seen", 0)),
-            reported_at=now)], ignore_conflicts=True)
+        JobMetric.objects.bulk_create(
+            [
+                JobMetric(
+                    job=job,
+                    attempt=attempt,
+                    step=step,
+                    loss=float(ev.get("loss", 0.0)),
+                    lr=float(ev.get("lr", 0.0)),
+                    tokens_per_s=float(ev.get("tokens_per_s", 0.0)),
+                    tokens_seen=int(ev.get("tokens_seen", 0)),
+                    reported_at=now,
+                )
+            ],
+            ignore_conflicts=True,
+        )
         TrainingJob.objects.filter(pk=job.pk).update(last_step=step, tokens_seen=int(ev.get("tokens_seen", 0)))
         JobAttempt.objects.filter(pk=attempt.pk, first_step_at__isnull=True).update(first_step_at=now)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, _("training"), now=now)
     elif kind == "checkpoint" and isinstance(step, int):
-        Checkpoint.objects.update_or_create(job=job, step=step, defaults={
-            "attempt": attempt, "location": str(ev.get("path", ""))[:500], "size_bytes": int(ev.get("bytes", 0)),
-            "loss": ev.get("loss"), "complete": True, "rolled_back": False, "created_at": now,
-            "deleted_at": None})  # a step saved again after a prune exists again
-        webhook_emit(organization=job.organization, event_type="job.checkpoint_committed", data={"job_id": job.pk,
-                     "instance_id": attempt.instance_id, "attempt": attempt.number, "step": step,
-                     "size_bytes": int(ev.get("bytes", 0)), "loss": ev.get("loss")})
+        Checkpoint.objects.update_or_create(
+            job=job,
+            step=step,
+            defaults={
+                "attempt": attempt,
+                "location": str(ev.get("path", ""))[:500],
+                "size_bytes": int(ev.get("bytes", 0)),
+                "loss": ev.get("loss"),
+                "complete": True,
+                "rolled_back": False,
+                "created_at": now,
+                "deleted_at": None,
+            },
+        )  # a step saved again after a prune exists again
+        webhook_emit(
+            organization=job.organization,
+            event_type="job.checkpoint_committed",
+            data={
+                "job_id": job.pk,
+                "instance_id": attempt.instance_id,
+                "attempt": attempt.number,
+                "step": step,
+                "size_bytes": int(ev.get("bytes", 0)),
+                "loss": ev.get("loss"),
+            },
+        )
     elif kind == "checkpoint_pruned":  # the runtime deleted it (keep-last-K)
         checkpoints.checkpoint_pruned_apply(job=job, step=step, path=ev.get("path"), now=now)
     elif kind == "exit":
         JobAttempt.objects.filter(pk=attempt.pk).update(
-            message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300])
+            message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300]
+        )

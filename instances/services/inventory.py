@@ -30,15 +30,24 @@ def nodes_sync(*, backend: ComputeBackend | None = None, now: datetime | None = 
     with transaction.atomic():
         if inventory:  # a node gone from the inventory offers no GPUs until it is seen again
             Node.objects.exclude(name__in=[v.name for v in inventory]).exclude(gpus=0).update(
-                gpus=0, backend_free_gpus=0)
+                gpus=0, backend_free_gpus=0
+            )
         for view in inventory:
             gpu_type = types.get(view.gpu_type)
             if gpu_type is None:
                 log.warning("inventory: node %s has GPU type %s, not in the catalog", view.name, view.gpu_type)
                 continue
-            node, created = Node.objects.get_or_create(name=view.name, defaults={
-                "gpu_type": gpu_type, "gpus": view.gpus_total, "block": view.block, "state": view.state,
-                "backend_free_gpus": view.gpus_free, "last_seen_at": now})
+            node, created = Node.objects.get_or_create(
+                name=view.name,
+                defaults={
+                    "gpu_type": gpu_type,
+                    "gpus": view.gpus_total,
+                    "block": view.block,
+                    "state": view.state,
+                    "backend_free_gpus": view.gpus_free,
+                    "last_seen_at": now,
+                },
+            )
             if not created:
                 node.gpu_type, node.gpus, node.block = gpu_type, view.gpus_total, view.block
                 node.backend_free_gpus, node.last_seen_at = view.gpus_free, now
@@ -56,7 +65,8 @@ def node_set_state(*, node: Node, state: str, acting_user: User | None = None) -
     with transaction.atomic():
         old = node.state
         Node.objects.filter(pk=node.pk).update(state=state)
-        audit_log(action=f"instances.node.{state}", actor=acting_user, obj=node, staff=True,
-                  extra={"from": old, "to": state})
+        audit_log(
+            action=f"instances.node.{state}", actor=acting_user, obj=node, staff=True, extra={"from": old, "to": state}
+        )
     node.refresh_from_db()
     return node

@@ -21,8 +21,9 @@ from portal.permissions import authorize_change
 S = InstanceStatus
 
 
-def job_restart(*, job: TrainingJob, acting_user: User | None = None, resume_step: int = -1,
-                reason: str = "") -> TrainingJob:
+def job_restart(
+    *, job: TrainingJob, acting_user: User | None = None, resume_step: int = -1, reason: str = ""
+) -> TrainingJob:
     """Restart a job from its newest complete checkpoint (or ``resume_step``): a resting instance is queued
     at once; a running one is stopped first (with a final checkpoint) and queued when it has stopped."""
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
@@ -40,8 +41,13 @@ def job_restart(*, job: TrainingJob, acting_user: User | None = None, resume_ste
             instance_stop(instance=instance, reason=reason or _("restart"), acting_user=acting_user)
         elif instance.status == S.STOPPING:
             TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
-        audit_log(action="instances.job.restart", actor=acting_user, organization=job.organization, obj=job,
-                  extra={"resume_step": resume_step})
+        audit_log(
+            action="instances.job.restart",
+            actor=acting_user,
+            organization=job.organization,
+            obj=job,
+            extra={"resume_step": resume_step},
+        )
     job.refresh_from_db()
     return job
 
@@ -59,10 +65,19 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
-        audit_log(action="instances.job.rollback", actor=acting_user, organization=job.organization, obj=job,
-                  extra={"checkpoint": cp.pk, "step": cp.step})
-        return job_restart(job=job, acting_user=acting_user, resume_step=cp.step,
-                           reason=_("rollback to step %(step)d") % {"step": cp.step})
+        audit_log(
+            action="instances.job.rollback",
+            actor=acting_user,
+            organization=job.organization,
+            obj=job,
+            extra={"checkpoint": cp.pk, "step": cp.step},
+        )
+        return job_restart(
+            job=job,
+            acting_user=acting_user,
+            resume_step=cp.step,
+            reason=_("rollback to step %(step)d") % {"step": cp.step},
+        )
 
 
 def job_checkpoint_now(*, job: TrainingJob, acting_user: User | None = None) -> TrainingJob:
@@ -71,8 +86,7 @@ def job_checkpoint_now(*, job: TrainingJob, acting_user: User | None = None) -> 
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     with transaction.atomic():
         TrainingJob.objects.filter(pk=job.pk).update(checkpoint_requested=True)
-        audit_log(action="instances.job.checkpoint_now", actor=acting_user, organization=job.organization,
-                  obj=job)
+        audit_log(action="instances.job.checkpoint_now", actor=acting_user, organization=job.organization, obj=job)
     job.refresh_from_db()
     return job
 
@@ -82,12 +96,17 @@ def checkpoint_timers(*, now: datetime | None = None) -> int:
     1.5 × its interval is asked for a checkpoint. Returns how many were asked."""
     now = now or timezone.now()
     asked = 0
-    for job in TrainingJob.objects.filter(instance__status=S.RUNNING, checkpoint_requested=False,
-                                          checkpoint_every_minutes__gt=0).select_related("instance"):
+    for job in TrainingJob.objects.filter(
+        instance__status=S.RUNNING, checkpoint_requested=False, checkpoint_every_minutes__gt=0
+    ).select_related("instance"):
         newest = job.checkpoints.order_by("-created_at").values_list("created_at", flat=True).first()
-        since = newest or job.instance.transitions.filter(to_status=S.RUNNING).order_by("-id").values_list(
-            "created_at", flat=True).first()
+        since = (
+            newest
+            or job.instance.transitions.filter(to_status=S.RUNNING)
+            .order_by("-id")
+            .values_list("created_at", flat=True)
+            .first()
+        )
         if since and now - since > timedelta(minutes=1.5 * job.checkpoint_every_minutes):
-            asked += TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=False).update(
-                checkpoint_requested=True)
+            asked += TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=False).update(checkpoint_requested=True)
     return asked

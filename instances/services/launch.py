@@ -61,14 +61,18 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
     if gpu_type is None:
         raise LaunchError("unknown_gpu_type", _("Unknown GPU type %(code)s.") % {"code": spec.gpu_type}, "gpu_type")
     if not isinstance(spec.gpu_count, int) or not 1 <= spec.gpu_count <= scheduler.MAX_GANG_GPUS:
-        raise LaunchError("invalid_gpu_count", _("The GPU count must be between 1 and %(max)d.")
-                          % {"max": scheduler.MAX_GANG_GPUS}, "gpu_count")
+        raise LaunchError(
+            "invalid_gpu_count",
+            _("The GPU count must be between 1 and %(max)d.") % {"max": scheduler.MAX_GANG_GPUS},
+            "gpu_count",
+        )
     if spec.mode not in RentalMode.values:
         raise LaunchError("invalid_mode", _("Unknown mode %(mode)s.") % {"mode": spec.mode}, "mode")
     node_size = gpu_type.gpus_per_node
     if (spec.mode == RentalMode.BARE_METAL or spec.gpu_count >= node_size) and spec.gpu_count % node_size:
-        raise LaunchError("not_multiple", _("Whole-node requests need a multiple of %(n)d GPUs.") % {"n": node_size},
-                          "gpu_count")
+        raise LaunchError(
+            "not_multiple", _("Whole-node requests need a multiple of %(n)d GPUs.") % {"n": node_size}, "gpu_count"
+        )
     image = None
     if spec.image:
         image = Image.objects.filter(name=spec.image).first()
@@ -76,8 +80,12 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
             raise LaunchError("unknown_image", _("Unknown image %(name)s.") % {"name": spec.image}, "image")
     quota = gpu_quota_of(organization)
     if quota is not None and spec.gpu_count > quota:
-        raise LaunchError("exceeds_quota", _("The request for %(n)d GPUs exceeds your organization's GPU quota of "
-                          "%(q)d.") % {"n": spec.gpu_count, "q": quota}, "gpu_count")
+        raise LaunchError(
+            "exceeds_quota",
+            _("The request for %(n)d GPUs exceeds your organization's GPU quota of %(q)d.")
+            % {"n": spec.gpu_count, "q": quota},
+            "gpu_count",
+        )
     if spec.kind == InstanceKind.INTERACTIVE:
         if not spec.command or not all(isinstance(a, str) and a for a in spec.command):
             raise LaunchError("invalid", _("An interactive instance needs a command."), "command")
@@ -86,21 +94,26 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
     else:
         raise LaunchError("invalid", _("Unknown kind %(kind)s.") % {"kind": spec.kind}, "kind")
     try:
-        quote = price_quote(organization=organization, gpu_type=gpu_type.code, gpu_count=spec.gpu_count,
-                            mode=spec.mode)
+        quote = price_quote(organization=organization, gpu_type=gpu_type.code, gpu_count=spec.gpu_count, mode=spec.mode)
     except PriceNotFound:
-        raise LaunchError("no_price", _("%(code)s has no price for this mode.") % {"code": gpu_type.code},
-                          "gpu_type") from None
+        raise LaunchError(
+            "no_price", _("%(code)s has no price for this mode.") % {"code": gpu_type.code}, "gpu_type"
+        ) from None
     minutes = int(_setting("INSTANCES_MIN_RUNWAY_MINUTES", 10))
-    needed = cumulative_charge_micros(price_per_gpu_hour_micros=quote.price_per_gpu_hour_micros,
-                                      gpus=spec.gpu_count, minutes=minutes)
+    needed = cumulative_charge_micros(
+        price_per_gpu_hour_micros=quote.price_per_gpu_hour_micros, gpus=spec.gpu_count, minutes=minutes
+    )
     if quote.balance_micros < needed:
         from billing.money import format_cny
 
-        raise LaunchError("insufficient_funds", _(
-            "Your balance of %(balance)s CNY does not cover the first %(minutes)d minutes (%(needed)s CNY). "
-            "Top up your wallet first.") % {"balance": format_cny(quote.balance_micros), "minutes": minutes,
-                                            "needed": format_cny(needed)})
+        raise LaunchError(
+            "insufficient_funds",
+            _(
+                "Your balance of %(balance)s CNY does not cover the first %(minutes)d minutes (%(needed)s CNY). "
+                "Top up your wallet first."
+            )
+            % {"balance": format_cny(quote.balance_micros), "minutes": minutes, "needed": format_cny(needed)},
+        )
     return gpu_type, image
 
 
@@ -110,16 +123,31 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
     if spec.engine not in Engine.values:
         raise LaunchError("invalid", _("Unknown engine %(e)s.") % {"e": spec.engine}, "engine")
     try:  # the one table of bounds, shared with the console form and the API serializers
-        limits.launch_values_validate({"keep_last": spec.keep_last,
-                                       "checkpoint_every_minutes": spec.checkpoint_every_minutes,
-                                       "checkpoint_every_steps": spec.checkpoint_every_steps})
+        limits.launch_values_validate(
+            {
+                "keep_last": spec.keep_last,
+                "checkpoint_every_minutes": spec.checkpoint_every_minutes,
+                "checkpoint_every_steps": spec.checkpoint_every_steps,
+            }
+        )
         limits.hyperparameters_validate(spec.hyperparameters)
     except limits.LimitError as exc:
         raise LaunchError("invalid", str(exc), exc.field) from None
     try:  # the runtime's own validation, with placeholder paths
-        JobConfig.from_dict({**_config_core(spec.model_preset, spec.engine, spec.hyperparameters,
-                                            spec.checkpoint_every_minutes, spec.checkpoint_every_steps,
-                                            spec.keep_last), "data": ["/placeholder"], "checkpoint_dir": "/ckpt"})
+        JobConfig.from_dict(
+            {
+                **_config_core(
+                    spec.model_preset,
+                    spec.engine,
+                    spec.hyperparameters,
+                    spec.checkpoint_every_minutes,
+                    spec.checkpoint_every_steps,
+                    spec.keep_last,
+                ),
+                "data": ["/placeholder"],
+                "checkpoint_dir": "/ckpt",
+            }
+        )
     except ConfigError as exc:
         raise LaunchError("invalid", str(exc), "hyperparameters") from None
     if not spec.dataset_version_ids:
@@ -130,9 +158,12 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
     allowed = set(versions_mountable_by(organization).filter(pk__in=ids).values_list("pk", flat=True))
     for vid in ids:
         if vid not in allowed:
-            raise LaunchError("dataset_agreement_required", _(
-                "Dataset version %(id)d is not available to your organization: accept its license first.")
-                % {"id": vid}, "dataset_version_ids")
+            raise LaunchError(
+                "dataset_agreement_required",
+                _("Dataset version %(id)d is not available to your organization: accept its license first.")
+                % {"id": vid},
+                "dataset_version_ids",
+            )
 
 
 def instance_launch(*, organization: Organization, user: User | None, spec: LaunchSpec) -> Instance:
@@ -154,33 +185,51 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
         with transaction.atomic():
             now = timezone.now()
             instance = Instance.objects.create(
-                organization=organization, created_by=user, name=spec.name or f"{gpu_type.code}×{spec.gpu_count}",
-                kind=spec.kind, gpu_type=gpu_type, gpu_count=spec.gpu_count, mode=spec.mode, image=image,
-                command=list(spec.command), submitted_at=now, idempotency_key=spec.idempotency_key,
+                organization=organization,
+                created_by=user,
+                name=spec.name or f"{gpu_type.code}×{spec.gpu_count}",
+                kind=spec.kind,
+                gpu_type=gpu_type,
+                gpu_count=spec.gpu_count,
+                mode=spec.mode,
+                image=image,
+                command=list(spec.command),
+                submitted_at=now,
+                idempotency_key=spec.idempotency_key,
             )
             if spec.kind == InstanceKind.TRAINING:
                 job = TrainingJob.objects.create(
-                    instance=instance, organization=organization, name=instance.name,
-                    model_preset=spec.model_preset, engine=spec.engine,
+                    instance=instance,
+                    organization=organization,
+                    name=instance.name,
+                    model_preset=spec.model_preset,
+                    engine=spec.engine,
                     hyperparameters={**HYPERPARAMETER_DEFAULTS, **spec.hyperparameters},
                     dataset_version_ids=[int(v) for v in spec.dataset_version_ids],
                     checkpoint_every_minutes=spec.checkpoint_every_minutes,
-                    checkpoint_every_steps=spec.checkpoint_every_steps, keep_last=spec.keep_last,
+                    checkpoint_every_steps=spec.checkpoint_every_steps,
+                    keep_last=spec.keep_last,
                 )
-                job.checkpoint_uri = str(Path(_setting("INSTANCES_CHECKPOINT_ROOT",
-                                                       Path(settings.DATA_DIR) / "checkpoints")) / f"job-{job.pk}")
+                job.checkpoint_uri = str(
+                    Path(_setting("INSTANCES_CHECKPOINT_ROOT", Path(settings.DATA_DIR) / "checkpoints"))
+                    / f"job-{job.pk}"
+                )
                 job.mounts = _attach_datasets(job, user)
                 job.save(update_fields=["checkpoint_uri", "mounts"])
-            audit_log(action="instances.instance.launch", actor=user, organization=organization, obj=instance,
-                      extra={"gpu_type": gpu_type.code, "gpus": spec.gpu_count, "mode": spec.mode,
-                             "kind": spec.kind})
-            instance_transition(instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"),
-                                acting_user=user, now=now)
+            audit_log(
+                action="instances.instance.launch",
+                actor=user,
+                organization=organization,
+                obj=instance,
+                extra={"gpu_type": gpu_type.code, "gpus": spec.gpu_count, "mode": spec.mode, "kind": spec.kind},
+            )
+            instance_transition(
+                instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"), acting_user=user, now=now
+            )
             instances_schedule()
     except IntegrityError:
         if spec.idempotency_key:
-            existing = Instance.objects.filter(organization=organization,
-                                               idempotency_key=spec.idempotency_key).first()
+            existing = Instance.objects.filter(organization=organization, idempotency_key=spec.idempotency_key).first()
             if existing is not None:
                 return existing
         raise
@@ -200,8 +249,9 @@ def _attach_datasets(job: TrainingJob, user: User | None) -> list[dict[str, Any]
     mounts = []
     for vid in job.dataset_version_ids:
         try:
-            m = ds.mount_attach(organization=job.organization, user=user, version_id=vid,
-                                consumer=f"instances.trainingjob:{job.pk}")
+            m = ds.mount_attach(
+                organization=job.organization, user=user, version_id=vid, consumer=f"instances.trainingjob:{job.pk}"
+            )
         except DatasetError as exc:
             raise LaunchError("dataset_agreement_required", str(exc), "dataset_version_ids") from exc
         mounts.append({"version_id": vid, "name": f"ds-{vid}", "shard_dir": str(m.shard_dir)})

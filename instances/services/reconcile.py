@@ -60,9 +60,15 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
     elif status.reason:  # the backend's cause in the user's language (instances.k8s_reasons)
         status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
     with transaction.atomic():
-        claimed = JobAttempt.objects.filter(pk=attempt.pk).exclude(state__in=ATTEMPT_TERMINAL).update(
-            state=status.state, exit_code=status.exit_code, message=status.message[:300],
-            ended_at=status.finished_at or now,
+        claimed = (
+            JobAttempt.objects.filter(pk=attempt.pk)
+            .exclude(state__in=ATTEMPT_TERMINAL)
+            .update(
+                state=status.state,
+                exit_code=status.exit_code,
+                message=status.message[:300],
+                ended_at=status.finished_at or now,
+            )
         )
         if not claimed:
             return instance
@@ -72,18 +78,25 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         job = TrainingJob.objects.select_for_update().filter(instance=instance).first()
         state = status.state
         # no exit code, or a rank lost / checkpoint store unavailable (88, 75): not the job's fault, no crash budget
-        lost_node = state == "failed" and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES) \
+        lost_node = (
+            state == "failed"
+            and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES)
             and instance.status != S.STOPPING
+        )
         if state == "succeeded":
             _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)
-            webhook_emit(organization=instance.organization, event_type="job.finished",
-                         data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number})
+            webhook_emit(
+                organization=instance.organization,
+                event_type="job.finished",
+                data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number},
+            )
         elif state == "stopped" or instance.status == S.STOPPING:
             _try_transition(instance, S.STOPPED, status.message or _("stopped"), now=now, placement=[])
             if job is not None and job.restart_after_stop:
-                TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=False, stop_requested=False,
-                                                             next_resume_at=now, outcome=JobOutcome.NONE)
+                TrainingJob.objects.filter(pk=job.pk).update(
+                    restart_after_stop=False, stop_requested=False, next_resume_at=now, outcome=JobOutcome.NONE
+                )
             else:
                 _job_finish(instance, JobOutcome.STOPPED)
         elif state == "preempted" or lost_node:
@@ -93,30 +106,51 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
             if lost_node:  # no trace of when it stopped: bill up to when it was last seen running
                 attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
-            webhook_emit(organization=instance.organization, event_type="job.preempted", data={
-                "job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number, "message": reason})
+            webhook_emit(
+                organization=instance.organization,
+                event_type="job.preempted",
+                data={
+                    "job_id": attempt.job_id,
+                    "instance_id": instance.pk,
+                    "attempt": attempt.number,
+                    "message": reason,
+                },
+            )
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
             if job is not None:
                 TrainingJob.objects.filter(pk=job.pk).update(
-                    preempt_count=F("preempt_count") + 1, next_resume_at=now + timedelta(seconds=delay),
-                    stop_requested=False, checkpoint_requested=False)
+                    preempt_count=F("preempt_count") + 1,
+                    next_resume_at=now + timedelta(seconds=delay),
+                    stop_requested=False,
+                    checkpoint_requested=False,
+                )
         else:  # crashed
             _try_transition(instance, S.FAILED, status.message, now=now, placement=[])
-            webhook_emit(organization=instance.organization, event_type="job.failed", data={"job_id": attempt.job_id,
-                         "instance_id": instance.pk, "attempt": attempt.number, "exit_code": status.exit_code,
-                         "message": status.message[:300]})
+            webhook_emit(
+                organization=instance.organization,
+                event_type="job.failed",
+                data={
+                    "job_id": attempt.job_id,
+                    "instance_id": instance.pk,
+                    "attempt": attempt.number,
+                    "exit_code": status.exit_code,
+                    "message": status.message[:300],
+                },
+            )
             if job is None:
                 return instance
             no_retry = status.exit_code in (EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED)
             crashes = job.crash_count + 1
             limit = int(_setting("INSTANCES_MAX_CRASH_RESUMES", 3))
             if no_retry or crashes > limit:
-                TrainingJob.objects.filter(pk=job.pk).update(crash_count=crashes, outcome=JobOutcome.FAILED,
-                                                             next_resume_at=None)
+                TrainingJob.objects.filter(pk=job.pk).update(
+                    crash_count=crashes, outcome=JobOutcome.FAILED, next_resume_at=None
+                )
             else:
                 backoff = float(_setting("INSTANCES_RESUME_BACKOFF_S", 30)) * 2 ** (crashes - 1)
-                TrainingJob.objects.filter(pk=job.pk).update(crash_count=crashes,
-                                                             next_resume_at=now + timedelta(seconds=backoff))
+                TrainingJob.objects.filter(pk=job.pk).update(
+                    crash_count=crashes, next_resume_at=now + timedelta(seconds=backoff)
+                )
     instance.refresh_from_db()
     return instance
 
@@ -130,8 +164,12 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
     if not Node.objects.exists():  # a fresh install: take the inventory now rather than at the next sync
         nodes_sync(backend=backend, now=now)
     observed = 0
-    for attempt in JobAttempt.objects.filter(instance__status__in=WATCHED).exclude(handle="").exclude(
-            state__in=ATTEMPT_TERMINAL).select_related("instance"):
+    for attempt in (
+        JobAttempt.objects.filter(instance__status__in=WATCHED)
+        .exclude(handle="")
+        .exclude(state__in=ATTEMPT_TERMINAL)
+        .select_related("instance")
+    ):
         try:
             st = backend.status(attempt.handle)
         except UnknownHandle as exc:
@@ -146,8 +184,9 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
     for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):
         _try_transition(inst, S.STOPPED, _("stopped before start"), now=now, placement=[])
     resumed = 0
-    due = TrainingJob.objects.filter(instance__status__in=RESTING, next_resume_at__lte=now,
-                                     outcome=JobOutcome.NONE).select_related("instance")
+    due = TrainingJob.objects.filter(
+        instance__status__in=RESTING, next_resume_at__lte=now, outcome=JobOutcome.NONE
+    ).select_related("instance")
     for job in due:
         if job_resume(job=job, reason=_("automatic resume"), now=now):
             resumed += 1
@@ -155,8 +194,7 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
     return {"observed": observed, "resumed": resumed, "placed": len(placed)}
 
 
-def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None,
-               now: datetime | None = None) -> bool:
+def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None, now: datetime | None = None) -> bool:
     """Queue a resting job's instance again (``scheduling``); its next attempt resumes from the newest
     complete checkpoint, or from ``job.resume_step`` after a rollback. Returns False if the instance was
     not resting (someone else resumed or stopped it)."""
@@ -166,18 +204,26 @@ def job_resume(*, job: TrainingJob, reason: str, acting_user: User | None = None
         if instance.status not in RESTING:
             return False
         TrainingJob.objects.filter(pk=job.pk).update(next_resume_at=None, outcome=JobOutcome.NONE)
-        ok = _try_transition(instance, S.SCHEDULING, reason, acting_user=acting_user, now=now,
-                             submitted_at=now or timezone.now())
+        ok = _try_transition(
+            instance, S.SCHEDULING, reason, acting_user=acting_user, now=now, submitted_at=now or timezone.now()
+        )
         if ok:
-            audit_log(action="instances.job.resume", actor=acting_user, organization=job.organization, obj=job,
-                      extra={"reason": reason, "resume_step": job.resume_step})
-            webhook_emit(organization=job.organization, event_type="job.resumed", data={
-                "job_id": job.pk, "instance_id": instance.pk, "reason": reason, "resume_step": job.resume_step})
+            audit_log(
+                action="instances.job.resume",
+                actor=acting_user,
+                organization=job.organization,
+                obj=job,
+                extra={"reason": reason, "resume_step": job.resume_step},
+            )
+            webhook_emit(
+                organization=job.organization,
+                event_type="job.resumed",
+                data={"job_id": job.pk, "instance_id": instance.pk, "reason": reason, "resume_step": job.resume_step},
+            )
         return ok
 
 
-def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None,
-                  staff: bool = False) -> Instance:
+def instance_stop(*, instance: Instance, reason: str, acting_user: User | None = None, staff: bool = False) -> Instance:
     """Stop an instance, final checkpoint first (the interface the budget guard calls).
 
     Waiting (pending / scheduling) or resting (failed / preempted) instances stop at once (an auto-resume is
@@ -188,14 +234,21 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
     ``acting_user``'s role may not stop this instance (another member's needs ``instances.manage_any``;
     ``staff=True`` only from the back office).
     """
-    authorize_change(user=acting_user, organization=instance.organization, created_by_id=instance.created_by_id,
-                     staff=staff)
+    authorize_change(
+        user=acting_user, organization=instance.organization, created_by_id=instance.created_by_id, staff=staff
+    )
     with transaction.atomic():
         instance.refresh_from_db()
         status = instance.status
         if status in (S.PENDING, S.SCHEDULING, S.FAILED, S.PREEMPTED):
-            instance_transition(instance=instance, to=S.STOPPED, reason=reason, acting_user=acting_user,
-                                placement=[], queue_position=None)
+            instance_transition(
+                instance=instance,
+                to=S.STOPPED,
+                reason=reason,
+                acting_user=acting_user,
+                placement=[],
+                queue_position=None,
+            )
             _job_finish(instance, JobOutcome.STOPPED)
             transaction.on_commit(lambda: tasks.schedule.delay())
         elif status in (S.PROVISIONING, S.RUNNING):
@@ -204,8 +257,13 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
             transaction.on_commit(lambda: tasks.stop_instance.delay(instance.pk))
         else:
             return instance
-        audit_log(action="instances.instance.stop", actor=acting_user, organization=instance.organization,
-                  obj=instance, extra={"reason": reason, "from": status})
+        audit_log(
+            action="instances.instance.stop",
+            actor=acting_user,
+            organization=instance.organization,
+            obj=instance,
+            extra={"reason": reason, "from": status},
+        )
     instance.refresh_from_db()
     return instance
 
@@ -237,8 +295,9 @@ def instance_stop_backend(*, instance_id: int) -> Instance:
 def instances_reconcile_queue() -> None:
     """Resume jobs that are due and offer capacity to the queue (after a stop freed some)."""
     now = timezone.now()
-    for job in TrainingJob.objects.filter(instance__status__in=RESTING, next_resume_at__lte=now,
-                                          outcome=JobOutcome.NONE).select_related("instance"):
+    for job in TrainingJob.objects.filter(
+        instance__status__in=RESTING, next_resume_at__lte=now, outcome=JobOutcome.NONE
+    ).select_related("instance"):
         job_resume(job=job, reason=_("restart"), now=now)
     instances_schedule(now=now)
 
@@ -252,8 +311,11 @@ def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
     if _setting("INSTANCES_BACKEND", "local") != "local":
         return []
     backend = boundary.compute_backend()
-    handles = list(JobAttempt.objects.filter(backend="local", state__in=["pending", "running"])
-                   .exclude(handle="").values_list("handle", flat=True))
+    handles = list(
+        JobAttempt.objects.filter(backend="local", state__in=["pending", "running"])
+        .exclude(handle="")
+        .values_list("handle", flat=True)
+    )
     grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
     stopped = []
     for handle in handles:

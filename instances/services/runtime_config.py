@@ -29,8 +29,9 @@ HYPERPARAMETER_DEFAULTS: dict[str, Any] = {
 HYPERPARAMETER_FIELDS = limits.HYPERPARAMETER_FIELDS
 
 
-def _config_core(preset: str, engine: str, hyper: dict[str, Any], every_min: int, every_steps: int,
-                 keep_last: int) -> dict[str, Any]:
+def _config_core(
+    preset: str, engine: str, hyper: dict[str, Any], every_min: int, every_steps: int, keep_last: int
+) -> dict[str, Any]:
     return {
         "model": preset,
         "engine": engine,
@@ -62,8 +63,14 @@ def runtime_config(attempt: JobAttempt) -> dict[str, Any]:
     local = attempt.backend == "local"
     data = [m["shard_dir"] if local else f"/data/{m['name']}" for m in job.mounts]
     cfg = {
-        **_config_core(job.model_preset, job.engine, job.hyperparameters, job.checkpoint_every_minutes,
-                       job.checkpoint_every_steps, job.keep_last),
+        **_config_core(
+            job.model_preset,
+            job.engine,
+            job.hyperparameters,
+            job.checkpoint_every_minutes,
+            job.checkpoint_every_steps,
+            job.keep_last,
+        ),
         "data": data,
         "checkpoint_dir": job.checkpoint_uri,
         "callback_url": f"{site}/api/v1/runtime/jobs/{job.pk}",
@@ -90,8 +97,11 @@ def job_spec_for(attempt: JobAttempt) -> JobSpec:
         nproc_per_node=max(g for _, g in placement),
         config_json=json.dumps(runtime_config(attempt)) if job else None,
         command=list(instance.command) if not job else None,
-        env={"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
-             "OMP_NUM_THREADS": str(_setting("INSTANCES_OMP_THREADS", 1))},
+        env={
+            "HF_HUB_OFFLINE": "1",
+            "TOKENIZERS_PARALLELISM": "false",
+            "OMP_NUM_THREADS": str(_setting("INSTANCES_OMP_THREADS", 1)),
+        },
         dataset_mounts=mounts,
         checkpoint_uri=job.checkpoint_uri if job else "",
         termination_grace_s=int(_setting("INSTANCES_STOP_GRACE_S", 120)),

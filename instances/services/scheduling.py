@@ -31,8 +31,11 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
     they choose; the writes are set-based (``instances.scheduling_pass``). Returns the instances placed."""
     from instances.scheduling_pass import schedule_pass
 
-    return schedule_pass(now=now, backend=_setting("INSTANCES_BACKEND", "local"),
-                         on_attempt=lambda attempt_id: tasks.launch_attempt.delay(attempt_id))
+    return schedule_pass(
+        now=now,
+        backend=_setting("INSTANCES_BACKEND", "local"),
+        on_attempt=lambda attempt_id: tasks.launch_attempt.delay(attempt_id),
+    )
 
 
 def attempt_submit(*, attempt_id: int) -> JobAttempt:
@@ -51,13 +54,22 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
         handle = boundary.compute_backend().submit(spec)
     except (BackendError, ConfigError) as exc:
         with transaction.atomic():
-            JobAttempt.objects.filter(pk=attempt.pk).update(state=AttemptState.FAILED, message=str(exc)[:300],
-                                                            ended_at=timezone.now())
+            JobAttempt.objects.filter(pk=attempt.pk).update(
+                state=AttemptState.FAILED, message=str(exc)[:300], ended_at=timezone.now()
+            )
             _try_transition(instance, S.FAILED, _("launch failed: %(err)s") % {"err": exc})
             _job_finish(instance, JobOutcome.FAILED)
-            webhook_emit(organization=instance.organization, event_type="job.failed", data={"job_id": attempt.job_id,
-                         "instance_id": instance.pk, "attempt": attempt.number, "exit_code": None,
-                         "message": str(exc)[:300]})
+            webhook_emit(
+                organization=instance.organization,
+                event_type="job.failed",
+                data={
+                    "job_id": attempt.job_id,
+                    "instance_id": instance.pk,
+                    "attempt": attempt.number,
+                    "exit_code": None,
+                    "message": str(exc)[:300],
+                },
+            )
         return attempt
     JobAttempt.objects.filter(pk=attempt.pk, handle="").update(handle=handle, submitted_at=timezone.now())
     attempt.refresh_from_db()

@@ -51,5 +51,6 @@ def _try_transition(instance: Instance, to: str, reason: str = "", **kw: Any) ->
 
 def _job_finish(instance: Instance, outcome: str) -> None:
     """Record a job's final outcome and clear its pending requests (the instance has stopped or failed)."""
-    TrainingJob.objects.filter(instance=instance).update(outcome=outcome, next_resume_at=None,
-                                                         stop_requested=False, checkpoint_requested=False)
+    TrainingJob.objects.filter(instance=instance).update(
+        outcome=outcome, next_resume_at=None, stop_requested=False, checkpoint_requested=False
+    )

@@ -151,8 +151,10 @@ def export_checkpoint(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m instances.serving.export",
-                                     description="export a complete DCP checkpoint folder to a Hugging Face folder")
+    parser = argparse.ArgumentParser(
+        prog="python -m instances.serving.export",
+        description="export a complete DCP checkpoint folder to a Hugging Face folder",
+    )
     parser.add_argument("checkpoint_dir")
     parser.add_argument("out_dir")
     parser.add_argument("--tokenizer", default=None)

@@ -38,8 +38,12 @@ class Generator:
     ``benchmarks/gpu_check.py``).
     """
 
-    def __init__(self, model_dir: str | os.PathLike[str], repetition_penalty: float = REPETITION_PENALTY,
-                 device: str | None = None) -> None:
+    def __init__(
+        self,
+        model_dir: str | os.PathLike[str],
+        repetition_penalty: float = REPETITION_PENALTY,
+        device: str | None = None,
+    ) -> None:
         import torch
         from tokenizers import Tokenizer
         from transformers import AutoModelForCausalLM
@@ -47,8 +51,9 @@ class Generator:
         self.dir = Path(model_dir)
         self.info = json.loads((self.dir / EXPORT_INFO).read_text(encoding="utf-8"))
         self.tokenizer = Tokenizer.from_file(str(self.dir / TOKENIZER_FILE))
-        self.device = torch.device(device or os.environ.get("INFERENCE_DEVICE")
-                                   or ("cuda" if torch.cuda.is_available() else "cpu"))
+        self.device = torch.device(
+            device or os.environ.get("INFERENCE_DEVICE") or ("cuda" if torch.cuda.is_available() else "cpu")
+        )
         model: Any = AutoModelForCausalLM.from_pretrained(self.dir, local_files_only=True, dtype=torch.float32)
         model.to(self.device)
         model.eval()
@@ -106,8 +111,10 @@ def make_server(model_dir: str, host: str, port: int) -> ThreadingHTTPServer:
             if self.path != "/healthz":
                 self._send(404, {"error": "not found"})
                 return
-            self._send(200, {"ok": True, "step": gen.info.get("step"), "model": gen.info.get("model"),
-                             "device": str(gen.device)})
+            self._send(
+                200,
+                {"ok": True, "step": gen.info.get("step"), "model": gen.info.get("model"), "device": str(gen.device)},
+            )
 
         def do_POST(self) -> None:
             if self.path != "/generate":

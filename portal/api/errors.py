@@ -63,6 +63,7 @@ def not_found_handler(request: HttpRequest, exception: Exception | None = None) 
 def server_error_handler(request: HttpRequest) -> HttpResponse:
     """The project's ``handler500``: under ``/api/`` a 500 still answers in the envelope."""
     if request.path.startswith("/api/"):
-        return JsonResponse({"error": {"code": "server_error", "message": "Internal error.", "details": None}},
-                            status=500)
+        return JsonResponse(
+            {"error": {"code": "server_error", "message": "Internal error.", "details": None}}, status=500
+        )
     return defaults.server_error(request)

@@ -86,6 +86,7 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
                 codes.update(_WRITES)
             responses = operation.setdefault("responses", {})
             for code, description in codes.items():
-                responses.setdefault(code, {"description": description,
-                                            "content": {"application/json": {"schema": ref}}})
+                responses.setdefault(
+                    code, {"description": description, "content": {"application/json": {"schema": ref}}}
+                )
     return result

@@ -9,7 +9,8 @@ from portal.models import ApiToken, Membership, Organization, User
 
 class MembershipSerializer(serializers.ModelSerializer[Membership]):
     organization: serializers.SlugRelatedField[Organization] = serializers.SlugRelatedField(
-        slug_field="slug", read_only=True)
+        slug_field="slug", read_only=True
+    )
     organization_name = serializers.CharField(source="organization.name", read_only=True)
 
     class Meta:
@@ -38,7 +39,8 @@ class MeSerializer(serializers.ModelSerializer[User]):
 
 class ApiTokenSerializer(serializers.ModelSerializer[ApiToken]):
     organization: serializers.SlugRelatedField[Organization] = serializers.SlugRelatedField(
-        slug_field="slug", read_only=True)
+        slug_field="slug", read_only=True
+    )
     display = serializers.CharField(source="__str__", read_only=True)
 
     class Meta:

@@ -34,8 +34,12 @@ def request_organization(request: Request) -> Organization:
     if isinstance(request.auth, ApiToken):
         token_org = request.auth.organization
         if slug is not None and slug != token_org.slug:
-            raise ApiError("not_found", "Organization not found for this API token: a token acts only for the "
-                           f"organization it was created for ({token_org.slug}).", 404)
+            raise ApiError(
+                "not_found",
+                "Organization not found for this API token: a token acts only for the "
+                f"organization it was created for ({token_org.slug}).",
+                404,
+            )
         return token_org
     return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
 
@@ -49,8 +53,9 @@ class MeView(generics.RetrieveAPIView):  # type: ignore[type-arg]
         return self.request.user
 
 
-class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin,
-                      viewsets.GenericViewSet):  # type: ignore[type-arg]
+class ApiTokenViewSet(
+    mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.DestroyModelMixin, viewsets.GenericViewSet
+):  # type: ignore[type-arg]
     """Your own API tokens (never the secret). ``DELETE`` revokes a token; another user's is a 404."""
 
     serializer_class = ApiTokenSerializer
@@ -71,5 +76,3 @@ class ApiTokenViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, mixins.D
         self.perform_destroy(token)
         token.refresh_from_db()
         return Response(ApiTokenSerializer(token).data)
-
-

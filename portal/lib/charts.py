@@ -46,8 +46,7 @@ class BarChart:
     max_label: str
 
 
-def bar_chart(points: list[tuple[str, float]], *, width: int = 720, height: int = 160,
-              fmt: str = "{:.2f}") -> BarChart:
+def bar_chart(points: list[tuple[str, float]], *, width: int = 720, height: int = 160, fmt: str = "{:.2f}") -> BarChart:
     """Bars for ``points`` = [(label, value ≥ 0)], scaled to the largest value; empty input gives no bars."""
     top = max((v for _, v in points), default=0) or 1
     n = max(len(points), 1)
@@ -55,8 +54,16 @@ def bar_chart(points: list[tuple[str, float]], *, width: int = 720, height: int 
     bars = []
     for i, (label, value) in enumerate(points):
         h = (height - 20) * value / top
-        bars.append(Bar(x=i * slot + slot * 0.1, y=height - 14 - h, width=slot * 0.8, height=h, label=label,
-                        value_label=fmt.format(value)))
+        bars.append(
+            Bar(
+                x=i * slot + slot * 0.1,
+                y=height - 14 - h,
+                width=slot * 0.8,
+                height=h,
+                label=label,
+                value_label=fmt.format(value),
+            )
+        )
     return BarChart(width=width, height=height, bars=bars, max_label=fmt.format(top))
 
 
@@ -81,9 +88,16 @@ class StackedBarChart:
     max_label: str
 
 
-def stacked_bar_chart(columns: Sequence[tuple[str, Sequence[int]]], *, series: Sequence[tuple[str, str]],
-                      fmt: Callable[[int], str], unit: str = "", total_label: str = "", width: int = 720,
-                      height: int = 160) -> StackedBarChart:
+def stacked_bar_chart(
+    columns: Sequence[tuple[str, Sequence[int]]],
+    *,
+    series: Sequence[tuple[str, str]],
+    fmt: Callable[[int], str],
+    unit: str = "",
+    total_label: str = "",
+    width: int = 720,
+    height: int = 160,
+) -> StackedBarChart:
     """Stacked columns for ``columns`` = [(label, [value ≥ 0 per series, in ``series`` order])], scaled to the
     largest column total; ``series`` = [(key, label)]. Values are integers (e.g. micro-CNY) formatted by
     ``fmt`` in the titles, so an amount is never rounded through a float; only the geometry is. With
@@ -104,11 +118,19 @@ def stacked_bar_chart(columns: Sequence[tuple[str, Sequence[int]]], *, series: S
         for (key, name), value in zip(series, values, strict=True):
             if value:
                 below += value
-                segments.append(Segment(x=i * slot + slot * 0.1, y=height - 14 - drawn * below / top,
-                                        width=slot * 0.8, height=drawn * value / top, series=key,
-                                        title=f"{label} · {name}: {fmt(value)}{suffix}{total}"))
-    return StackedBarChart(width=width, height=height, segments=segments, legend=list(series),
-                           max_label=f"{fmt(top)}{suffix}")
+                segments.append(
+                    Segment(
+                        x=i * slot + slot * 0.1,
+                        y=height - 14 - drawn * below / top,
+                        width=slot * 0.8,
+                        height=drawn * value / top,
+                        series=key,
+                        title=f"{label} · {name}: {fmt(value)}{suffix}{total}",
+                    )
+                )
+    return StackedBarChart(
+        width=width, height=height, segments=segments, legend=list(series), max_label=f"{fmt(top)}{suffix}"
+    )
 
 
 @dataclass(frozen=True)
@@ -131,13 +153,22 @@ def line_chart(series: dict[str, list[tuple[float, float]]], *, width: int = 720
     sx = _scale(x0, x1, pad, width - 2 * pad)
     sy = _scale(y0, y1, pad, height - 2 * pad, flip=True)
 
-    paths = [(name, " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(pts)))
-             for name, pts in series.items()]
+    paths = [
+        (name, " ".join(f"{'M' if i == 0 else 'L'}{sx(x):.1f},{sy(y):.1f}" for i, (x, y) in enumerate(pts)))
+        for name, pts in series.items()
+    ]
     return LineChart(width=width, height=height, paths=paths, y_min=y0, y_max=y1, x_max=x1)
 
 
-def svg_line_chart(points: Sequence[tuple[float, float]], *, title: str, color: str = "#3257d9",
-                   width: int = 640, height: int = 200, unit: str = "") -> SafeString:
+def svg_line_chart(
+    points: Sequence[tuple[float, float]],
+    *,
+    title: str,
+    color: str = "#3257d9",
+    width: int = 640,
+    height: int = 200,
+    unit: str = "",
+) -> SafeString:
     """A line chart of ``(x, y)`` points with min / max labels, as an ``<svg>`` element.
 
     ``title`` becomes the accessible name (``role="img"`` + ``<title>``). An empty series draws an empty frame
@@ -145,13 +176,17 @@ def svg_line_chart(points: Sequence[tuple[float, float]], *, title: str, color: 
     """
     pad_l, pad_r, pad_t, pad_b = 56, 12, 22, 24
     inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
-             f'class="chart" aria-label="{escape(title)}"><title>{escape(title)}</title>',
-             f'<rect x="{pad_l}" y="{pad_t}" width="{inner_w}" height="{inner_h}" fill="#fff" stroke="#e3e6ee"/>',
-             f'<text x="{pad_l}" y="14" font-size="12" fill="#6b7385">{escape(title)}</text>']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" role="img" '
+        f'class="chart" aria-label="{escape(title)}"><title>{escape(title)}</title>',
+        f'<rect x="{pad_l}" y="{pad_t}" width="{inner_w}" height="{inner_h}" fill="#fff" stroke="#e3e6ee"/>',
+        f'<text x="{pad_l}" y="14" font-size="12" fill="#6b7385">{escape(title)}</text>',
+    ]
     if not points:
-        parts.append(f'<text x="{pad_l + inner_w / 2}" y="{pad_t + inner_h / 2}" font-size="12" '
-                     f'text-anchor="middle" fill="#6b7385">—</text></svg>')
+        parts.append(
+            f'<text x="{pad_l + inner_w / 2}" y="{pad_t + inner_h / 2}" font-size="12" '
+            f'text-anchor="middle" fill="#6b7385">—</text></svg>'
+        )
         return mark_safe("".join(parts))  # noqa: S308 - every interpolated text is escaped
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
@@ -166,11 +201,17 @@ def svg_line_chart(points: Sequence[tuple[float, float]], *, title: str, color: 
 
     path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
     parts.append(f'<polyline fill="none" stroke="{escape(color)}" stroke-width="1.8" points="{path}"/>')
-    parts.append(f'<text x="{pad_l - 4}" y="{pad_t + 10}" font-size="11" text-anchor="end" fill="#6b7385">'
-                 f'{y1:.4g}{escape(unit)}</text>')
-    parts.append(f'<text x="{pad_l - 4}" y="{pad_t + inner_h}" font-size="11" text-anchor="end" fill="#6b7385">'
-                 f'{y0:.4g}{escape(unit)}</text>')
+    parts.append(
+        f'<text x="{pad_l - 4}" y="{pad_t + 10}" font-size="11" text-anchor="end" fill="#6b7385">'
+        f"{y1:.4g}{escape(unit)}</text>"
+    )
+    parts.append(
+        f'<text x="{pad_l - 4}" y="{pad_t + inner_h}" font-size="11" text-anchor="end" fill="#6b7385">'
+        f"{y0:.4g}{escape(unit)}</text>"
+    )
     parts.append(f'<text x="{pad_l}" y="{height - 6}" font-size="11" fill="#6b7385">{x0:g}</text>')
-    parts.append(f'<text x="{pad_l + inner_w}" y="{height - 6}" font-size="11" text-anchor="end" '
-                 f'fill="#6b7385">{x1:g}</text></svg>')
+    parts.append(
+        f'<text x="{pad_l + inner_w}" y="{height - 6}" font-size="11" text-anchor="end" '
+        f'fill="#6b7385">{x1:g}</text></svg>'
+    )
     return mark_safe("".join(parts))  # noqa: S308 - every interpolated text is escaped

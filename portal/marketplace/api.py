@@ -31,9 +31,22 @@ class AppSerializer(serializers.ModelSerializer[App]):
 
     class Meta:
         model = App
-        fields = ["slug", "name", "category", "description", "publisher", "price_per_call", "price_per_1k_tokens",
-                  "visibility", "state", "input_schema", "output_schema", "example_request", "example_response",
-                  "attributions"]
+        fields = [
+            "slug",
+            "name",
+            "category",
+            "description",
+            "publisher",
+            "price_per_call",
+            "price_per_1k_tokens",
+            "visibility",
+            "state",
+            "input_schema",
+            "output_schema",
+            "example_request",
+            "example_response",
+            "attributions",
+        ]
 
     def get_price_per_call(self, obj: App) -> str:
         return str(from_micros(obj.price_per_call_micros))
@@ -49,8 +62,17 @@ class CallSerializer(serializers.ModelSerializer[AppCall]):
 
     class Meta:
         model = AppCall
-        fields = ["id", "app", "status", "cost", "price_micros", "billed_tokens", "latency_ms", "error_code",
-                  "created_at"]
+        fields = [
+            "id",
+            "app",
+            "status",
+            "cost",
+            "price_micros",
+            "billed_tokens",
+            "latency_ms",
+            "error_code",
+            "created_at",
+        ]
 
     def get_cost(self, obj: AppCall) -> str:
         return str(from_micros(obj.price_micros if obj.status == CallStatus.SUCCEEDED else 0))
@@ -101,8 +123,11 @@ class AppInvoke(APIView):
 
     throttle_classes = [InvokeThrottle]
 
-    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
-                   request=dict[str, Any], responses=dict[str, Any])
+    @extend_schema(
+        parameters=[ORG_PARAM, OpenApiParameter("Idempotency-Key", str, OpenApiParameter.HEADER)],
+        request=dict[str, Any],
+        responses=dict[str, Any],
+    )
     def post(self, request: AuthedRequest, slug: str) -> Response:
         org = request_organization(request)
         app = app_for(org, slug)
@@ -114,14 +139,27 @@ class AppInvoke(APIView):
         except ValueError as exc:
             raise ApiError("invalid_json", str(exc), 400) from exc
         try:
-            result = calls.app_invoke(app=app, caller=org, user=request.user,
-                                      payload=payload, idempotency_key=request.headers.get("Idempotency-Key") or None)
+            result = calls.app_invoke(
+                app=app,
+                caller=org,
+                user=request.user,
+                payload=payload,
+                idempotency_key=request.headers.get("Idempotency-Key") or None,
+            )
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
         call = result.call
-        return Response({"call_id": call.pk, "output": result.output, "cost": str(from_micros(call.price_micros)),
-                         "billed_tokens": call.billed_tokens, "latency_ms": call.latency_ms,
-                         "replayed": result.replayed}, status=status.HTTP_200_OK)
+        return Response(
+            {
+                "call_id": call.pk,
+                "output": result.output,
+                "cost": str(from_micros(call.price_micros)),
+                "billed_tokens": call.billed_tokens,
+                "latency_ms": call.latency_ms,
+                "replayed": result.replayed,
+            },
+            status=status.HTTP_200_OK,
+        )
 
 
 class CallList(generics.ListAPIView):  # type: ignore[type-arg]
@@ -149,9 +187,9 @@ class PublisherVersions(APIView):
         s = VersionCreateSerializer(data=request.data)
         s.is_valid(raise_exception=True)
         try:
-            version, secret = services.app_version_add(app=app, user=request.user,
-                                                       kind=s.validated_data["kind"],
-                                                       endpoint_url=s.validated_data["endpoint_url"])
+            version, secret = services.app_version_add(
+                app=app, user=request.user, kind=s.validated_data["kind"], endpoint_url=s.validated_data["endpoint_url"]
+            )
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status) from exc
         return Response({**VersionSerializer(version).data, "hmac_secret": secret}, status=status.HTTP_201_CREATED)
@@ -171,23 +209,33 @@ class PublisherRevenue(APIView):
     def get(self, request: Request, slug: str) -> Response:
         app = app_of_publisher(request_organization(request), slug)
         agg = app.calls.filter(status=CallStatus.SUCCEEDED).aggregate(
-            revenue=Sum("publisher_share_micros"), gross=Sum("price_micros"))
-        return Response({"app": app.slug, "calls": app.calls.filter(status=CallStatus.SUCCEEDED).count(),
-                         "gross_micros": agg["gross"] or 0, "revenue_micros": agg["revenue"] or 0})
+            revenue=Sum("publisher_share_micros"), gross=Sum("price_micros")
+        )
+        return Response(
+            {
+                "app": app.slug,
+                "calls": app.calls.filter(status=CallStatus.SUCCEEDED).count(),
+                "gross_micros": agg["gross"] or 0,
+                "revenue_micros": agg["revenue"] or 0,
+            }
+        )
 
 
 class PublishSerializer(serializers.Serializer[dict[str, Any]]):
     job_id = serializers.IntegerField(min_value=1)
     checkpoint_id = serializers.IntegerField(min_value=1)
-    app = serializers.SlugField(required=False,
-                                help_text="add a version to this app of yours instead of creating one")
+    app = serializers.SlugField(required=False, help_text="add a version to this app of yours instead of creating one")
     name = serializers.CharField(required=False, default="", allow_blank=True, max_length=100)
     category = serializers.ChoiceField(choices=AppCategory.choices, default=AppCategory.GENERAL)
     description = serializers.CharField(required=False, default="", allow_blank=True)
     price_per_call = serializers.DecimalField(max_digits=12, decimal_places=6, min_value=0, default="0")  # type: ignore[arg-type]
     price_per_1k_tokens = serializers.DecimalField(
-        max_digits=12, decimal_places=6, min_value=0, default="0",  # type: ignore[arg-type]
-        help_text="CNY per 1,000 generated tokens, on top of the price per call")
+        max_digits=12,
+        decimal_places=6,
+        min_value=0,
+        default="0",  # type: ignore[arg-type]
+        help_text="CNY per 1,000 generated tokens, on top of the price per call",
+    )
     visibility = serializers.ChoiceField(choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
 
 
@@ -204,10 +252,20 @@ class AppPublish(APIView):
     are now) and ``"replayed": true``, publishing and building nothing again; the same key with another body
     is a 409 ``idempotency_key_reused``. Keys are per organization."""
 
-    @extend_schema(parameters=[ORG_PARAM, OpenApiParameter(
-                       "Idempotency-Key", str, OpenApiParameter.HEADER, required=False,
-                       description="A retried publish with the same key and body returns the first result.")],
-                   request=PublishSerializer, responses={202: dict[str, Any], 200: dict[str, Any]})
+    @extend_schema(
+        parameters=[
+            ORG_PARAM,
+            OpenApiParameter(
+                "Idempotency-Key",
+                str,
+                OpenApiParameter.HEADER,
+                required=False,
+                description="A retried publish with the same key and body returns the first result.",
+            ),
+        ],
+        request=PublishSerializer,
+        responses={202: dict[str, Any], 200: dict[str, Any]},
+    )
     def post(self, request: AuthedRequest) -> Response:
         org = request_organization(request)
         s = PublishSerializer(data=request.data)
@@ -215,14 +273,26 @@ class AppPublish(APIView):
         d = s.validated_data
         try:
             result = services.app_publish_from_checkpoint_once(
-                organization=org, user=request.user,
-                idempotency_key=request.headers.get("Idempotency-Key") or "", job_id=d["job_id"],
-                checkpoint_id=d["checkpoint_id"], name=d["name"], category=d["category"],
-                description=d["description"], price_per_call_micros=to_micros(d["price_per_call"]),
+                organization=org,
+                user=request.user,
+                idempotency_key=request.headers.get("Idempotency-Key") or "",
+                job_id=d["job_id"],
+                checkpoint_id=d["checkpoint_id"],
+                name=d["name"],
+                category=d["category"],
+                description=d["description"],
+                price_per_call_micros=to_micros(d["price_per_call"]),
                 price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
-                visibility=d["visibility"], app_slug=d.get("app", ""))
+                visibility=d["visibility"],
+                app_slug=d.get("app", ""),
+            )
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status, exc.details) from exc
-        return Response({"app": AppSerializer(result.app).data, "version": VersionSerializer(result.version).data,
-                         "replayed": result.replayed},
-                        status=status.HTTP_200_OK if result.replayed else status.HTTP_202_ACCEPTED)
+        return Response(
+            {
+                "app": AppSerializer(result.app).data,
+                "version": VersionSerializer(result.version).data,
+                "replayed": result.replayed,
+            },
+            status=status.HTTP_200_OK if result.replayed else status.HTTP_202_ACCEPTED,
+        )

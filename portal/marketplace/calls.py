@@ -124,22 +124,38 @@ def held_and_month_micros(organization: Organization, since: datetime | None) ->
     calls = quoted_table(AppCall)
     with connection.cursor() as cursor:
         if since is None:
-            cursor.execute(f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
-                           [organization.pk, CallStatus.RESERVED.value])
+            cursor.execute(
+                f"SELECT COALESCE(SUM(price_micros), 0) FROM {calls} WHERE caller_id = %s AND status = %s",
+                [organization.pk, CallStatus.RESERVED.value],
+            )
             return int(cursor.fetchone()[0]), 0
         after = db_value(AppCall, "created_at", since)
         cursor.execute(
             "SELECT COALESCE(SUM(CASE WHEN status = %s THEN price_micros ELSE 0 END), 0),"
             " COALESCE(SUM(CASE WHEN created_at >= %s THEN price_micros ELSE 0 END), 0)"
             f" FROM {calls} WHERE caller_id = %s AND (status = %s OR (status = %s AND created_at >= %s))",
-            [CallStatus.RESERVED.value, after, organization.pk, CallStatus.RESERVED.value,
-             CallStatus.SUCCEEDED.value, after])
+            [
+                CallStatus.RESERVED.value,
+                after,
+                organization.pk,
+                CallStatus.RESERVED.value,
+                CallStatus.SUCCEEDED.value,
+                after,
+            ],
+        )
         held, month = cursor.fetchone()
     return int(held), int(month)
 
 
-def app_invoke(*, app: App, caller: Organization, user: User | None, payload: Any,
-               idempotency_key: str | None = None, fail_after_reserve: Exception | None = None) -> CallResult:
+def app_invoke(
+    *,
+    app: App,
+    caller: Organization,
+    user: User | None,
+    payload: Any,
+    idempotency_key: str | None = None,
+    fail_after_reserve: Exception | None = None,
+) -> CallResult:
     """Call ``app`` with ``payload`` for ``caller`` and bill it (see the module docstring).
 
     Raises ``PermissionRefused`` (403) when the user's role may not call apps, ``InputInvalid`` (422, with
@@ -156,9 +172,11 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     if error is not None:
         path = "$" + "".join(f"[{p!r}]" if isinstance(p, int) else f".{p}" for p in error.absolute_path)
         message = error.message if len(error.message) <= 300 else error.message[:300] + "…"  # never echo big input
-        raise InputInvalid(_("The input does not match the app's schema at %(path)s: %(message)s")
-                           % {"path": path, "message": message},
-                           details={"path": path, "message": message, "validator": error.validator})
+        raise InputInvalid(
+            _("The input does not match the app's schema at %(path)s: %(message)s")
+            % {"path": path, "message": message},
+            details={"path": path, "message": message, "validator": error.validator},
+        )
     version = app.versions.filter(active=True).first()
     if version is None:
         raise MarketplaceError(_("The app has no ready version."))
@@ -169,9 +187,16 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     allowance = token_allowance(app, payload)
     hold = call_price_micros(app, allowance, caller)
 
-    reserved = call_reserve(app=app, version=version, caller=caller, user=user, idempotency_key=idempotency_key,
-                            request_sha256=request_hash(payload), price_micros=hold,
-                            share_micros=publisher_share_micros(app, caller, hold))
+    reserved = call_reserve(
+        app=app,
+        version=version,
+        caller=caller,
+        user=user,
+        idempotency_key=idempotency_key,
+        request_sha256=request_hash(payload),
+        price_micros=hold,
+        share_micros=publisher_share_micros(app, caller, hold),
+    )
     if isinstance(reserved, CallResult):
         return reserved
     call = reserved
@@ -179,8 +204,9 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     try:
         if fail_after_reserve is not None:
             raise fail_after_reserve
-        output = serving.forward(version=version, payload=payload, call_id=call.pk,
-                                 timeout_s=settings.APP_CALL_TIMEOUT_S)
+        output = serving.forward(
+            version=version, payload=payload, call_id=call.pk, timeout_s=settings.APP_CALL_TIMEOUT_S
+        )
         bad = validation_error(app.output_schema, output)
         if bad is not None:
             raise serving.BackendError(_("the output does not match the app's schema: %(m)s") % {"m": bad.message})
@@ -210,9 +236,17 @@ def app_invoke(*, app: App, caller: Organization, user: User | None, payload: An
     return CallResult(call=call, output=output, replayed=False)
 
 
-def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: User | None,
-                 idempotency_key: str | None, request_sha256: str, price_micros: int,
-                 share_micros: int) -> AppCall | CallResult:
+def call_reserve(
+    *,
+    app: App,
+    version: AppVersion,
+    caller: Organization,
+    user: User | None,
+    idempotency_key: str | None,
+    request_sha256: str,
+    price_micros: int,
+    share_micros: int,
+) -> AppCall | CallResult:
     """Reserve ``price_micros`` for one call in one transaction and return the ``reserved`` call row.
 
     Under the caller's wallet lock: a known ``idempotency_key`` returns the earlier success as a
@@ -229,9 +263,11 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
         wallet = wallet_lock(organization=caller, now=now)
         previous = None
         if idempotency_key:
-            cursor.execute(f"SELECT id, status, request_sha256, attempts FROM {calls}"
-                           " WHERE caller_id = %s AND app_id = %s AND idempotency_key = %s",
-                           [caller.pk, app.pk, idempotency_key])
+            cursor.execute(
+                f"SELECT id, status, request_sha256, attempts FROM {calls}"
+                " WHERE caller_id = %s AND app_id = %s AND idempotency_key = %s",
+                [caller.pk, app.pk, idempotency_key],
+            )
             previous = cursor.fetchone()
             if previous is not None:
                 if previous[2] != request_sha256:
@@ -245,17 +281,29 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
         if cap and month_micros + price_micros > cap:
             raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
         if price_micros > wallet.spendable_micros - int(open_micros):
-            raise CallRefused(_("The wallet cannot cover this call (%(p)s CNY); top up first.")
-                              % {"p": format_cny(price_micros, 6)})
+            raise CallRefused(
+                _("The wallet cannot cover this call (%(p)s CNY); top up first.") % {"p": format_cny(price_micros, 6)}
+            )
         attempts = 1
         if previous is None:
             cursor.execute(
                 f"INSERT INTO {calls} (app_id, version_id, caller_id, user_id, idempotency_key, request_sha256,"
                 " status, price_micros, publisher_share_micros, attempts, error_code, error, created_at,"
                 " reserved_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, 1, '', '', %s, %s) RETURNING id",
-                [app.pk, version.pk, caller.pk, user.pk if user else None, idempotency_key or None,
-                 request_sha256, CallStatus.RESERVED.value, price_micros, share_micros,
-                 db_value(AppCall, "created_at", now), db_value(AppCall, "reserved_at", now)])
+                [
+                    app.pk,
+                    version.pk,
+                    caller.pk,
+                    user.pk if user else None,
+                    idempotency_key or None,
+                    request_sha256,
+                    CallStatus.RESERVED.value,
+                    price_micros,
+                    share_micros,
+                    db_value(AppCall, "created_at", now),
+                    db_value(AppCall, "reserved_at", now),
+                ],
+            )
             call_id = cursor.fetchone()[0]
         else:  # a retry of a failed call with the same key
             call_id, attempts = previous[0], previous[3] + 1
@@ -263,18 +311,38 @@ def call_reserve(*, app: App, version: AppVersion, caller: Organization, user: U
                 f"UPDATE {calls} SET status = %s, attempts = %s, version_id = %s, price_micros = %s,"
                 " publisher_share_micros = %s, error = '', error_code = '', finished_at = NULL, reserved_at = %s"
                 " WHERE id = %s",
-                [CallStatus.RESERVED.value, attempts, version.pk, price_micros, share_micros,
-                 db_value(AppCall, "reserved_at", now), call_id])
-    call = AppCall(id=call_id, app=app, version=version, caller=caller, user=user,
-                   idempotency_key=idempotency_key or None, request_sha256=request_sha256,
-                   status=CallStatus.RESERVED, price_micros=price_micros, publisher_share_micros=share_micros,
-                   attempts=attempts, created_at=now, reserved_at=now)
+                [
+                    CallStatus.RESERVED.value,
+                    attempts,
+                    version.pk,
+                    price_micros,
+                    share_micros,
+                    db_value(AppCall, "reserved_at", now),
+                    call_id,
+                ],
+            )
+    call = AppCall(
+        id=call_id,
+        app=app,
+        version=version,
+        caller=caller,
+        user=user,
+        idempotency_key=idempotency_key or None,
+        request_sha256=request_sha256,
+        status=CallStatus.RESERVED,
+        price_micros=price_micros,
+        publisher_share_micros=share_micros,
+        attempts=attempts,
+        created_at=now,
+        reserved_at=now,
+    )
     loaded(call)
     return call
 
 
-def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: float,
-                billed_tokens: int | None = None) -> AppCall:
+def call_settle(
+    *, call: AppCall, app: App, output: dict[str, Any], started: float, billed_tokens: int | None = None
+) -> AppCall:
     """Post a succeeded call's price and mark it ``succeeded`` in one transaction; updates ``call``.
 
     The price is the held ``call.price_micros`` for an app priced per call only; with ``billed_tokens`` (at
@@ -293,19 +361,36 @@ def call_settle(*, call: AppCall, app: App, output: dict[str, Any], started: flo
         share = publisher_share_micros(app, call.caller, price)
     try:
         with transaction.atomic():
-            txn = wallet_spend(
-                organization=call.caller, amount_micros=price, idempotency_key=f"app-call:{call.pk}",
-                kind=TransactionKind.APP_CALL, memo=f"App call: {app.name}",
-                credit_wallets=[(app.publisher_id, share)] if share else (),
-                metadata={"app": app.slug, "call": call.pk, "tokens": billed_tokens}) if price else None
+            txn = (
+                wallet_spend(
+                    organization=call.caller,
+                    amount_micros=price,
+                    idempotency_key=f"app-call:{call.pk}",
+                    kind=TransactionKind.APP_CALL,
+                    memo=f"App call: {app.name}",
+                    credit_wallets=[(app.publisher_id, share)] if share else (),
+                    metadata={"app": app.slug, "call": call.pk, "tokens": billed_tokens},
+                )
+                if price
+                else None
+            )
             with connection.cursor() as cursor:
                 cursor.execute(
                     f"UPDATE {quoted_table(AppCall)} SET status = %s, response = %s, latency_ms = %s,"
                     " finished_at = %s, ledger_transaction_id = %s, price_micros = %s,"
                     " publisher_share_micros = %s, billed_tokens = %s WHERE id = %s",
-                    [CallStatus.SUCCEEDED.value, db_value(AppCall, "response", output), latency_ms,
-                     db_value(AppCall, "finished_at", finished), txn.pk if txn else None, price, share,
-                     billed_tokens, call.pk])
+                    [
+                        CallStatus.SUCCEEDED.value,
+                        db_value(AppCall, "response", output),
+                        latency_ms,
+                        db_value(AppCall, "finished_at", finished),
+                        txn.pk if txn else None,
+                        price,
+                        share,
+                        billed_tokens,
+                        call.pk,
+                    ],
+                )
     except InsufficientFunds as exc:
         call_release(call=call, code="insufficient_funds", message=str(exc), started=started)
         raise CallRefused(_("The wallet no longer covers this call; nothing was charged.")) from exc
@@ -319,11 +404,18 @@ def call_release(*, call: AppCall, code: str, message: str, started: float) -> N
     """Release a reserved call: mark it ``failed`` with ``code`` and ``message``; nothing was charged."""
     latency_ms = int((time.perf_counter() - started) * 1000)
     AppCall.objects.filter(pk=call.pk, status=CallStatus.RESERVED).update(
-        status=CallStatus.FAILED, error_code=code, error=message[:2000], finished_at=timezone.now(),
-        latency_ms=latency_ms)
+        status=CallStatus.FAILED,
+        error_code=code,
+        error=message[:2000],
+        finished_at=timezone.now(),
+        latency_ms=latency_ms,
+    )
     call.status, call.error_code, call.error, call.latency_ms = CallStatus.FAILED, code, message[:2000], latency_ms
-    webhook_emit(organization=call.caller, event_type="app_call.failed",
-                 data={"call_id": call.pk, "app": call.app.slug, "error_code": code, "message": message[:300]})
+    webhook_emit(
+        organization=call.caller,
+        event_type="app_call.failed",
+        data={"call_id": call.pk, "app": call.app.slug, "error_code": code, "message": message[:300]},
+    )
 
 
 STALE_AFTER = timedelta(minutes=2)  # beyond APP_CALL_TIMEOUT_S: the reserving process is gone
@@ -336,7 +428,13 @@ def calls_release_stale(*, now: datetime | None = None) -> int:
     Safe to run twice (it only touches rows still ``reserved``)."""
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=int(settings.APP_CALL_TIMEOUT_S)) - STALE_AFTER
-    return AppCall.objects.filter(status=CallStatus.RESERVED).filter(
-        Q(reserved_at__lt=cutoff) | Q(reserved_at__isnull=True, created_at__lt=cutoff)).update(
-        status=CallStatus.FAILED, error_code="expired", finished_at=now,
-        error="no answer was recorded for this call (its worker stopped); nothing was charged")
+    return (
+        AppCall.objects.filter(status=CallStatus.RESERVED)
+        .filter(Q(reserved_at__lt=cutoff) | Q(reserved_at__isnull=True, created_at__lt=cutoff))
+        .update(
+            status=CallStatus.FAILED,
+            error_code="expired",
+            finished_at=now,
+            error="no answer was recorded for this call (its worker stopped); nothing was charged",
+        )
+    )

@@ -87,14 +87,20 @@ def checkpoint_version_activate(*, version_id: int) -> AppVersion:
     with transaction.atomic():
         version = AppVersion.objects.select_related("app").get(pk=version_id)
         App.objects.select_for_update().get(pk=version.app_id)
-        previous = list(AppVersion.objects.select_for_update().filter(app_id=version.app_id, active=True)
-                        .exclude(pk=version_id))
+        previous = list(
+            AppVersion.objects.select_for_update().filter(app_id=version.app_id, active=True).exclude(pk=version_id)
+        )
         AppVersion.objects.filter(pk__in=[p.pk for p in previous]).update(active=False)
         AppVersion.objects.filter(pk=version_id).update(active=True, status=VersionStatus.READY, progress=100)
         for old in previous:
             stops = old.kind == ServingKind.CHECKPOINT and _has_server(old.deployment)
-            audit_log(action="marketplace.version_superseded", actor=None, organization=version.app.publisher,
-                      obj=old, extra={"by_version": version.number, "stop_server": stops})
+            audit_log(
+                action="marketplace.version_superseded",
+                actor=None,
+                organization=version.app.publisher,
+                obj=old,
+                extra={"by_version": version.number, "stop_server": stops},
+            )
             if stops:
                 transaction.on_commit(partial(_stop_quietly, old.pk, f"superseded by v{version.number}"))
     version.refresh_from_db()
@@ -131,11 +137,22 @@ def version_server_stop(*, version_id: int, reason: str, only_if_inactive: bool 
         current = AppVersion.objects.select_for_update().get(pk=version_id)
         if only_if_inactive and current.active:  # re-activated while we stopped it: the check restarts it
             return current
-        AppVersion.objects.filter(pk=version_id).update(deployment={
-            **{k: v for k, v in current.deployment.items() if k not in _CLAIM_KEYS},
-            "pid": None, "stage": STOPPED, "stopped_reason": reason[:300], "stopped_at": timezone.now().isoformat()})
-        audit_log(action="marketplace.version_server_stopped", actor=None, organization=version.app.publisher,
-                  obj=version, extra={"reason": reason[:300], "name": deployment.get("name", "")})
+        AppVersion.objects.filter(pk=version_id).update(
+            deployment={
+                **{k: v for k, v in current.deployment.items() if k not in _CLAIM_KEYS},
+                "pid": None,
+                "stage": STOPPED,
+                "stopped_reason": reason[:300],
+                "stopped_at": timezone.now().isoformat(),
+            }
+        )
+        audit_log(
+            action="marketplace.version_server_stopped",
+            actor=None,
+            organization=version.app.publisher,
+            obj=version,
+            extra={"reason": reason[:300], "name": deployment.get("name", "")},
+        )
     version.refresh_from_db()
     return version
 
@@ -156,8 +173,12 @@ def _claim_live(deployment: dict[str, Any], now: datetime) -> bool:
 
 
 def _is_serving_version(version: AppVersion) -> bool:
-    return (version.active and version.status == VersionStatus.READY and version.kind == ServingKind.CHECKPOINT
-            and version.app.state != AppState.SUSPENDED)
+    return (
+        version.active
+        and version.status == VersionStatus.READY
+        and version.kind == ServingKind.CHECKPOINT
+        and version.app.state != AppState.SUSPENDED
+    )
 
 
 def app_deployments_check(*, now: datetime | None = None) -> dict[str, int]:
@@ -179,12 +200,19 @@ def app_deployments_check(*, now: datetime | None = None) -> dict[str, int]:
     now = now or timezone.now()
     counts = dict.fromkeys(("healthy", "restarted", "restart_failed", "unhealthy", "skipped", "stopped"), 0)
     backend = deployment_backend()
-    serving = (AppVersion.objects.filter(kind=ServingKind.CHECKPOINT, active=True, status=VersionStatus.READY)
-               .exclude(app__state=AppState.SUSPENDED).order_by("pk").values_list("pk", flat=True))
+    serving = (
+        AppVersion.objects.filter(kind=ServingKind.CHECKPOINT, active=True, status=VersionStatus.READY)
+        .exclude(app__state=AppState.SUSPENDED)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
     for version_id in list(serving):
         counts[_check_one(backend, version_id, now)] += 1
-    superseded = (AppVersion.objects.filter(kind=ServingKind.CHECKPOINT, active=False, status=VersionStatus.READY)
-                  .exclude(deployment__stage__in=[STOPPED, RESTARTING]).order_by("pk"))
+    superseded = (
+        AppVersion.objects.filter(kind=ServingKind.CHECKPOINT, active=False, status=VersionStatus.READY)
+        .exclude(deployment__stage__in=[STOPPED, RESTARTING])
+        .order_by("pk")
+    )
     for version in superseded:
         if _has_server(version.deployment):
             counts["stopped"] += _stop_quietly(version.pk, "no longer the active version")
@@ -234,16 +262,20 @@ def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
         locked = AppVersion.objects.select_for_update().select_related("app").get(pk=version_id)
         if locked.deployment != seen or not _is_serving_version(locked):
             return "skipped"  # changed since we looked: another run restarted it, or it was superseded
-        AppVersion.objects.filter(pk=version_id).update(deployment={
-            **seen, "stage": RESTARTING, "restart_claim": token, "restart_claimed_at": now.isoformat()})
+        AppVersion.objects.filter(pk=version_id).update(
+            deployment={**seen, "stage": RESTARTING, "restart_claim": token, "restart_claimed_at": now.isoformat()}
+        )
 
     started = time.monotonic()
     new: dict[str, Any] | None = None
     error = ""
     try:
         backend.stop(seen)  # a hung server is killed; a dead one is a no-op
-        new = backend.start(name=str(seen.get("name") or f"app-version-{version_id}"),
-                            model_dir=version.artifact_path or str(seen.get("model_dir") or ""), deployment=seen)
+        new = backend.start(
+            name=str(seen.get("name") or f"app-version-{version_id}"),
+            model_dir=version.artifact_path or str(seen.get("model_dir") or ""),
+            deployment=seen,
+        )
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
     seconds = round(time.monotonic() - started, 2)
@@ -259,8 +291,14 @@ def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
             base = {k: v for k, v in current.items() if k not in _CLAIM_KEYS}
             base.update(last_restart_at=timezone.now().isoformat(), last_restart_s=seconds)
             if new is not None:
-                record = {**base, **new, "stage": SERVING, "restarts": int(base.get("restarts", 0)) + 1,
-                          "restart_failures": 0, "last_error": cause}
+                record = {
+                    **base,
+                    **new,
+                    "stage": SERVING,
+                    "restarts": int(base.get("restarts", 0)) + 1,
+                    "restart_failures": 0,
+                    "last_error": cause,
+                }
                 outcome, action = "restarted", "marketplace.version_restarted"
                 if not locked.active:  # superseded while restarting: the new server is not needed
                     record.update(stage=STOPPED, pid=None, stopped_reason="superseded while restarting")
@@ -270,13 +308,24 @@ def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
                 record = {**base, "pid": None, "stage": DOWN, "restart_failures": failures, "last_error": error[:1000]}
                 outcome, action = "restart_failed", "marketplace.version_restart_failed"
                 if failures >= _max_restarts():
-                    record.update(stage=UNHEALTHY, unhealthy_reason=(
-                        f"{failures} restarts in a row failed; last: {error}")[:1000])
+                    record.update(
+                        stage=UNHEALTHY, unhealthy_reason=(f"{failures} restarts in a row failed; last: {error}")[:1000]
+                    )
                     outcome, action = "unhealthy", "marketplace.version_unhealthy"
             AppVersion.objects.filter(pk=version_id).update(deployment=record)
-            audit_log(action=action, actor=None, organization=locked.app.publisher, obj=locked,
-                      extra={"cause": cause, "error": error[:500], "seconds": seconds,
-                             "restarts": record.get("restarts", 0), "restart_failures": record["restart_failures"]})
+            audit_log(
+                action=action,
+                actor=None,
+                organization=locked.app.publisher,
+                obj=locked,
+                extra={
+                    "cause": cause,
+                    "error": error[:500],
+                    "seconds": seconds,
+                    "restarts": record.get("restarts", 0),
+                    "restart_failures": record["restart_failures"],
+                },
+            )
     if stop_new and new is not None:
         backend.stop(new)
     return outcome

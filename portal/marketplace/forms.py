@@ -31,8 +31,9 @@ class JsonField(forms.CharField):
         except RecursionError as exc:
             raise forms.ValidationError(_("The document is nested too deeply.")) from exc
         except json.JSONDecodeError as exc:
-            raise forms.ValidationError(_("Not valid JSON (line %(line)d, column %(column)d).")
-                                        % {"line": exc.lineno, "column": exc.colno}) from exc
+            raise forms.ValidationError(
+                _("Not valid JSON (line %(line)d, column %(column)d).") % {"line": exc.lineno, "column": exc.colno}
+            ) from exc
         except ValueError as exc:  # NaN, Infinity
             raise forms.ValidationError(_("Not valid JSON: NaN and Infinity are not JSON numbers.")) from exc
         problem = json_problem(data)
@@ -60,13 +61,15 @@ class AppForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100)
     category = forms.ChoiceField(label=_("Category"), choices=AppCategory.choices)
     description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    price_per_call = forms.DecimalField(label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6,
-                                        max_digits=12, initial=Decimal("0.05"))
+    price_per_call = forms.DecimalField(
+        label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6, max_digits=12, initial=Decimal("0.05")
+    )
     visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)
     input_schema = JsonField(label=_("Input JSON Schema"), initial=DEFAULT_INPUT)
     output_schema = JsonField(label=_("Output JSON Schema"), initial=DEFAULT_OUTPUT)
-    endpoint_url = forms.URLField(label=_("HTTPS endpoint (leave empty for the built-in echo)"), required=False,
-                                  assume_scheme="https")
+    endpoint_url = forms.URLField(
+        label=_("HTTPS endpoint (leave empty for the built-in echo)"), required=False, assume_scheme="https"
+    )
 
 
 class TryForm(forms.Form):
@@ -79,12 +82,18 @@ class PublishForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100)
     category = forms.ChoiceField(label=_("Category"), choices=AppCategory.choices)
     description = forms.CharField(label=_("Description"), widget=forms.Textarea(attrs={"rows": 3}), required=False)
-    price_per_call = forms.DecimalField(label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6,
-                                        max_digits=12, initial=Decimal(0))
+    price_per_call = forms.DecimalField(
+        label=_("Price per call (CNY)"), min_value=Decimal(0), decimal_places=6, max_digits=12, initial=Decimal(0)
+    )
     price_per_1k_tokens = forms.DecimalField(
-        label=_("Price per 1,000 generated tokens (CNY)"), min_value=Decimal(0), decimal_places=6, max_digits=12,
-        initial=Decimal(0), required=False,
-        help_text=_("Charged on top of the price per call, for the tokens the model generates."))
+        label=_("Price per 1,000 generated tokens (CNY)"),
+        min_value=Decimal(0),
+        decimal_places=6,
+        max_digits=12,
+        initial=Decimal(0),
+        required=False,
+        help_text=_("Charged on top of the price per call, for the tokens the model generates."),
+    )
     visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)
 
     def clean_price_per_1k_tokens(self) -> Decimal:
@@ -95,7 +104,11 @@ class PublishForm(forms.Form):
 class CallCapForm(forms.Form):
     """The organization's monthly cap on app calls; empty = the platform default."""
 
-    cap = forms.DecimalField(label=_("Monthly cap on app calls (CNY)"), min_value=Decimal("0.01"), decimal_places=2,
-                             max_digits=12, required=False,
-                             help_text=_("Calls are refused once this month's calls reach it. Empty: the platform "
-                                         "default."))
+    cap = forms.DecimalField(
+        label=_("Monthly cap on app calls (CNY)"),
+        min_value=Decimal("0.01"),
+        decimal_places=2,
+        max_digits=12,
+        required=False,
+        help_text=_("Calls are refused once this month's calls reach it. Empty: the platform default."),
+    )

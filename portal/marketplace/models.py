@@ -105,8 +105,9 @@ class AppCall(models.Model):
     status = models.CharField(max_length=10, choices=CallStatus.choices, default=CallStatus.RESERVED)
     price_micros = models.BigIntegerField(help_text="held while reserved; what was charged once succeeded")
     publisher_share_micros = models.BigIntegerField(default=0)
-    billed_tokens = models.PositiveIntegerField(null=True, blank=True,
-                                                help_text="tokens charged at the app's price per 1,000 tokens")
+    billed_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="tokens charged at the app's price per 1,000 tokens"
+    )
     attempts = models.PositiveIntegerField(default=1)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)
     error_code = models.CharField(max_length=40, blank=True)
@@ -132,8 +133,9 @@ class AppPublishRequest(models.Model):
     version it created instead of publishing (and building) again; ``request_sha256`` (of the request's
     arguments) tells a retry from another request that reuses the key."""
 
-    organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE,
-                                     related_name="app_publish_requests")
+    organization = models.ForeignKey(
+        "portal.Organization", on_delete=models.CASCADE, related_name="app_publish_requests"
+    )
     idempotency_key = models.CharField(max_length=200)
     request_sha256 = models.CharField(max_length=64)
     version = models.ForeignKey(AppVersion, on_delete=models.CASCADE, related_name="+")

@@ -46,14 +46,16 @@ def usage_per_day(app: App, days: int = 30) -> list[tuple[str, int, int]]:
     """(day, successful calls, publisher revenue in micro-CNY) for the last ``days`` days, oldest first."""
     today = timezone.localdate()
     first = today - timedelta(days=days - 1)
-    rows = {r["day"]: r for r in AppCall.objects.filter(app=app, status=CallStatus.SUCCEEDED,
-                                                         created_at__date__gte=first)
-            .annotate(day=TruncDate("created_at")).values("day")
-            .annotate(n=Count("id"), revenue=Sum("publisher_share_micros"))}
+    rows = {
+        r["day"]: r
+        for r in AppCall.objects.filter(app=app, status=CallStatus.SUCCEEDED, created_at__date__gte=first)
+        .annotate(day=TruncDate("created_at"))
+        .values("day")
+        .annotate(n=Count("id"), revenue=Sum("publisher_share_micros"))
+    }
     out = []
     for i in range(days):
         d = first + timedelta(days=i)
         r: dict[str, Any] = dict(rows.get(d, {}))
         out.append((d.isoformat(), r.get("n", 0), r.get("revenue", 0) or 0))
     return out
-

@@ -98,10 +98,21 @@ def _validate_schema(schema: dict[str, Any]) -> None:
         raise MarketplaceError(_("Not a valid JSON Schema: %(m)s") % {"m": exc.message}) from exc
 
 
-def app_create(*, publisher: Organization, user: User, name: str, category: str, description: str,
-               input_schema: dict[str, Any], output_schema: dict[str, Any], price_per_call_micros: int,
-               visibility: str = AppVisibility.PRIVATE, example_request: dict[str, Any] | None = None,
-               example_response: dict[str, Any] | None = None, price_per_1k_tokens_micros: int = 0) -> App:
+def app_create(
+    *,
+    publisher: Organization,
+    user: User,
+    name: str,
+    category: str,
+    description: str,
+    input_schema: dict[str, Any],
+    output_schema: dict[str, Any],
+    price_per_call_micros: int,
+    visibility: str = AppVisibility.PRIVATE,
+    example_request: dict[str, Any] | None = None,
+    example_response: dict[str, Any] | None = None,
+    price_per_1k_tokens_micros: int = 0,
+) -> App:
     """Create a draft app. Raises ``MarketplaceError`` for an invalid schema or a negative price."""
     authorize(user=user, organization=publisher, action=Action.APPS_PUBLISH)
     _validate_schema(input_schema)
@@ -117,18 +128,35 @@ def app_create(*, publisher: Organization, user: User, name: str, category: str,
         slug = f"{base}-{n}"
     with transaction.atomic():
         app = App.objects.create(
-            publisher=publisher, name=name, slug=slug, category=category, description=description,
-            input_schema=input_schema, output_schema=output_schema, price_per_call_micros=price_per_call_micros,
-            price_per_1k_tokens_micros=price_per_1k_tokens_micros, visibility=visibility,
-            example_request=example_request or {}, example_response=example_response or {},
-            publisher_share_bps=settings.APP_PUBLISHER_SHARE_BPS, created_by=user)
+            publisher=publisher,
+            name=name,
+            slug=slug,
+            category=category,
+            description=description,
+            input_schema=input_schema,
+            output_schema=output_schema,
+            price_per_call_micros=price_per_call_micros,
+            price_per_1k_tokens_micros=price_per_1k_tokens_micros,
+            visibility=visibility,
+            example_request=example_request or {},
+            example_response=example_response or {},
+            publisher_share_bps=settings.APP_PUBLISHER_SHARE_BPS,
+            created_by=user,
+        )
         audit_log(action="marketplace.app_create", actor=user, organization=publisher, obj=app)
     return app
 
 
-def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str = "",
-                    checkpoint_ref: str = "", lineage: list[dict[str, Any]] | None = None,
-                    status: str = VersionStatus.READY) -> tuple[AppVersion, str]:
+def app_version_add(
+    *,
+    app: App,
+    user: User | None,
+    kind: str,
+    endpoint_url: str = "",
+    checkpoint_ref: str = "",
+    lineage: list[dict[str, Any]] | None = None,
+    status: str = VersionStatus.READY,
+) -> tuple[AppVersion, str]:
     """Add a version and make it the active one when ready. Returns (version, hmac secret or "").
 
     External endpoints must be HTTPS (``APP_ALLOW_HTTP_ENDPOINTS`` relaxes this for local development).
@@ -150,14 +178,23 @@ def app_version_add(*, app: App, user: User | None, kind: str, endpoint_url: str
         if status == VersionStatus.READY:
             app.versions.filter(active=True).update(active=False)
         version = AppVersion.objects.create(
-            app=app, number=number, kind=kind, endpoint_url=endpoint_url, hmac_secret=secret,
-            checkpoint_ref=checkpoint_ref, lineage=lineage or [], status=status,
-            progress=100 if status == VersionStatus.READY else 0, active=status == VersionStatus.READY)
+            app=app,
+            number=number,
+            kind=kind,
+            endpoint_url=endpoint_url,
+            hmac_secret=secret,
+            checkpoint_ref=checkpoint_ref,
+            lineage=lineage or [],
+            status=status,
+            progress=100 if status == VersionStatus.READY else 0,
+            active=status == VersionStatus.READY,
+        )
         attributions = sorted({d["attribution"] for d in lineage or [] if d.get("attribution")})
         if attributions:
             App.objects.filter(pk=app.pk).update(attributions=attributions)
-        audit_log(action="marketplace.version_add", actor=user, organization=app.publisher, obj=version,
-                  extra={"kind": kind})
+        audit_log(
+            action="marketplace.version_add", actor=user, organization=app.publisher, obj=version, extra={"kind": kind}
+        )
     return version, secret
 
 
@@ -190,8 +227,13 @@ def app_call_cap_set(*, organization: Organization, user: User, cap_micros: int 
     with transaction.atomic():
         previous = Organization.objects.select_for_update().get(pk=organization.pk).app_monthly_cap_micros
         Organization.objects.filter(pk=organization.pk).update(app_monthly_cap_micros=cap_micros)
-        audit_log(action="marketplace.call_cap_set", actor=user, organization=organization, obj=organization,
-                  extra={"from_micros": previous, "to_micros": cap_micros})
+        audit_log(
+            action="marketplace.call_cap_set",
+            actor=user,
+            organization=organization,
+            obj=organization,
+            extra={"from_micros": previous, "to_micros": cap_micros},
+        )
     organization.app_monthly_cap_micros = cap_micros
     return organization
 
@@ -223,24 +265,34 @@ def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | N
     with transaction.atomic():
         app = App.objects.select_for_update().get(pk=app.pk)
         if to not in APP_TRANSITIONS.get(app.state, frozenset()):
-            raise IllegalAppTransition(_("An app cannot go from %(a)s to %(b)s.")
-                                       % {"a": AppState(app.state).label, "b": AppState(to).label})
+            raise IllegalAppTransition(
+                _("An app cannot go from %(a)s to %(b)s.") % {"a": AppState(app.state).label, "b": AppState(to).label}
+            )
         if to in (AppState.IN_REVIEW, AppState.PUBLISHED):
             version = app.versions.filter(active=True).first()
             if version is None:
                 raise MarketplaceError(_("The app has no ready version to serve calls."))
-            commercial = (app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
-                          or app.price_per_1k_tokens_micros > 0)
+            commercial = (
+                app.visibility == AppVisibility.PUBLIC
+                or app.price_per_call_micros > 0
+                or app.price_per_1k_tokens_micros > 0
+            )
             problems = license_problems(version.lineage) if commercial else []
             if problems:
                 raise LicenseForbidsPublishing(
-                    _("A public or paid app cannot be published: %(p)s") % {"p": "; ".join(problems)},
-                    details=problems)
+                    _("A public or paid app cannot be published: %(p)s") % {"p": "; ".join(problems)}, details=problems
+                )
             if to == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC and not staff:
                 raise IllegalAppTransition(_("A public app goes live after staff review: submit it for review."))
         App.objects.filter(pk=app.pk).update(state=to, state_reason=reason[:300])
-        audit_log(action="marketplace.app_transition", actor=acting_user, organization=app.publisher, obj=app,
-                  extra={"from": app.state, "to": to, "reason": reason}, staff=staff)
+        audit_log(
+            action="marketplace.app_transition",
+            actor=acting_user,
+            organization=app.publisher,
+            obj=app,
+            extra={"from": app.state, "to": to, "reason": reason},
+            staff=staff,
+        )
     app.refresh_from_db()
     return app
 
@@ -248,12 +300,19 @@ def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | N
 # --- publishing a training checkpoint as an app (issue 7, part 2) ---------------------------------------------
 
 TEXT_INPUT_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["text"], "additionalProperties": False,
-    "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 8000},
-                   "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 256}}}
+    "type": "object",
+    "required": ["text"],
+    "additionalProperties": False,
+    "properties": {
+        "text": {"type": "string", "minLength": 1, "maxLength": 8000},
+        "max_new_tokens": {"type": "integer", "minimum": 1, "maximum": 256},
+    },
+}
 TEXT_OUTPUT_SCHEMA: dict[str, Any] = {
-    "type": "object", "required": ["output", "tokens"],
-    "properties": {"output": {"type": "string"}, "tokens": {"type": "integer", "minimum": 0}}}
+    "type": "object",
+    "required": ["output", "tokens"],
+    "properties": {"output": {"type": "string"}, "tokens": {"type": "integer", "minimum": 0}},
+}
 CHECKPOINT_REF = "instances.checkpoint:"
 
 
@@ -283,12 +342,20 @@ def training_lineage(*, job_id: int) -> list[dict[str, Any]]:
     for mount in mounts_for_consumer(f"instances.trainingjob:{job_id}"):
         version = mount.version
         lv = version.license_version
-        lineage.setdefault(version.pk, {
-            "dataset": version.dataset.name, "dataset_slug": version.dataset.slug,
-            "dataset_version": version.number, "dataset_version_id": version.pk,
-            "license": lv.license.name, "license_version": lv.number,
-            "commercial_use": bool(lv.commercial_use), "derivative_models": bool(lv.derivative_models),
-            "attribution": lv.attribution_text or version.dataset.attribution})
+        lineage.setdefault(
+            version.pk,
+            {
+                "dataset": version.dataset.name,
+                "dataset_slug": version.dataset.slug,
+                "dataset_version": version.number,
+                "dataset_version_id": version.pk,
+                "license": lv.license.name,
+                "license_version": lv.number,
+                "commercial_use": bool(lv.commercial_use),
+                "derivative_models": bool(lv.derivative_models),
+                "attribution": lv.attribution_text or version.dataset.attribution,
+            },
+        )
     return list(lineage.values())
 
 
@@ -322,10 +389,20 @@ class PublishResult:
     replayed: bool  # True when an earlier request with the same Idempotency-Key was answered again
 
 
-def app_publish_from_checkpoint(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int,
-                                name: str = "", category: str = "general", description: str = "",
-                                price_per_call_micros: int = 0, visibility: str = AppVisibility.PRIVATE,
-                                app_slug: str = "", price_per_1k_tokens_micros: int = 0) -> App:
+def app_publish_from_checkpoint(
+    *,
+    organization: Organization,
+    user: User | None,
+    job_id: int,
+    checkpoint_id: int,
+    name: str = "",
+    category: str = "general",
+    description: str = "",
+    price_per_call_micros: int = 0,
+    visibility: str = AppVisibility.PRIVATE,
+    app_slug: str = "",
+    price_per_1k_tokens_micros: int = 0,
+) -> App:
     """Publish checkpoint ``checkpoint_id`` of the organization's job ``job_id`` as an app served by the model.
 
     Creates a draft app (text in, generated text out: ``TEXT_INPUT_SCHEMA`` / ``TEXT_OUTPUT_SCHEMA``) — or,
@@ -337,18 +414,37 @@ def app_publish_from_checkpoint(*, organization: Organization, user: User | None
     Raises ``CheckpointNotFound`` (404: not the organization's job or checkpoint, or an unknown ``app_slug``),
     ``MarketplaceError`` (incomplete checkpoint, bad name, price or schema); nothing is written then.
     """
-    app, _version = _publish(organization=organization, user=user, job_id=job_id, checkpoint_id=checkpoint_id,
-                             name=name, category=category, description=description,
-                             price_per_call_micros=price_per_call_micros, visibility=visibility, app_slug=app_slug,
-                             price_per_1k_tokens_micros=price_per_1k_tokens_micros)
+    app, _version = _publish(
+        organization=organization,
+        user=user,
+        job_id=job_id,
+        checkpoint_id=checkpoint_id,
+        name=name,
+        category=category,
+        description=description,
+        price_per_call_micros=price_per_call_micros,
+        visibility=visibility,
+        app_slug=app_slug,
+        price_per_1k_tokens_micros=price_per_1k_tokens_micros,
+    )
     return app
 
 
-def app_publish_from_checkpoint_once(*, organization: Organization, user: User | None, idempotency_key: str,
-                                     job_id: int, checkpoint_id: int, name: str = "", category: str = "general",
-                                     description: str = "", price_per_call_micros: int = 0,
-                                     visibility: str = AppVisibility.PRIVATE, app_slug: str = "",
-                                     price_per_1k_tokens_micros: int = 0) -> PublishResult:
+def app_publish_from_checkpoint_once(
+    *,
+    organization: Organization,
+    user: User | None,
+    idempotency_key: str,
+    job_id: int,
+    checkpoint_id: int,
+    name: str = "",
+    category: str = "general",
+    description: str = "",
+    price_per_call_micros: int = 0,
+    visibility: str = AppVisibility.PRIVATE,
+    app_slug: str = "",
+    price_per_1k_tokens_micros: int = 0,
+) -> PublishResult:
     """``app_publish_from_checkpoint`` under an ``Idempotency-Key`` (the API's publish endpoint).
 
     The first request with a key publishes and records ``(organization, key)`` with the SHA-256 of the
@@ -362,10 +458,17 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     retrying it with the key runs it again).
     """
     authorize(user=user, organization=organization, action=Action.APPS_PUBLISH)
-    arguments = {"job_id": job_id, "checkpoint_id": checkpoint_id, "name": name, "category": category,
-                 "description": description, "price_per_call_micros": price_per_call_micros,
-                 "price_per_1k_tokens_micros": price_per_1k_tokens_micros, "visibility": visibility,
-                 "app_slug": app_slug}
+    arguments = {
+        "job_id": job_id,
+        "checkpoint_id": checkpoint_id,
+        "name": name,
+        "category": category,
+        "description": description,
+        "price_per_call_micros": price_per_call_micros,
+        "price_per_1k_tokens_micros": price_per_1k_tokens_micros,
+        "visibility": visibility,
+        "app_slug": app_slug,
+    }
     key = idempotency_key.strip()
     if not key:
         app, version = _publish(organization=organization, user=user, **arguments)  # type: ignore[arg-type]
@@ -375,8 +478,11 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     digest = request_hash(arguments)
 
     def replay() -> PublishResult | None:
-        prior = (AppPublishRequest.objects.select_related("version__app__publisher")
-                 .filter(organization=organization, idempotency_key=key).first())
+        prior = (
+            AppPublishRequest.objects.select_related("version__app__publisher")
+            .filter(organization=organization, idempotency_key=key)
+            .first()
+        )
         if prior is None:
             return None
         if prior.request_sha256 != digest:
@@ -388,8 +494,9 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     try:
         with transaction.atomic():
             app, version = _publish(organization=organization, user=user, **arguments)  # type: ignore[arg-type]
-            AppPublishRequest.objects.create(organization=organization, idempotency_key=key,
-                                             request_sha256=digest, version=version)
+            AppPublishRequest.objects.create(
+                organization=organization, idempotency_key=key, request_sha256=digest, version=version
+            )
     except IntegrityError:
         if (earlier := replay()) is not None:  # a concurrent request with the key committed first
             return earlier
@@ -397,9 +504,20 @@ def app_publish_from_checkpoint_once(*, organization: Organization, user: User |
     return PublishResult(app=app, version=version, replayed=False)
 
 
-def _publish(*, organization: Organization, user: User | None, job_id: int, checkpoint_id: int, name: str,
-             category: str, description: str, price_per_call_micros: int, visibility: str,
-             app_slug: str, price_per_1k_tokens_micros: int = 0) -> tuple[App, AppVersion]:
+def _publish(
+    *,
+    organization: Organization,
+    user: User | None,
+    job_id: int,
+    checkpoint_id: int,
+    name: str,
+    category: str,
+    description: str,
+    price_per_call_micros: int,
+    visibility: str,
+    app_slug: str,
+    price_per_1k_tokens_micros: int = 0,
+) -> tuple[App, AppVersion]:
     authorize(user=user, organization=organization, action=Action.APPS_PUBLISH)
     checkpoint = _checkpoint_of(organization, job_id, checkpoint_id)
     lineage = training_lineage(job_id=checkpoint.job_id)
@@ -408,30 +526,55 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
             app = App.objects.filter(publisher=organization, slug=app_slug).first()
             if app is None:
                 raise CheckpointNotFound("no such app of your organization")
-            commercial = (app.visibility == AppVisibility.PUBLIC or app.price_per_call_micros > 0
-                          or app.price_per_1k_tokens_micros > 0)
+            commercial = (
+                app.visibility == AppVisibility.PUBLIC
+                or app.price_per_call_micros > 0
+                or app.price_per_1k_tokens_micros > 0
+            )
             problems = license_problems(lineage) if commercial else []
             if problems:  # the new version would serve a public or paid app: the same rule as app_transition
                 raise LicenseForbidsPublishing(
-                    _("This model cannot become a version of a public or paid app: %(p)s")
-                    % {"p": "; ".join(problems)}, details=problems)
+                    _("This model cannot become a version of a public or paid app: %(p)s") % {"p": "; ".join(problems)},
+                    details=problems,
+                )
         else:
             if not name.strip():
                 raise MarketplaceError(_("An app needs a name."))
             app = app_create(
-                publisher=organization, user=user, name=name.strip(), category=category, description=description,  # type: ignore[arg-type]
-                input_schema=TEXT_INPUT_SCHEMA, output_schema=TEXT_OUTPUT_SCHEMA,
-                price_per_call_micros=price_per_call_micros, visibility=visibility,
+                publisher=organization,
+                user=user,  # type: ignore[arg-type]
+                name=name.strip(),
+                category=category,
+                description=description,
+                input_schema=TEXT_INPUT_SCHEMA,
+                output_schema=TEXT_OUTPUT_SCHEMA,
+                price_per_call_micros=price_per_call_micros,
+                visibility=visibility,
                 price_per_1k_tokens_micros=price_per_1k_tokens_micros,
                 example_request={"text": "第一条", "max_new_tokens": 32},
-                example_response={"output": "…", "tokens": 32})
-        version, _secret = app_version_add(app=app, user=user, kind=ServingKind.CHECKPOINT,
-                                           checkpoint_ref=f"{CHECKPOINT_REF}{checkpoint.pk}", lineage=lineage,
-                                           status=VersionStatus.BUILDING)
+                example_response={"output": "…", "tokens": 32},
+            )
+        version, _secret = app_version_add(
+            app=app,
+            user=user,
+            kind=ServingKind.CHECKPOINT,
+            checkpoint_ref=f"{CHECKPOINT_REF}{checkpoint.pk}",
+            lineage=lineage,
+            status=VersionStatus.BUILDING,
+        )
         AppVersion.objects.filter(pk=version.pk).update(deployment={"stage": "queued"})
-        audit_log(action="marketplace.publish_from_checkpoint", actor=user, organization=organization, obj=version,
-                  extra={"job": checkpoint.job_id, "checkpoint": checkpoint.pk, "step": checkpoint.step,
-                         "datasets": [d["dataset_version_id"] for d in lineage]})
+        audit_log(
+            action="marketplace.publish_from_checkpoint",
+            actor=user,
+            organization=organization,
+            obj=version,
+            extra={
+                "job": checkpoint.job_id,
+                "checkpoint": checkpoint.pk,
+                "step": checkpoint.step,
+                "datasets": [d["dataset_version_id"] for d in lineage],
+            },
+        )
         from portal.marketplace import tasks  # tasks import calls, which imports this module
 
         transaction.on_commit(lambda: tasks.app_version_build.delay(version.pk))
@@ -443,7 +586,8 @@ def _publish(*, organization: Organization, user: User | None, job_id: int, chec
 def _set_progress(version_id: int, stage: str, progress: int, **deployment: Any) -> None:
     version = AppVersion.objects.get(pk=version_id)
     AppVersion.objects.filter(pk=version_id, status=VersionStatus.BUILDING).update(
-        progress=progress, deployment={**version.deployment, **deployment, "stage": stage})
+        progress=progress, deployment={**version.deployment, **deployment, "stage": stage}
+    )
 
 
 def app_version_build(*, version_id: int) -> AppVersion:
@@ -470,14 +614,16 @@ def app_version_build(*, version_id: int) -> AppVersion:
         checkpoint = checkpoint_by_id(int(version.checkpoint_ref.removeprefix(CHECKPOINT_REF)))
         out_dir = Path(settings.DATA_DIR) / "apps" / version.app.slug / f"v{version.number}"
         _set_progress(version_id, stage, 5)
-        export_checkpoint(checkpoint.location, out_dir,
-                          progress=lambda p: _set_progress(version_id, "export", 5 + p * 65 // 100))
+        export_checkpoint(
+            checkpoint.location, out_dir, progress=lambda p: _set_progress(version_id, "export", 5 + p * 65 // 100)
+        )
         AppVersion.objects.filter(pk=version_id).update(artifact_path=str(out_dir))
         stage = "deploy"
         _set_progress(version_id, stage, 80)
         started = version.deployment if version.deployment.get("backend") else None  # a retried build's server
         deployment = deployments.deployment_backend().start(
-            name=f"app-version-{version_id}", model_dir=out_dir, deployment=started)
+            name=f"app-version-{version_id}", model_dir=out_dir, deployment=started
+        )
         _set_progress(version_id, stage, 90, **deployment)
         version = deployments.checkpoint_version_activate(version_id=version_id)
     except Exception as exc:
@@ -486,14 +632,26 @@ def app_version_build(*, version_id: int) -> AppVersion:
         cause = f"{stage}: {type(exc).__name__}: {exc}"
         current = AppVersion.objects.get(pk=version_id)
         AppVersion.objects.filter(pk=version_id).update(
-            status=VersionStatus.FAILED, error=cause[:4000],
-            deployment={**current.deployment, "stage": stage, "failed_stage": stage, "pid": None})
-        audit_log(action="marketplace.version_build_failed", actor=None, organization=version.app.publisher,
-                  obj=version, extra={"stage": stage, "cause": cause[:500]})
+            status=VersionStatus.FAILED,
+            error=cause[:4000],
+            deployment={**current.deployment, "stage": stage, "failed_stage": stage, "pid": None},
+        )
+        audit_log(
+            action="marketplace.version_build_failed",
+            actor=None,
+            organization=version.app.publisher,
+            obj=version,
+            extra={"stage": stage, "cause": cause[:500]},
+        )
         raise BuildFailed(cause) from exc
     AppVersion.objects.filter(pk=version_id).update(deployment={**version.deployment, "stage": "serving"})
-    audit_log(action="marketplace.version_ready", actor=None, organization=version.app.publisher, obj=version,
-              extra={"url": deployment.get("url", "")})
+    audit_log(
+        action="marketplace.version_ready",
+        actor=None,
+        organization=version.app.publisher,
+        obj=version,
+        extra={"url": deployment.get("url", "")},
+    )
     version.refresh_from_db()
     return version
 

@@ -53,7 +53,8 @@ def endpoint_check(url: str) -> None:
         address = ipaddress.ip_address(info[4][0])
         if not address.is_global:
             raise BackendError(
-                _("The endpoint host %(h)s is not a public address (%(a)s).") % {"h": host, "a": address})
+                _("The endpoint host %(h)s is not a public address (%(a)s).") % {"h": host, "a": address}
+            )
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
@@ -73,11 +74,15 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
     if version.kind == ServingKind.EXTERNAL:
         endpoint_check(version.endpoint_url)  # again at call time: DNS may have changed
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-        headers = {"Content-Type": "application/json", "X-Portal-Call-Id": str(call_id),
-                   "X-Portal-Signature": sign(version.hmac_secret, body)}
+        headers = {
+            "Content-Type": "application/json",
+            "X-Portal-Call-Id": str(call_id),
+            "X-Portal-Signature": sign(version.hmac_secret, body),
+        }
         try:
-            response = requests.post(version.endpoint_url, data=body, headers=headers, timeout=timeout_s,
-                                     allow_redirects=False)
+            response = requests.post(
+                version.endpoint_url, data=body, headers=headers, timeout=timeout_s, allow_redirects=False
+            )
         except requests.Timeout as exc:
             raise BackendTimeout(_("no answer within %(s)s s") % {"s": f"{timeout_s:g}"}) from exc
         except requests.RequestException as exc:

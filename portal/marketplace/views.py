@@ -51,8 +51,13 @@ def app_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)
     app = app_for(organization, slug)
-    context = {"org": organization, "app": app, "form": TryForm(initial={"payload": app.example_request or {}}),
-               "is_publisher": app.publisher_id == organization.pk, "version": app.versions.filter(active=True).first()}
+    context = {
+        "org": organization,
+        "app": app,
+        "form": TryForm(initial={"payload": app.example_request or {}}),
+        "is_publisher": app.publisher_id == organization.pk,
+        "version": app.versions.filter(active=True).first(),
+    }
     if context["is_publisher"]:
         context["versions"] = app.versions.all()[:10]
         days = usage_per_day(app)
@@ -73,8 +78,9 @@ def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         context["error"] = _("The request exceeds %(n)d bytes.") % {"n": settings.APP_MAX_REQUEST_BYTES}
     elif form.is_valid():
         try:
-            result = calls.app_invoke(app=app, caller=organization, user=request.user,
-                                         payload=form.cleaned_data["payload"])
+            result = calls.app_invoke(
+                app=app, caller=organization, user=request.user, payload=form.cleaned_data["payload"]
+            )
             context["result"] = result
         except services.MarketplaceError as exc:
             context["error"] = str(exc)
@@ -90,22 +96,31 @@ def app_create(request: AuthedHttpRequest, org: str) -> HttpResponse:
         try:
             with transaction.atomic():  # an app whose version is refused is not kept
                 app = services.app_create(
-                    publisher=organization, user=request.user, name=d["name"],
-                    category=d["category"], description=d["description"], input_schema=d["input_schema"],
-                    output_schema=d["output_schema"], price_per_call_micros=to_micros(d["price_per_call"]),
-                    visibility=d["visibility"])
+                    publisher=organization,
+                    user=request.user,
+                    name=d["name"],
+                    category=d["category"],
+                    description=d["description"],
+                    input_schema=d["input_schema"],
+                    output_schema=d["output_schema"],
+                    price_per_call_micros=to_micros(d["price_per_call"]),
+                    visibility=d["visibility"],
+                )
                 _version, secret = services.app_version_add(
-                    app=app, user=request.user,
+                    app=app,
+                    user=request.user,
                     kind=ServingKind.EXTERNAL if d["endpoint_url"] else ServingKind.ECHO,
-                    endpoint_url=d["endpoint_url"])
+                    endpoint_url=d["endpoint_url"],
+                )
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:
             if secret:
                 messages.success(request, _("Signing secret (shown once): %(s)s") % {"s": secret})
             return redirect("app_detail", org=organization.slug, slug=app.slug)
-    return render(request, "marketplace/app_form.html", {"org": organization, "form": form},
-                  status=400 if form.errors else 200)
+    return render(
+        request, "marketplace/app_form.html", {"org": organization, "form": form}, status=400 if form.errors else 200
+    )
 
 
 @login_required
@@ -132,7 +147,7 @@ def app_state(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
 
 @login_required
 def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id: int) -> HttpResponse:
-    """"Publish as app" from a job's checkpoint list: shows the training datasets and their licenses, then
+    """ "Publish as app" from a job's checkpoint list: shows the training datasets and their licenses, then
     creates the app; the model is exported and served in the background (progress on the app page)."""
     organization = organization_for_user(user=request.user, slug=org)
     try:
@@ -148,17 +163,30 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
         d = form.cleaned_data
         try:
             app = services.app_publish_from_checkpoint(
-                organization=organization, user=request.user, job_id=job_id,
-                checkpoint_id=checkpoint_id, name=d["name"], category=d["category"], description=d["description"],
-                price_per_call_micros=to_micros(d["price_per_call"]), visibility=d["visibility"],
-                price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]))
+                organization=organization,
+                user=request.user,
+                job_id=job_id,
+                checkpoint_id=checkpoint_id,
+                name=d["name"],
+                category=d["category"],
+                description=d["description"],
+                price_per_call_micros=to_micros(d["price_per_call"]),
+                visibility=d["visibility"],
+                price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
+            )
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("The model is being exported and deployed; this page shows the progress."))
             return redirect("app_detail", org=organization.slug, slug=app.slug)
-    context = {"org": organization, "form": form, "checkpoint": checkpoint, "job": checkpoint.job,
-               "lineage": lineage, "problems": services.license_problems(lineage)}
+    context = {
+        "org": organization,
+        "form": form,
+        "checkpoint": checkpoint,
+        "job": checkpoint.job,
+        "lineage": lineage,
+        "problems": services.license_problems(lineage),
+    }
     return render(request, "marketplace/publish_form.html", context, status=400 if form.errors else 200)
 
 
@@ -172,16 +200,22 @@ def call_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         cap = form.cleaned_data["cap"]
         try:
-            services.app_call_cap_set(organization=organization, user=request.user,
-                                      cap_micros=to_micros(cap) if cap is not None else None)
+            services.app_call_cap_set(
+                organization=organization, user=request.user, cap_micros=to_micros(cap) if cap is not None else None
+            )
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:
             messages.success(request, _("The monthly cap on app calls is saved."))
             return redirect("app_calls", org=organization.slug)
     page = Paginator(calls_of_caller(organization).order_by("-id"), 25).get_page(request.GET.get("page"))
-    context = {"org": organization, "page": page, "form": form,
-               "spent_micros": calls.held_and_month_micros(organization, calls.month_start(timezone.now()))[1],
-               "cap_micros": calls.monthly_cap_micros(organization), "own_cap": own is not None}
+    context = {
+        "org": organization,
+        "page": page,
+        "form": form,
+        "spent_micros": calls.held_and_month_micros(organization, calls.month_start(timezone.now()))[1],
+        "cap_micros": calls.monthly_cap_micros(organization),
+        "own_cap": own is not None,
+    }
     template = "marketplace/call_table.html" if is_partial(request) else "marketplace/call_list.html"
     return render(request, template, context, status=400 if form.errors else 200)

@@ -247,8 +247,12 @@ CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 # outgoing webhooks (network waits) on "webhooks". Production runs a worker per queue
 # (README "Production"); runportal starts a control worker (control + webhooks) and a bulk worker.
 CELERY_TASK_DEFAULT_QUEUE = "control"
-BULK_TASKS = ("datasets.tasks.import_corpus", "datasets.tasks.upload_stage", "datasets.tasks.upload_deid_chunk",
-              "portal.marketplace.tasks.app_version_build")
+BULK_TASKS = (
+    "datasets.tasks.import_corpus",
+    "datasets.tasks.upload_stage",
+    "datasets.tasks.upload_deid_chunk",
+    "portal.marketplace.tasks.app_version_build",
+)
 CELERY_TASK_ROUTES = {
     **{name: {"queue": "bulk"} for name in BULK_TASKS},
     "portal.webhooks.tasks.*": {"queue": "webhooks"},
@@ -325,9 +329,13 @@ APP_DEPLOYMENTS_OPTIONS: dict[str, object] = (
 )
 APP_SERVER_MAX_RESTARTS = env_int("APP_SERVER_MAX_RESTARTS", 3, minimum=1)  # failed in a row → "unhealthy"
 CELERY_BEAT_SCHEDULE["marketplace-calls-release-stale"] = {
-    "task": "portal.marketplace.tasks.app_calls_release_stale", "schedule": 60.0}
+    "task": "portal.marketplace.tasks.app_calls_release_stale",
+    "schedule": 60.0,
+}
 CELERY_BEAT_SCHEDULE["marketplace-deployments-health"] = {
-    "task": "portal.marketplace.tasks.app_deployments_check", "schedule": 60.0}
+    "task": "portal.marketplace.tasks.app_deployments_check",
+    "schedule": 60.0,
+}
 
 # --- outgoing webhooks (portal.webhooks): endpoints are checked like app endpoints (APP_ALLOW_HTTP_ENDPOINTS) ---
 WEBHOOK_TIMEOUT_S = env_int("WEBHOOK_TIMEOUT_S", 10, minimum=1)
@@ -337,4 +345,6 @@ WEBHOOK_RETRY_WINDOW_S = env_int("WEBHOOK_RETRY_WINDOW_S", 3 * 24 * 3600, minimu
 WEBHOOK_SECRET_OVERLAP_S = env_int("WEBHOOK_SECRET_OVERLAP_S", 24 * 3600, minimum=0)  # old secret signs too
 WEBHOOK_MAX_ENDPOINTS = env_int("WEBHOOK_MAX_ENDPOINTS", 16, minimum=1)  # per organization
 CELERY_BEAT_SCHEDULE["webhooks-deliveries-sweep"] = {
-    "task": "portal.webhooks.tasks.webhook_deliveries_sweep", "schedule": 30.0}
+    "task": "portal.webhooks.tasks.webhook_deliveries_sweep",
+    "schedule": 30.0,
+}

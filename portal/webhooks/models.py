@@ -20,8 +20,7 @@ class WebhookEndpoint(models.Model):
     ``previous_secret_expires_at`` (``WEBHOOK_SECRET_OVERLAP_S``, 24 h), so receivers can switch without a gap.
     """
 
-    organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE,
-                                     related_name="webhook_endpoints")
+    organization = models.ForeignKey("portal.Organization", on_delete=models.CASCADE, related_name="webhook_endpoints")
     url = models.CharField(_("URL"), max_length=500)  # checked by services.endpoint_url_validate
     description = models.CharField(_("description"), max_length=200, blank=True)
     event_types = models.JSONField(default=list)  # values of EventType, in EventType's order

@@ -13,8 +13,9 @@ def webhook_endpoints_of(organization: Organization) -> QuerySet[WebhookEndpoint
     return WebhookEndpoint.objects.filter(organization=organization).order_by("-id")
 
 
-def webhook_deliveries_of(organization: Organization, *, endpoint_id: int | None = None,
-                          status: str | None = None) -> QuerySet[WebhookDelivery]:
+def webhook_deliveries_of(
+    organization: Organization, *, endpoint_id: int | None = None, status: str | None = None
+) -> QuerySet[WebhookDelivery]:
     """The organization's deliveries, newest first, with their event, endpoint and attempts (three queries for
     a page, whatever its length)."""
     qs = WebhookDelivery.objects.filter(endpoint__organization=organization)
@@ -22,5 +23,8 @@ def webhook_deliveries_of(organization: Organization, *, endpoint_id: int | None
         qs = qs.filter(endpoint_id=endpoint_id)
     if status:
         qs = qs.filter(status=status)
-    return qs.select_related("event", "endpoint").prefetch_related(
-        Prefetch("attempts", queryset=WebhookAttempt.objects.order_by("number"))).order_by("-id")
+    return (
+        qs.select_related("event", "endpoint")
+        .prefetch_related(Prefetch("attempts", queryset=WebhookAttempt.objects.order_by("number")))
+        .order_by("-id")
+    )

@@ -42,8 +42,14 @@ def post(*, url: str, body: bytes, headers: dict[str, str], timeout_s: float) ->
     portal's own network). Never raises for network failures; they come back as ``error``."""
     started = time.perf_counter()
     try:
-        with requests.post(url, data=body, headers={**headers, "User-Agent": USER_AGENT}, timeout=timeout_s,
-                           allow_redirects=False, stream=True) as response:
+        with requests.post(
+            url,
+            data=body,
+            headers={**headers, "User-Agent": USER_AGENT},
+            timeout=timeout_s,
+            allow_redirects=False,
+            stream=True,
+        ) as response:
             chunk = next(response.iter_content(chunk_size=EXCERPT_BYTES), b"")
             code = response.status_code
     except requests.Timeout:

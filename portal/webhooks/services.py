@@ -97,8 +97,9 @@ def event_types_validate(event_types: Any) -> list[str]:
     return [t for t in EventType.values if t in set(event_types)]
 
 
-def webhook_endpoint_create(*, organization: Organization, user: User | None, url: str,
-                            event_types: list[str], description: str = "") -> tuple[WebhookEndpoint, str]:
+def webhook_endpoint_create(
+    *, organization: Organization, user: User | None, url: str, event_types: list[str], description: str = ""
+) -> tuple[WebhookEndpoint, str]:
     """Register an endpoint of ``organization`` (owners and admins only). Returns ``(endpoint, secret)``; the
     secret (``whsec_…``) is not shown again. Raises ``WebhookForbidden`` or ``WebhookError`` (bad or private URL,
     bad event types, description over 200 characters, more than ``WEBHOOK_MAX_ENDPOINTS``); nothing written."""
@@ -112,12 +113,24 @@ def webhook_endpoint_create(*, organization: Organization, user: User | None, ur
     with transaction.atomic():
         Organization.objects.select_for_update().filter(pk=organization.pk).first()  # serializes the count
         if WebhookEndpoint.objects.filter(organization=organization).count() >= settings.WEBHOOK_MAX_ENDPOINTS:
-            raise WebhookError(_("An organization has at most %(n)d webhook endpoints.")
-                               % {"n": settings.WEBHOOK_MAX_ENDPOINTS})
-        endpoint = WebhookEndpoint.objects.create(organization=organization, url=url, description=description,
-                                                  event_types=types, secret=secret, created_by=user)
-        audit_log(action="webhooks.endpoint_create", actor=user, organization=organization, obj=endpoint,
-                  extra={"url": url, "event_types": types})
+            raise WebhookError(
+                _("An organization has at most %(n)d webhook endpoints.") % {"n": settings.WEBHOOK_MAX_ENDPOINTS}
+            )
+        endpoint = WebhookEndpoint.objects.create(
+            organization=organization,
+            url=url,
+            description=description,
+            event_types=types,
+            secret=secret,
+            created_by=user,
+        )
+        audit_log(
+            action="webhooks.endpoint_create",
+            actor=user,
+            organization=organization,
+            obj=endpoint,
+            extra={"url": url, "event_types": types},
+        )
     return endpoint, secret
 
 
@@ -125,13 +138,19 @@ def webhook_endpoint_delete(*, endpoint: WebhookEndpoint, user: User | None) -> 
     """Delete an endpoint (owners and admins only) with its deliveries: nothing more is sent to it."""
     _require_manager(endpoint.organization, user)
     with transaction.atomic():
-        audit_log(action="webhooks.endpoint_delete", actor=user, organization=endpoint.organization, obj=endpoint,
-                  extra={"url": endpoint.url})
+        audit_log(
+            action="webhooks.endpoint_delete",
+            actor=user,
+            organization=endpoint.organization,
+            obj=endpoint,
+            extra={"url": endpoint.url},
+        )
         endpoint.delete()
 
 
-def webhook_endpoint_rotate(*, endpoint: WebhookEndpoint, user: User | None,
-                            now: datetime | None = None) -> tuple[WebhookEndpoint, str]:
+def webhook_endpoint_rotate(
+    *, endpoint: WebhookEndpoint, user: User | None, now: datetime | None = None
+) -> tuple[WebhookEndpoint, str]:
     """Give the endpoint a new secret (owners and admins only); returns ``(endpoint, new secret)``, shown once.
     The secret it replaces keeps signing too (a second ``v1=``) for ``WEBHOOK_SECRET_OVERLAP_S`` (24 h); a
     secret replaced earlier stops at once."""
@@ -141,8 +160,11 @@ def webhook_endpoint_rotate(*, endpoint: WebhookEndpoint, user: User | None,
     with transaction.atomic():
         current = WebhookEndpoint.objects.select_for_update().get(pk=endpoint.pk)
         WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-            secret=secret, previous_secret=current.secret, rotated_at=now,
-            previous_secret_expires_at=now + timedelta(seconds=settings.WEBHOOK_SECRET_OVERLAP_S))
+            secret=secret,
+            previous_secret=current.secret,
+            rotated_at=now,
+            previous_secret_expires_at=now + timedelta(seconds=settings.WEBHOOK_SECRET_OVERLAP_S),
+        )
         audit_log(action="webhooks.endpoint_rotate", actor=user, organization=endpoint.organization, obj=endpoint)
     endpoint.refresh_from_db()
     return endpoint, secret
@@ -150,8 +172,11 @@ def webhook_endpoint_rotate(*, endpoint: WebhookEndpoint, user: User | None,
 
 def endpoint_signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
     """The secrets that sign a delivery at ``now``: the current one, and the previous one during the overlap."""
-    keep_previous = (endpoint.previous_secret and endpoint.previous_secret_expires_at is not None
-                     and endpoint.previous_secret_expires_at > now)
+    keep_previous = (
+        endpoint.previous_secret
+        and endpoint.previous_secret_expires_at is not None
+        and endpoint.previous_secret_expires_at > now
+    )
     return [endpoint.secret, endpoint.previous_secret] if keep_previous else [endpoint.secret]
 
 
@@ -167,22 +192,34 @@ def webhook_emit(*, organization: Organization | None, event_type: str, data: di
         if organization is None or event_type not in EventType.values:
             log.error("webhook_emit: unknown event type %r or no organization", event_type)
             return
-        endpoint_ids = [pk for pk, types in WebhookEndpoint.objects.filter(organization=organization).values_list(
-            "pk", "event_types") if event_type in types]
+        endpoint_ids = [
+            pk
+            for pk, types in WebhookEndpoint.objects.filter(organization=organization).values_list("pk", "event_types")
+            if event_type in types
+        ]
         if not endpoint_ids:
             return
         now = timezone.now()
         window = timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_S)
         with transaction.atomic():  # a savepoint when the caller has a transaction: a failure here stays here
-            event = WebhookEvent.objects.create(organization=organization, public_id=f"evt_{secrets.token_hex(12)}",
-                                                type=event_type, data=data, created_at=now)
-            ids = [WebhookDelivery.objects.create(event=event, endpoint_id=pk, next_attempt_at=now,
-                                                  retry_until=now + window, created_at=now).pk
-                   for pk in endpoint_ids]
+            event = WebhookEvent.objects.create(
+                organization=organization,
+                public_id=f"evt_{secrets.token_hex(12)}",
+                type=event_type,
+                data=data,
+                created_at=now,
+            )
+            ids = [
+                WebhookDelivery.objects.create(
+                    event=event, endpoint_id=pk, next_attempt_at=now, retry_until=now + window, created_at=now
+                ).pk
+                for pk in endpoint_ids
+            ]
             transaction.on_commit(functools.partial(_enqueue, ids))
     except Exception:
-        log.exception("webhook_emit: %s for organization %s not recorded", event_type,
-                      getattr(organization, "pk", None))
+        log.exception(
+            "webhook_emit: %s for organization %s not recorded", event_type, getattr(organization, "pk", None)
+        )
 
 
 def _enqueue(delivery_ids: list[int]) -> None:
@@ -199,10 +236,16 @@ def _enqueue(delivery_ids: list[int]) -> None:
 # --- sending ------------------------------------------------------------------------------------------------------
 def event_body(event: WebhookEvent) -> bytes:
     """The JSON body of every delivery of ``event`` (compact, keys sorted, UTF-8)."""
-    envelope = {"id": event.public_id, "type": event.type, "created": int(event.created_at.timestamp()),
-                "organization": event.organization.slug, "data": event.data}
-    return json.dumps(envelope, separators=(",", ":"), sort_keys=True, ensure_ascii=False,
-                      cls=DjangoJSONEncoder).encode()
+    envelope = {
+        "id": event.public_id,
+        "type": event.type,
+        "created": int(event.created_at.timestamp()),
+        "organization": event.organization.slug,
+        "data": event.data,
+    }
+    return json.dumps(
+        envelope, separators=(",", ":"), sort_keys=True, ensure_ascii=False, cls=DjangoJSONEncoder
+    ).encode()
 
 
 def retry_delay(round_attempts: int) -> timedelta:
@@ -221,12 +264,12 @@ def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -
     A worker that dies mid-attempt leaves the claim to expire (``WEBHOOK_TIMEOUT_S`` + 60 s), then it is due."""
     now = now or timezone.now()
     lease = timedelta(seconds=int(settings.WEBHOOK_TIMEOUT_S) + 60)
-    claimed = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING,
-                                             next_attempt_at__lte=now).update(next_attempt_at=now + lease)
+    claimed = WebhookDelivery.objects.filter(
+        pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+    ).update(next_attempt_at=now + lease)
     if not claimed:
         return None
-    delivery = WebhookDelivery.objects.select_related("event__organization", "endpoint").filter(
-        pk=delivery_id).first()
+    delivery = WebhookDelivery.objects.select_related("event__organization", "endpoint").filter(pk=delivery_id).first()
     if delivery is None:
         return None
     endpoint, event = delivery.endpoint, delivery.event
@@ -236,25 +279,42 @@ def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -
         result = sender.SendResult(None, 0, str(exc)[:300], "")
     else:
         body = event_body(event)
-        headers = {"Content-Type": "application/json", "Webhook-Id": event.public_id, "Webhook-Event": event.type,
-                   "Webhook-Signature": sender.signature_header(endpoint_signing_secrets(endpoint, now), body,
-                                                                int(now.timestamp()))}
-        result = sender.post(url=endpoint.url, body=body, headers=headers,
-                             timeout_s=float(settings.WEBHOOK_TIMEOUT_S))
+        headers = {
+            "Content-Type": "application/json",
+            "Webhook-Id": event.public_id,
+            "Webhook-Event": event.type,
+            "Webhook-Signature": sender.signature_header(
+                endpoint_signing_secrets(endpoint, now), body, int(now.timestamp())
+            ),
+        }
+        result = sender.post(url=endpoint.url, body=body, headers=headers, timeout_s=float(settings.WEBHOOK_TIMEOUT_S))
     number, in_round = delivery.attempt_count + 1, delivery.round_attempts + 1
     if result.ok:
         outcome: dict[str, Any] = {"status": DeliveryStatus.SUCCEEDED, "next_attempt_at": None, "delivered_at": now}
     else:
         next_at = now + retry_delay(in_round)
-        outcome = ({"status": DeliveryStatus.FAILED, "next_attempt_at": None} if next_at > delivery.retry_until
-                   else {"next_attempt_at": next_at})
+        outcome = (
+            {"status": DeliveryStatus.FAILED, "next_attempt_at": None}
+            if next_at > delivery.retry_until
+            else {"next_attempt_at": next_at}
+        )
     with transaction.atomic():
-        WebhookAttempt.objects.create(delivery=delivery, number=number, started_at=now,
-                                      status_code=result.status_code, response_ms=result.response_ms,
-                                      error=result.error[:300], response_excerpt=result.excerpt)
+        WebhookAttempt.objects.create(
+            delivery=delivery,
+            number=number,
+            started_at=now,
+            status_code=result.status_code,
+            response_ms=result.response_ms,
+            error=result.error[:300],
+            response_excerpt=result.excerpt,
+        )
         WebhookDelivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
-            attempt_count=number, round_attempts=in_round, last_status_code=result.status_code,
-            last_error=result.error[:300], **outcome)
+            attempt_count=number,
+            round_attempts=in_round,
+            last_status_code=result.status_code,
+            last_error=result.error[:300],
+            **outcome,
+        )
     delivery.refresh_from_db()
     return delivery
 
@@ -262,12 +322,16 @@ def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -
 def webhook_deliveries_due(*, now: datetime | None = None, limit: int = 500) -> list[int]:
     """Ids of pending deliveries whose next attempt is due, oldest due first (at most ``limit``)."""
     now = now or timezone.now()
-    return list(WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now).order_by(
-        "next_attempt_at", "id").values_list("pk", flat=True)[:limit])
+    return list(
+        WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        .order_by("next_attempt_at", "id")
+        .values_list("pk", flat=True)[:limit]
+    )
 
 
-def webhook_delivery_redeliver(*, delivery: WebhookDelivery, user: User | None,
-                               now: datetime | None = None) -> WebhookDelivery:
+def webhook_delivery_redeliver(
+    *, delivery: WebhookDelivery, user: User | None, now: datetime | None = None
+) -> WebhookDelivery:
     """Send a delivery again now, whatever its status (owners and admins only): it becomes ``pending`` with a
     fresh 3-day retry window; the event keeps its id (receivers that have it dedupe). Its earlier attempts stay
     recorded. Raises ``WebhookForbidden``."""
@@ -275,10 +339,18 @@ def webhook_delivery_redeliver(*, delivery: WebhookDelivery, user: User | None,
     now = now or timezone.now()
     with transaction.atomic():
         WebhookDelivery.objects.filter(pk=delivery.pk).update(
-            status=DeliveryStatus.PENDING, next_attempt_at=now, round_attempts=0,
-            retry_until=now + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_S))
-        audit_log(action="webhooks.delivery_redeliver", actor=user, organization=delivery.endpoint.organization,
-                  obj=delivery, extra={"event": delivery.event.public_id})
+            status=DeliveryStatus.PENDING,
+            next_attempt_at=now,
+            round_attempts=0,
+            retry_until=now + timedelta(seconds=settings.WEBHOOK_RETRY_WINDOW_S),
+        )
+        audit_log(
+            action="webhooks.delivery_redeliver",
+            actor=user,
+            organization=delivery.endpoint.organization,
+            obj=delivery,
+            extra={"event": delivery.event.public_id},
+        )
         transaction.on_commit(functools.partial(_enqueue, [delivery.pk]))
     delivery.refresh_from_db()
     return delivery

@@ -26,13 +26,19 @@ from portal.webhooks.selectors import webhook_deliveries_of, webhook_endpoints_o
 DELIVERIES_PER_PAGE = 20
 
 
-def _render(request: HttpRequest, organization: Organization, form: EndpointForm, *, status: int = 200,
-            error: str = "") -> HttpResponse:
+def _render(
+    request: HttpRequest, organization: Organization, form: EndpointForm, *, status: int = 200, error: str = ""
+) -> HttpResponse:
     page = Paginator(webhook_deliveries_of(organization), DELIVERIES_PER_PAGE).get_page(request.GET.get("page"))
     membership = membership_of(user=request.user, organization=organization)  # type: ignore[arg-type]
-    context: dict[str, Any] = {"org": organization, "form": form, "page": page, "error": error,
-                               "endpoints": webhook_endpoints_of(organization),
-                               "is_manager": membership is not None and membership.role in MANAGER_ROLES}
+    context: dict[str, Any] = {
+        "org": organization,
+        "form": form,
+        "page": page,
+        "error": error,
+        "endpoints": webhook_endpoints_of(organization),
+        "is_manager": membership is not None and membership.role in MANAGER_ROLES,
+    }
     if is_partial(request):
         return render(request, "webhooks/delivery_table.html", context, status=status)
     return render(request, "webhooks/webhooks.html", context, status=status)
@@ -50,12 +56,18 @@ def webhooks(request: HttpRequest, org: str) -> HttpResponse:
         d = form.cleaned_data
         try:
             endpoint, secret = services.webhook_endpoint_create(
-                organization=organization, user=request.user, url=d["url"],  # type: ignore[arg-type]
-                event_types=d["event_types"], description=d["description"])
+                organization=organization,
+                user=request.user,  # type: ignore[arg-type]
+                url=d["url"],
+                event_types=d["event_types"],
+                description=d["description"],
+            )
         except services.WebhookError as exc:
             return _render(request, organization, form, status=exc.status, error=str(exc))
-        messages.success(request, _("Endpoint %(u)s registered. Signing secret (shown once): %(s)s")
-                         % {"u": endpoint.url, "s": secret})
+        messages.success(
+            request,
+            _("Endpoint %(u)s registered. Signing secret (shown once): %(s)s") % {"u": endpoint.url, "s": secret},
+        )
         return redirect("webhooks", org=organization.slug)
     return _render(request, organization, form)
 
@@ -82,8 +94,11 @@ def endpoint_rotate(request: HttpRequest, org: str, pk: int) -> HttpResponse:
         endpoint, secret = services.webhook_endpoint_rotate(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:
         return _render(request, organization, EndpointForm(), status=exc.status, error=str(exc))
-    messages.success(request, _("New signing secret for %(u)s (shown once; the previous one keeps signing for "
-                                "24 hours): %(s)s") % {"u": endpoint.url, "s": secret})
+    messages.success(
+        request,
+        _("New signing secret for %(u)s (shown once; the previous one keeps signing for 24 hours): %(s)s")
+        % {"u": endpoint.url, "s": secret},
+    )
     return redirect("webhooks", org=organization.slug)
 
 
@@ -91,8 +106,12 @@ def endpoint_rotate(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 @require_POST
 def delivery_redeliver(request: HttpRequest, org: str, pk: int) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    delivery = get_scoped_or_404(WebhookDelivery.objects.select_related("event", "endpoint"),
-                                 organization=organization, org_field="endpoint__organization", pk=pk)
+    delivery = get_scoped_or_404(
+        WebhookDelivery.objects.select_related("event", "endpoint"),
+        organization=organization,
+        org_field="endpoint__organization",
+        pk=pk,
+    )
     try:
         services.webhook_delivery_redeliver(delivery=delivery, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:

@@ -17,16 +17,23 @@ def assert_ledger_invariants() -> None:
     debits = LedgerEntry.objects.filter(amount_micros__gt=0).aggregate(s=Sum("amount_micros"))["s"] or 0
     credits = LedgerEntry.objects.filter(amount_micros__lt=0).aggregate(s=Sum("amount_micros"))["s"] or 0
     assert debits == -credits, (debits, credits)
-    unbalanced = (LedgerTransaction.objects.annotate(s=Sum("entries__amount_micros"))
-                  .exclude(s=0).values_list("idempotency_key", "s"))
+    unbalanced = (
+        LedgerTransaction.objects.annotate(s=Sum("entries__amount_micros"))
+        .exclude(s=0)
+        .values_list("idempotency_key", "s")
+    )
     assert list(unbalanced) == []
     for account in LedgerAccount.objects.filter(track_balance=True).annotate(s=Sum("entries__amount_micros")):
         assert account.balance_micros == (account.s or 0), account.code
         assert account.balance_micros >= 0, account.code
-    doubled = (UsageRecord.objects.values("instance_id", "minute").annotate(n=Count("id")).filter(n__gt=1))
+    doubled = UsageRecord.objects.values("instance_id", "minute").annotate(n=Count("id")).filter(n__gt=1)
     assert list(doubled) == []
-    top_ups = (LedgerTransaction.objects.filter(kind="top_up").values("metadata__topup_id")
-               .annotate(n=Count("id")).filter(n__gt=1, metadata__topup_id__isnull=False))
+    top_ups = (
+        LedgerTransaction.objects.filter(kind="top_up")
+        .values("metadata__topup_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1, metadata__topup_id__isnull=False)
+    )
     assert list(top_ups) == []
 
 

@@ -65,8 +65,13 @@ def test_verification_from_two_threads_grants_exactly_ten_cny_once():
 def test_two_concurrent_spends_of_8_against_10_exactly_one_succeeds():
     user = user_signup(email="spender@example.com", password="correct horse battery 9")
     org = user.organizations.get()
-    credit_grant_create(organization=org, amount_micros=10_000_000, expires_at=timezone.now() + timedelta(days=3),
-                        kind=GrantKind.TRIAL, idempotency_key="g")
+    credit_grant_create(
+        organization=org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=3),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g",
+    )
     results = _race(2, lambda i: wallet_spend(organization=org, amount_micros=8_000_000, idempotency_key=f"s{i}"))
     ok = [r for r in results if isinstance(r, LedgerTransaction)]
     refused = [r for r in results if isinstance(r, InsufficientFunds)]
@@ -78,8 +83,13 @@ def test_two_concurrent_spends_of_8_against_10_exactly_one_succeeds():
 def test_the_same_idempotency_key_from_two_threads_posts_once():
     user = user_signup(email="dup@example.com", password="correct horse battery 9")
     org = user.organizations.get()
-    credit_grant_create(organization=org, amount_micros=10_000_000, expires_at=timezone.now() + timedelta(days=3),
-                        kind=GrantKind.TRIAL, idempotency_key="g")
+    credit_grant_create(
+        organization=org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=3),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g",
+    )
     results = _race(4, lambda i: wallet_spend(organization=org, amount_micros=3_000_000, idempotency_key="same"))
     assert all(isinstance(r, LedgerTransaction) for r in results), results
     assert len({r.pk for r in results}) == 1

@@ -36,24 +36,41 @@ def spent(alice_org, charlie, time_machine):
     wallet_spend(organization=alice_org, amount_micros=400_000, idempotency_key="u1", kind=TransactionKind.USAGE)
     # 8 March: 1.50 of GPU usage paid 1.00 from a trial grant and 0.50 from the paid balance
     _at(time_machine, datetime(2026, 3, 8, 2, 0, tzinfo=UTC))
-    credit_grant_create(organization=alice_org, amount_micros=1_000_000, kind=GrantKind.TRIAL,
-                        expires_at=NOW + timedelta(days=30), idempotency_key="trial")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=1_000_000,
+        kind=GrantKind.TRIAL,
+        expires_at=NOW + timedelta(days=30),
+        idempotency_key="trial",
+    )
     _at(time_machine, datetime(2026, 3, 8, 3, 0, tzinfo=UTC))
     wallet_spend(organization=alice_org, amount_micros=1_500_000, idempotency_key="u2", kind=TransactionKind.USAGE)
     # 23:30 UTC on 8 March = 07:30 on 9 March in Shanghai: a dataset license fee
     _at(time_machine, datetime(2026, 3, 8, 23, 30, tzinfo=UTC))
-    wallet_spend(organization=alice_org, amount_micros=3_000_000, idempotency_key="lic",
-                 kind=TransactionKind.LICENSE_FEE)
+    wallet_spend(
+        organization=alice_org, amount_micros=3_000_000, idempotency_key="lic", kind=TransactionKind.LICENSE_FEE
+    )
     # 10 March: an app call of 2.00 (1.40 to the publisher), 0.25 of other spend, and things that are not spend
     _at(time_machine, datetime(2026, 3, 10, 1, 0, tzinfo=UTC))
-    wallet_spend(organization=alice_org, amount_micros=2_000_000, idempotency_key="call",
-                 kind=TransactionKind.APP_CALL, credit_wallets=[(charlie_org.pk, 1_400_000)])
+    wallet_spend(
+        organization=alice_org,
+        amount_micros=2_000_000,
+        idempotency_key="call",
+        kind=TransactionKind.APP_CALL,
+        credit_wallets=[(charlie_org.pk, 1_400_000)],
+    )
     wallet_spend(organization=alice_org, amount_micros=250_000, idempotency_key="misc", kind=TransactionKind.SPEND)
     staff = User.objects.create_user(email="staff@example.com", password="x" * 12, is_staff=True)
-    ledger_adjust(organization=alice_org, amount_micros=-100_000, reason="correction", staff_user=staff,
-                  idempotency_key="adj")
-    promo = credit_grant_create(organization=alice_org, amount_micros=700_000, kind=GrantKind.PROMOTIONAL,
-                                expires_at=NOW + timedelta(hours=1), idempotency_key="promo")
+    ledger_adjust(
+        organization=alice_org, amount_micros=-100_000, reason="correction", staff_user=staff, idempotency_key="adj"
+    )
+    promo = credit_grant_create(
+        organization=alice_org,
+        amount_micros=700_000,
+        kind=GrantKind.PROMOTIONAL,
+        expires_at=NOW + timedelta(hours=1),
+        idempotency_key="promo",
+    )
     _at(time_machine, NOW)
     CreditGrant.objects.filter(pk=promo.pk).update(expires_at=NOW - timedelta(minutes=1))
     credit_grant_expire(grant=CreditGrant.objects.get(pk=promo.pk))

@@ -49,8 +49,9 @@ def test_it_refuses_empty_zero_and_non_integer_entries(alice_org):
     with pytest.raises(UnbalancedTransaction, match="non-zero integer"):
         ledger_post(idempotency_key="k", kind=TransactionKind.ADJUSTMENT, postings=[Posting(paid, 0)])
     with pytest.raises(UnbalancedTransaction, match="non-zero integer"):
-        ledger_post(idempotency_key="k", kind=TransactionKind.ADJUSTMENT,
-                    postings=[Posting(paid, 1.5), Posting(paid, -1.5)])  # type: ignore[arg-type]
+        ledger_post(
+            idempotency_key="k", kind=TransactionKind.ADJUSTMENT, postings=[Posting(paid, 1.5), Posting(paid, -1.5)]
+        )  # type: ignore[arg-type]
     assert LedgerTransaction.objects.count() == 0
 
 
@@ -72,10 +73,20 @@ def test_a_reused_key_with_different_content_is_refused_and_nothing_changes(alic
 
 def test_spending_takes_unexpired_grants_first_earliest_expiry_first_then_paid(alice_org):
     now = timezone.now()
-    later = credit_grant_create(organization=alice_org, amount_micros=3 * CNY, expires_at=now + timedelta(days=20),
-                                kind=GrantKind.PROMOTIONAL, idempotency_key="g-later")
-    sooner = credit_grant_create(organization=alice_org, amount_micros=2 * CNY, expires_at=now + timedelta(days=5),
-                                 kind=GrantKind.TRIAL, idempotency_key="g-sooner")
+    later = credit_grant_create(
+        organization=alice_org,
+        amount_micros=3 * CNY,
+        expires_at=now + timedelta(days=20),
+        kind=GrantKind.PROMOTIONAL,
+        idempotency_key="g-later",
+    )
+    sooner = credit_grant_create(
+        organization=alice_org,
+        amount_micros=2 * CNY,
+        expires_at=now + timedelta(days=5),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g-sooner",
+    )
     wallet_top_up(organization=alice_org, amount_micros=10 * CNY, idempotency_key="topup:1")
 
     txn = wallet_spend(organization=alice_org, amount_micros=6_500_000, idempotency_key="spend:1")
@@ -92,8 +103,13 @@ def test_spending_takes_unexpired_grants_first_earliest_expiry_first_then_paid(a
 
 
 def test_a_spend_larger_than_the_balance_is_refused_and_writes_nothing(alice_org):
-    credit_grant_create(organization=alice_org, amount_micros=10 * CNY,
-                        expires_at=timezone.now() + timedelta(days=30), kind=GrantKind.TRIAL, idempotency_key="g")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10 * CNY,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g",
+    )
     before = LedgerTransaction.objects.count()
     with pytest.raises(InsufficientFunds) as err:
         wallet_spend(organization=alice_org, amount_micros=10 * CNY + 1, idempotency_key="spend:big")
@@ -105,8 +121,13 @@ def test_a_spend_larger_than_the_balance_is_refused_and_writes_nothing(alice_org
 
 def test_an_expired_grant_stops_counting_and_its_expiry_posting_balances(alice_org, time_machine):
     start = timezone.now()
-    grant = credit_grant_create(organization=alice_org, amount_micros=10 * CNY,
-                                expires_at=start + timedelta(days=30), kind=GrantKind.TRIAL, idempotency_key="g")
+    grant = credit_grant_create(
+        organization=alice_org,
+        amount_micros=10 * CNY,
+        expires_at=start + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g",
+    )
     wallet_spend(organization=alice_org, amount_micros=4 * CNY, idempotency_key="spend:1")
 
     time_machine.move_to(start + timedelta(days=30, seconds=1))
@@ -134,8 +155,13 @@ def test_an_expired_grant_stops_counting_and_its_expiry_posting_balances(alice_o
 
 
 def test_cached_balances_equal_the_sum_of_entries(alice_org, bob):
-    credit_grant_create(organization=alice_org, amount_micros=10 * CNY,
-                        expires_at=timezone.now() + timedelta(days=30), kind=GrantKind.TRIAL, idempotency_key="g")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10 * CNY,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key="g",
+    )
     wallet_top_up(organization=alice_org, amount_micros=3 * CNY, idempotency_key="t")
     for i in range(5):
         wallet_spend(organization=alice_org, amount_micros=2_345_678, idempotency_key=f"s{i}")

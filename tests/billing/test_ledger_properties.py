@@ -50,15 +50,21 @@ def _run_sequence(sequence, time_machine):
     for n, (op, which, amount, days) in enumerate(sequence):
         org = orgs[which]
         if op == "grant":
-            credit_grant_create(organization=org, amount_micros=amount, expires_at=now + timedelta(days=days),
-                                kind=GrantKind.PROMOTIONAL, idempotency_key=f"g{n}-{start.timestamp()}")
+            credit_grant_create(
+                organization=org,
+                amount_micros=amount,
+                expires_at=now + timedelta(days=days),
+                kind=GrantKind.PROMOTIONAL,
+                idempotency_key=f"g{n}-{start.timestamp()}",
+            )
         elif op == "topup":
             wallet_top_up(organization=org, amount_micros=amount, idempotency_key=f"t{n}-{start.timestamp()}")
         elif op == "spend":
             before = wallet_balance(organization=org, now=now).total_micros
             try:
-                wallet_spend(organization=org, amount_micros=amount, idempotency_key=f"s{n}-{start.timestamp()}",
-                             now=now)
+                wallet_spend(
+                    organization=org, amount_micros=amount, idempotency_key=f"s{n}-{start.timestamp()}", now=now
+                )
             except InsufficientFunds:
                 assert amount > before
                 assert wallet_balance(organization=org, now=now).total_micros == before

@@ -51,8 +51,13 @@ def _ticks(time_machine, start: datetime, end: datetime, *, skip: set[datetime] 
 @pytest.fixture
 def funded(alice_org, time_machine):
     time_machine.move_to(T0 - timedelta(days=5))  # posted in October
-    credit_grant_create(organization=alice_org, amount_micros=10_000_000, expires_at=T0 + timedelta(days=29),
-                        kind=GrantKind.TRIAL, idempotency_key="trial")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=T0 + timedelta(days=29),
+        kind=GrantKind.TRIAL,
+        idempotency_key="trial",
+    )
     wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="topup")
     return alice_org
 
@@ -87,8 +92,10 @@ def test_a_duplicate_tick_charges_nothing(funded, a100, time_machine):
     time_machine.move_to(T0 + timedelta(minutes=9, seconds=5))
     first = metering_tick()
     second = metering_tick()
-    assert (first.records, first.charged_micros) == (10, cumulative_charge_micros(
-        price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=10))
+    assert (first.records, first.charged_micros) == (
+        10,
+        cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=10),
+    )
     assert (second.records, second.charged_micros) == (0, 0)
     assert _usage(inst) == (10, 833_333)
 
@@ -124,8 +131,13 @@ def test_two_beat_processes_ticking_in_parallel_charge_60_minutes(alice_org, tim
 @pytest.mark.django_db
 def test_120_minutes_of_one_a100_at_5_cny_cost_exactly_10_cny_of_trial_credit(alice_org, a100, time_machine):
     time_machine.move_to(T0 - timedelta(hours=1))
-    credit_grant_create(organization=alice_org, amount_micros=10_000_000, expires_at=T0 + timedelta(days=29),
-                        kind=GrantKind.TRIAL, idempotency_key="trial")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=T0 + timedelta(days=29),
+        kind=GrantKind.TRIAL,
+        idempotency_key="trial",
+    )
     inst = _instance(alice_org, a100, start=T0, end=T0 + timedelta(minutes=120))
     _ticks(time_machine, T0, T0 + timedelta(minutes=125))
     assert _usage(inst) == (120, 10_000_000)
@@ -152,8 +164,9 @@ def test_a_price_change_at_noon_charges_earlier_minutes_at_the_old_price(funded,
 
 
 @pytest.mark.django_db
-def test_the_tick_is_set_based_queries_do_not_grow_with_instances(funded, a100, time_machine,
-                                                                   django_assert_max_num_queries):
+def test_the_tick_is_set_based_queries_do_not_grow_with_instances(
+    funded, a100, time_machine, django_assert_max_num_queries
+):
     from django.db import connection as conn
     from django.test.utils import CaptureQueriesContext
 
@@ -204,10 +217,20 @@ def test_statement_totals_equal_the_ledger_for_a_month_with_every_kind_of_line(f
 
     inst = _instance(funded, a100, gpus=2, start=T0, end=T0 + timedelta(minutes=45))
     _ticks(time_machine, T0, T0 + timedelta(minutes=46))
-    wallet_spend(organization=funded, amount_micros=3_000_000, idempotency_key="license",
-                 kind=TransactionKind.LICENSE_FEE, memo="license")
-    ledger_adjust(organization=funded, amount_micros=-500_000, reason="correction",
-                  staff_user=funded.memberships.first().user, idempotency_key="adj")
+    wallet_spend(
+        organization=funded,
+        amount_micros=3_000_000,
+        idempotency_key="license",
+        kind=TransactionKind.LICENSE_FEE,
+        memo="license",
+    )
+    ledger_adjust(
+        organization=funded,
+        amount_micros=-500_000,
+        reason="correction",
+        staff_user=funded.memberships.first().user,
+        idempotency_key="adj",
+    )
     time_machine.move_to(datetime(2026, 12, 1, 12, tzinfo=UTC))
     st = statement_build(organization=funded, year=2026, month=11, tz_name="Asia/Shanghai")
     kinds = {k.kind: k.amount_micros for k in st.by_kind}
@@ -256,22 +279,30 @@ def test_low_balance_notices_mail_managers_once_and_clear_when_topped_up(alice_o
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("start", "end", "minutes"), [
-    (datetime(2026, 11, 2, 6, 38, 40, tzinfo=UTC), datetime(2026, 11, 2, 6, 43, 4, tzinfo=UTC), 5),  # 4 min 24 s
-    (T0, T0 + timedelta(seconds=60), 1),
-    (T0 + timedelta(seconds=15), T0 + timedelta(seconds=76), 2),  # 61 s
-])
-def test_it_charges_each_started_minute_of_use_counted_from_the_segment_start(funded, a100, time_machine, start,
-                                                                             end, minutes, ledger_invariants):
+@pytest.mark.parametrize(
+    ("start", "end", "minutes"),
+    [
+        (datetime(2026, 11, 2, 6, 38, 40, tzinfo=UTC), datetime(2026, 11, 2, 6, 43, 4, tzinfo=UTC), 5),  # 4 min 24 s
+        (T0, T0 + timedelta(seconds=60), 1),
+        (T0 + timedelta(seconds=15), T0 + timedelta(seconds=76), 2),  # 61 s
+    ],
+)
+def test_it_charges_each_started_minute_of_use_counted_from_the_segment_start(
+    funded, a100, time_machine, start, end, minutes, ledger_invariants
+):
     inst = _instance(funded, a100, start=start, end=end)
     for t in (start, end, end + timedelta(minutes=5)):  # ticks at the second boundaries, then a late one
         time_machine.move_to(t)
         metering_tick(now=t)
-    rows = list(UsageRecord.objects.filter(instance_id=inst.pk).order_by("minute_index")
-                .values_list("minute_index", "minute", "amount_micros"))
+    rows = list(
+        UsageRecord.objects.filter(instance_id=inst.pk)
+        .order_by("minute_index")
+        .values_list("minute_index", "minute", "amount_micros")
+    )
     assert [(i, m) for i, m, _ in rows] == [(i, start + i * MIN) for i in range(minutes)]
-    assert sum(a for *_, a in rows) == cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=1,
-                                                                minutes=minutes)
+    assert sum(a for *_, a in rows) == cumulative_charge_micros(
+        price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=minutes
+    )
     ledger_invariants()
 
 
@@ -279,8 +310,12 @@ def test_it_charges_each_started_minute_of_use_counted_from_the_segment_start(fu
 def test_a_running_minute_is_charged_the_moment_it_begins_and_once(funded, a100, time_machine):
     start = T0 + timedelta(seconds=30)
     inst = _instance(funded, a100, start=start)
-    for t, expected in ((start, 1), (start + timedelta(seconds=59, microseconds=999_999), 1),
-                        (start + MIN, 2), (start + MIN, 2)):
+    for t, expected in (
+        (start, 1),
+        (start + timedelta(seconds=59, microseconds=999_999), 1),
+        (start + MIN, 2),
+        (start + MIN, 2),
+    ):
         time_machine.move_to(t)
         metering_tick(now=t)
         assert _usage(inst)[0] == expected
@@ -294,18 +329,25 @@ def test_the_integer_rounding_is_the_decimal_half_up_rounding():
     for price in (1, 2_490_000, 5_000_000, 16_000_000, 7_777_777):
         for gpus in (1, 3, 7, 8, 1024):
             for minutes in (0, 1, 2, 30, 59, 61, 1440):
-                assert cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=gpus, minutes=minutes) == \
-                    round_micros(Decimal(price) * gpus * minutes / 60)
+                assert cumulative_charge_micros(
+                    price_per_gpu_hour_micros=price, gpus=gpus, minutes=minutes
+                ) == round_micros(Decimal(price) * gpus * minutes / 60)
 
 
 @pytest.mark.django_db
-def test_a_catch_up_after_an_outage_charges_each_minute_against_the_grants_valid_then(alice_org, a100, time_machine,
-                                                                                    ledger_invariants):
+def test_a_catch_up_after_an_outage_charges_each_minute_against_the_grants_valid_then(
+    alice_org, a100, time_machine, ledger_invariants
+):
     from billing.models import CreditGrant
 
     time_machine.move_to(T0 - timedelta(days=1))
-    credit_grant_create(organization=alice_org, amount_micros=10_000_000, expires_at=T0 + timedelta(minutes=30),
-                        kind=GrantKind.TRIAL, idempotency_key="trial")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=T0 + timedelta(minutes=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key="trial",
+    )
     wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="topup")
     _instance(alice_org, a100, start=T0)
     _ticks(time_machine, T0, T0 + timedelta(minutes=19))  # minutes 0-19 charged live
@@ -319,10 +361,12 @@ def test_a_catch_up_after_an_outage_charges_each_minute_against_the_grants_valid
     grant = CreditGrant.objects.get()
     # minutes 0-29 (before the expiry) came from the grant, 30-40 from the paid balance
     assert grant.account.balance_micros == 10_000_000 - cumulative_charge_micros(
-        price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=30)
+        price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=30
+    )
     bal = wallet_balance(organization=alice_org)
-    assert bal.paid_micros == 100_000_000 - (cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=1,
-                                                                      minutes=41) - 2_500_000)
+    assert bal.paid_micros == 100_000_000 - (
+        cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=1, minutes=41) - 2_500_000
+    )
     assert LedgerTransaction.objects.filter(kind="usage").count() == 20 + 2  # the catch-up split at 10:30
     time_machine.move_to(T0 + timedelta(minutes=30, hours=24, seconds=1))
     assert expire_credit_grants() == 1
@@ -332,8 +376,9 @@ def test_a_catch_up_after_an_outage_charges_each_minute_against_the_grants_valid
 
 
 @pytest.mark.django_db
-def test_minutes_older_than_the_lookback_are_written_off_visibly(client, alice, funded, a100, time_machine, settings,
-                                                                ledger_invariants):
+def test_minutes_older_than_the_lookback_are_written_off_visibly(
+    client, alice, funded, a100, time_machine, settings, ledger_invariants
+):
     from django.urls import reverse
 
     from billing.models import UsageWriteOff
@@ -349,16 +394,22 @@ def test_minutes_older_than_the_lookback_are_written_off_visibly(client, alice, 
     result = metering_tick()
     assert result.written_off_minutes == 60 + 361  # 10:00:00 to 16:00:00 began before 16:00:05 a day earlier
     assert sorted(UsageWriteOff.objects.values_list("instance_id", "first_minute", "minutes")) == [
-        (ended.pk, T0, 60), (running.pk, T0, 361)]
+        (ended.pk, T0, 60),
+        (running.pk, T0, 361),
+    ]
     assert _usage(running)[0] == 24 * 60  # 16:01 (day 2) to 16:00 (day 3)
     assert _usage(ended) == (0, 0)
     assert AuditEvent.objects.filter(action="billing.usage_written_off").count() == 2
     assert metering_tick().written_off_minutes == 0  # once
     st = statement_build(organization=funded, year=2026, month=11, tz_name="Asia/Shanghai")
     assert [(x.instance_id, x.minutes, x.amount_micros) for x in st.write_offs] == [
-        (ended.pk, 60, 5_000_000), (running.pk, 361, 30_083_333)]
-    assert f"write-off,instance {running.pk},older than the metering lookback (not charged),361 min,30.083333" \
+        (ended.pk, 60, 5_000_000),
+        (running.pk, 361, 30_083_333),
+    ]
+    assert (
+        f"write-off,instance {running.pk},older than the metering lookback (not charged),361 min,30.083333"
         in statement_csv(st)
+    )
     client.force_login(alice)
     page = client.get(reverse("statement", args=[funded.slug, 2026, 11])).content.decode()
     assert f'data-testid="write-off-{running.pk}">30.083333' in page
@@ -366,8 +417,9 @@ def test_minutes_older_than_the_lookback_are_written_off_visibly(client, alice, 
 
 
 @pytest.mark.django_db
-def test_a_shortfall_is_its_own_line_on_the_statement_page_csv_and_api(client, alice, alice_org, a100, time_machine,
-                                                                      ledger_invariants):
+def test_a_shortfall_is_its_own_line_on_the_statement_page_csv_and_api(
+    client, alice, alice_org, a100, time_machine, ledger_invariants
+):
     from django.urls import reverse
     from rest_framework.test import APIClient
 
@@ -385,16 +437,19 @@ def test_a_shortfall_is_its_own_line_on_the_statement_page_csv_and_api(client, a
     page = client.get(reverse("statement", args=[alice_org.slug, 2026, 11])).content.decode()
     assert 'data-testid="usage-shortfall">1.000000' in page
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(user=alice, organization=alice_org,
-                                                                    name="t", scope="read").plaintext)
+    api.credentials(
+        HTTP_AUTHORIZATION="Bearer "
+        + api_token_create(user=alice, organization=alice_org, name="t", scope="read").plaintext
+    )
     body = api.get("/api/v1/statements/2026/11").json()
     assert (body["usage_total_micros"], body["usage_uncovered_micros"]) == (2_000_000, 1_000_000)
     ledger_invariants()
 
 
 @pytest.mark.django_db
-def test_late_ticks_across_local_midnight_keep_each_months_usage_and_ledger_equal(client, alice, funded, a100,
-                                                                                 time_machine, ledger_invariants):
+def test_late_ticks_across_local_midnight_keep_each_months_usage_and_ledger_equal(
+    client, alice, funded, a100, time_machine, ledger_invariants
+):
     from django.urls import reverse
     from rest_framework.test import APIClient
 
@@ -409,8 +464,10 @@ def test_late_ticks_across_local_midnight_keep_each_months_usage_and_ledger_equa
     metering_tick()
     assert _usage(inst)[0] == 20
     api = APIClient()
-    api.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(user=alice, organization=funded,
-                                                                    name="t", scope="read").plaintext)
+    api.credentials(
+        HTTP_AUTHORIZATION="Bearer "
+        + api_token_create(user=alice, organization=funded, name="t", scope="read").plaintext
+    )
     client.force_login(alice)
     per_minute = cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=3, minutes=1)
     assert per_minute == 250_000
@@ -428,20 +485,27 @@ def test_late_ticks_across_local_midnight_keep_each_months_usage_and_ledger_equa
         csv_text = statement_csv(st)
         assert ",10 min,-2.500000\r\n" in csv_text
         assert [line.rsplit(",", 1)[1] for line in csv_text.splitlines() if line.startswith("ledger,usage,")] == [
-            "-2.500000"]
+            "-2.500000"
+        ]
     ledger_invariants()
 
 
 @pytest.mark.django_db
-def test_small_chunks_and_organization_shards_charge_exactly_what_one_big_pass_does(alice, alice_org, a100,
-                                                                                   time_machine, ledger_invariants):
+def test_small_chunks_and_organization_shards_charge_exactly_what_one_big_pass_does(
+    alice, alice_org, a100, time_machine, ledger_invariants
+):
     from portal.services import organization_create
 
     orgs = [alice_org, *(organization_create(name=f"lab {i}", owner=alice) for i in (1, 2))]
     time_machine.move_to(T0 - timedelta(days=1))
     for i, org in enumerate(orgs):
-        credit_grant_create(organization=org, amount_micros=1_000_000, expires_at=T0 + timedelta(minutes=7 + i),
-                            kind=GrantKind.TRIAL, idempotency_key=f"trial-{i}")
+        credit_grant_create(
+            organization=org,
+            amount_micros=1_000_000,
+            expires_at=T0 + timedelta(minutes=7 + i),
+            kind=GrantKind.TRIAL,
+            idempotency_key=f"trial-{i}",
+        )
         wallet_top_up(organization=org, amount_micros=100_000_000, idempotency_key=f"topup-{i}")
     instances = [_instance(org, a100, gpus=g, start=T0 + timedelta(seconds=7 * g)) for org in orgs for g in (1, 3)]
     now = T0 + timedelta(minutes=30, seconds=10)
@@ -451,12 +515,16 @@ def test_small_chunks_and_organization_shards_charge_exactly_what_one_big_pass_d
     assert metering_tick(now=now).records == 0  # nothing left for an unsharded tick
     for inst in instances:
         minutes = 31 if inst.gpu_count == 1 else 30  # started at 10:00:07 / 10:00:21
-        assert _usage(inst) == (minutes, cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000,
-                                                                  gpus=inst.gpu_count, minutes=minutes))
+        assert _usage(inst) == (
+            minutes,
+            cumulative_charge_micros(price_per_gpu_hour_micros=5_000_000, gpus=inst.gpu_count, minutes=minutes),
+        )
     for i, org in enumerate(orgs):  # each grant paid exactly for the minutes begun before its expiry
-        grant_spent = -sum(LedgerEntry.objects.filter(account__grant__wallet__organization=org,
-                                                      transaction__kind="usage").values_list("amount_micros",
-                                                                                             flat=True))
+        grant_spent = -sum(
+            LedgerEntry.objects.filter(account__grant__wallet__organization=org, transaction__kind="usage").values_list(
+                "amount_micros", flat=True
+            )
+        )
         before = list(UsageRecord.objects.filter(organization=org, minute__lt=T0 + timedelta(minutes=7 + i)))
         assert grant_spent == min(1_000_000, sum(r.amount_micros for r in before))
     ledger_invariants()

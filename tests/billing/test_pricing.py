@@ -30,10 +30,12 @@ def test_minute_charges_add_up_to_the_cumulative_rounding_with_no_remainder_lost
 @pytest.mark.django_db
 def test_a_price_change_applies_from_its_effective_time_only(time_machine):
     time_machine.move_to(datetime(2026, 11, 1, tzinfo=UTC))
-    gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="5.00",
-                  effective_from=datetime(2026, 11, 1, tzinfo=UTC))
-    gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="6.00",
-                  effective_from=datetime(2026, 11, 2, 12, tzinfo=UTC))
+    gpu_price_set(
+        gpu_type="A100-80G-SXM", mode="container", price="5.00", effective_from=datetime(2026, 11, 1, tzinfo=UTC)
+    )
+    gpu_price_set(
+        gpu_type="A100-80G-SXM", mode="container", price="6.00", effective_from=datetime(2026, 11, 2, 12, tzinfo=UTC)
+    )
     assert gpu_price_at(gpu_type="A100-80G-SXM", at=datetime(2026, 11, 2, 11, 59, tzinfo=UTC)) == 5_000_000
     assert gpu_price_at(gpu_type="A100-80G-SXM", at=datetime(2026, 11, 2, 12, tzinfo=UTC)) == 6_000_000
     with pytest.raises(PriceNotFound, match="no price for A100-80G-SXM"):
@@ -55,8 +57,12 @@ def test_a_backdated_price_is_refused_and_nothing_is_written(time_machine):
     now = datetime(2026, 11, 2, 12, 30, tzinfo=UTC)
     time_machine.move_to(now, tick=False)
     with pytest.raises(BackdatedPrice, match="A price cannot take effect in the past"):
-        gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="6.00",
-                      effective_from=datetime(2026, 11, 2, 12, tzinfo=UTC))
+        gpu_price_set(
+            gpu_type="A100-80G-SXM",
+            mode="container",
+            price="6.00",
+            effective_from=datetime(2026, 11, 2, 12, tzinfo=UTC),
+        )
     assert GpuPrice.objects.count() == 0
     row = gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="6.00", effective_from=now)
     assert row.effective_from == now
@@ -73,12 +79,18 @@ def test_staff_adding_a_backdated_price_in_the_admin_get_a_clear_message(client,
     staff = User.objects.create_superuser(email="staff@example.com", password="staff pass 12345")
     client.force_login(staff)
     url = reverse("admin:billing_gpuprice_add")
-    form = {"gpu_type": "A100-80G-SXM", "mode": "container", "price_per_gpu_hour_micros": "6000000",
-            "effective_from_0": "2026-11-02", "effective_from_1": "20:00:00"}  # 12:00 UTC in Asia/Shanghai
+    form = {
+        "gpu_type": "A100-80G-SXM",
+        "mode": "container",
+        "price_per_gpu_hour_micros": "6000000",
+        "effective_from_0": "2026-11-02",
+        "effective_from_1": "20:00:00",
+    }  # 12:00 UTC in Asia/Shanghai
     page = client.post(url, form).content.decode()
     assert "A price cannot take effect in the past" in page and "adjustment on the wallet" in page
     assert GpuPrice.objects.count() == 0
     response = client.post(url, {**form, "effective_from_1": "21:00:00"})
     assert response.status_code == 302
     assert list(GpuPrice.objects.values_list("price_per_gpu_hour_micros", "effective_from")) == [
-        (6_000_000, datetime(2026, 11, 2, 13, tzinfo=UTC))]
+        (6_000_000, datetime(2026, 11, 2, 13, tzinfo=UTC))
+    ]

@@ -42,9 +42,13 @@ def _session_handler(request):
     from werkzeug import Response
 
     form = request.form
-    body = {"id": f"cs_test_{form['client_reference_id']}", "object": "checkout.session",
-            "url": f"https://checkout.stripe.test/{form['client_reference_id']}",
-            "amount_total": int(form["line_items[0][price_data][unit_amount]"]), "currency": "cny"}
+    body = {
+        "id": f"cs_test_{form['client_reference_id']}",
+        "object": "checkout.session",
+        "url": f"https://checkout.stripe.test/{form['client_reference_id']}",
+        "amount_total": int(form["line_items[0][price_data][unit_amount]"]),
+        "currency": "cny",
+    }
     return Response(json.dumps(body), content_type="application/json")
 
 
@@ -56,29 +60,53 @@ def _sign(payload: bytes, *, secret: str = SECRET, ts: int | None = None) -> str
 
 def _post(client: Client, event: dict, **kw) -> object:
     payload = json.dumps(event).encode()
-    return client.post(reverse("stripe_webhook"), data=payload, content_type="application/json",
-                       HTTP_STRIPE_SIGNATURE=_sign(payload, **kw))
+    return client.post(
+        reverse("stripe_webhook"),
+        data=payload,
+        content_type="application/json",
+        HTTP_STRIPE_SIGNATURE=_sign(payload, **kw),
+    )
 
 
 def _completed(topup: TopUp, event_id: str = "evt_completed_1", pi: str = "pi_1") -> dict:
-    return {"id": event_id, "object": "event", "type": "checkout.session.completed", "livemode": False,
-            "data": {"object": {"id": topup.stripe_session_id, "object": "checkout.session",
-                                "payment_status": "paid", "amount_total": topup.amount_micros // 10_000,
-                                "currency": "cny", "payment_intent": pi, "client_reference_id": str(topup.pk),
-                                "metadata": {"topup_id": str(topup.pk),
-                                             "organization_id": str(topup.organization_id)}}}}
+    return {
+        "id": event_id,
+        "object": "event",
+        "type": "checkout.session.completed",
+        "livemode": False,
+        "data": {
+            "object": {
+                "id": topup.stripe_session_id,
+                "object": "checkout.session",
+                "payment_status": "paid",
+                "amount_total": topup.amount_micros // 10_000,
+                "currency": "cny",
+                "payment_intent": pi,
+                "client_reference_id": str(topup.pk),
+                "metadata": {"topup_id": str(topup.pk), "organization_id": str(topup.organization_id)},
+            }
+        },
+    }
 
 
 def _refunded(event_id: str, amount_fen: int, pi: str = "pi_1") -> dict:
-    return {"id": event_id, "object": "event", "type": "charge.refunded",
-            "data": {"object": {"id": "ch_1", "object": "charge", "payment_intent": pi,
-                                "amount_refunded": amount_fen}}}
+    return {
+        "id": event_id,
+        "object": "event",
+        "type": "charge.refunded",
+        "data": {"object": {"id": "ch_1", "object": "charge", "payment_intent": pi, "amount_refunded": amount_fen}},
+    }
 
 
 def _topup(alice, alice_org, httpserver, amount="100.00") -> TopUp:
     httpserver.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(_session_handler)
-    return topup_create(organization=alice_org, user=alice, amount=amount,
-                        success_url="http://testserver/ok", cancel_url="http://testserver/cancel")
+    return topup_create(
+        organization=alice_org,
+        user=alice,
+        amount=amount,
+        success_url="http://testserver/ok",
+        cancel_url="http://testserver/cancel",
+    )
 
 
 @pytest.mark.django_db
@@ -95,8 +123,9 @@ def test_a_top_up_creates_a_checkout_session_with_our_idempotency_key(alice, ali
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("amount", "message"), [("5.00", "between 10.00 and 100000.00"),
-                                                 ("10.001", "whole fen"), ("ten", "not an amount")])
+@pytest.mark.parametrize(
+    ("amount", "message"), [("5.00", "between 10.00 and 100000.00"), ("10.001", "whole fen"), ("ten", "not an amount")]
+)
 def test_bad_top_up_amounts_are_refused_and_nothing_is_created(alice, alice_org, stripe_settings, amount, message):
     with pytest.raises(TopUpError, match=message):
         topup_create(organization=alice_org, user=alice, amount=amount, success_url="x", cancel_url="y")
@@ -115,8 +144,9 @@ def test_without_stripe_keys_the_wallet_says_top_up_is_not_configured(client, al
 
 
 @pytest.mark.django_db
-def test_a_webhook_delivered_twice_and_again_after_3_days_credits_once(client, alice, alice_org, stripe_settings,
-                                                                       time_machine):
+def test_a_webhook_delivered_twice_and_again_after_3_days_credits_once(
+    client, alice, alice_org, stripe_settings, time_machine
+):
     topup = _topup(alice, alice_org, stripe_settings)
     event = _completed(topup)
     assert _post(client, event).status_code == 200
@@ -130,7 +160,9 @@ def test_a_webhook_delivered_twice_and_again_after_3_days_credits_once(client, a
     topup.refresh_from_db()
     assert (topup.status, topup.stripe_payment_intent) == (TopUpStatus.PAID, "pi_1")
     assert list(StripeEvent.objects.order_by("id").values_list("event_id", "status", "attempts")) == [
-        ("evt_completed_1", "processed", 1), ("evt_completed_2", "processed", 1)]
+        ("evt_completed_1", "processed", 1),
+        ("evt_completed_2", "processed", 1),
+    ]
 
 
 @pytest.mark.django_db(transaction=True)
@@ -185,12 +217,17 @@ def test_a_refund_of_spent_money_never_takes_the_balance_below_zero(client, alic
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("variant", ["tampered", "wrong_secret", "stale", "missing"])
-def test_a_bad_signature_or_stale_timestamp_is_refused_and_changes_nothing(client, alice, alice_org,
-                                                                            stripe_settings, variant):
+def test_a_bad_signature_or_stale_timestamp_is_refused_and_changes_nothing(
+    client, alice, alice_org, stripe_settings, variant
+):
     topup = _topup(alice, alice_org, stripe_settings)
     payload = json.dumps(_completed(topup)).encode()
-    header = {"tampered": _sign(payload), "wrong_secret": _sign(payload, secret="whsec_other"),
-              "stale": _sign(payload, ts=int(time.time()) - 3600), "missing": None}[variant]
+    header = {
+        "tampered": _sign(payload),
+        "wrong_secret": _sign(payload, secret="whsec_other"),
+        "stale": _sign(payload, ts=int(time.time()) - 3600),
+        "missing": None,
+    }[variant]
     body = payload.replace(b'"amount_total": 10000', b'"amount_total": 99999') if variant == "tampered" else payload
     kwargs = {"HTTP_STRIPE_SIGNATURE": header} if header else {}
     response = client.post(reverse("stripe_webhook"), data=body, content_type="application/json", **kwargs)
@@ -213,8 +250,9 @@ def test_unknown_event_types_are_stored_and_ignored_with_200(client, db):
 
 
 @pytest.mark.django_db
-def test_a_payment_whose_amount_does_not_match_is_recorded_as_failed_and_credits_nothing(client, alice, alice_org,
-                                                                                          stripe_settings):
+def test_a_payment_whose_amount_does_not_match_is_recorded_as_failed_and_credits_nothing(
+    client, alice, alice_org, stripe_settings
+):
     topup = _topup(alice, alice_org, stripe_settings)
     event = _completed(topup)
     event["data"]["object"]["amount_total"] = 1
@@ -242,30 +280,41 @@ def _balances(*orgs) -> list[int]:
 
 
 @pytest.mark.django_db
-def test_a_completion_of_alices_session_naming_charlies_top_up_credits_nobody(client, alice, alice_org, charlie,
-                                                                             stripe_settings, ledger_invariants):
+def test_a_completion_of_alices_session_naming_charlies_top_up_credits_nobody(
+    client, alice, alice_org, charlie, stripe_settings, ledger_invariants
+):
     from portal.models import AuditEvent
     from portal.selectors import organization_for_user
 
     charlie_org = organization_for_user(user=charlie)
     ann = _topup(alice, alice_org, stripe_settings)
-    ben = topup_create(organization=charlie_org, user=charlie, amount="100.00", success_url="http://t/ok",
-                       cancel_url="http://t/no")
+    ben = topup_create(
+        organization=charlie_org, user=charlie, amount="100.00", success_url="http://t/ok", cancel_url="http://t/no"
+    )
     forged = _completed(ann, pi="pi_ann")
     forged["data"]["object"]["metadata"] = {"topup_id": str(ben.pk), "organization_id": str(charlie_org.pk)}
     assert _post(client, forged).status_code == 200
     row = StripeEvent.objects.get(event_id="evt_completed_1")
-    assert (row.status, row.error) == (StripeEventStatus.FAILED,
-                                       f"mismatch: session {ann.stripe_session_id}: metadata names top-up '{ben.pk}',"
-                                       f" the session is top-up {ann.pk}'s")
+    assert (row.status, row.error) == (
+        StripeEventStatus.FAILED,
+        f"mismatch: session {ann.stripe_session_id}: metadata names top-up '{ben.pk}',"
+        f" the session is top-up {ann.pk}'s",
+    )
     audit = AuditEvent.objects.get(action="billing.stripe_event_rejected")
     assert (audit.organization_id, audit.extra["event_id"], audit.extra["reason"]) == (
-        alice_org.pk, "evt_completed_1", row.error.removeprefix("mismatch: "))
+        alice_org.pk,
+        "evt_completed_1",
+        row.error.removeprefix("mismatch: "),
+    )
     assert _balances(alice_org, charlie_org) == [0, 0]
     ann.refresh_from_db()
     ben.refresh_from_db()
     assert (ann.status, ann.stripe_payment_intent, ben.status, ben.stripe_payment_intent) == (
-        TopUpStatus.CHECKOUT_OPEN, None, TopUpStatus.CHECKOUT_OPEN, None)
+        TopUpStatus.CHECKOUT_OPEN,
+        None,
+        TopUpStatus.CHECKOUT_OPEN,
+        None,
+    )
     # A later refund of that payment finds no credited top-up: nobody is debited.
     _post(client, _refunded("evt_refund_ann", 10_000, pi="pi_ann"))
     assert _balances(alice_org, charlie_org) == [0, 0]
@@ -274,18 +323,24 @@ def test_a_completion_of_alices_session_naming_charlies_top_up_credits_nobody(cl
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("change", "reason"), [
-    ({"id": "cs_unknown"}, "session 'cs_unknown' is not a checkout session created by this portal"),
-    ({"client_reference_id": "999"}, "client_reference_id '999' is not top-up {pk}"),
-    ({"metadata": {"topup_id": "{pk}", "organization_id": "999"}}, "metadata names organization '999'"),
-    ({"currency": "usd"}, "paid 10000 usd, expected 10000 cny"),
-])
-def test_a_completion_that_differs_from_the_stored_top_up_is_a_failed_event(alice, alice_org, stripe_settings,
-                                                                           change, reason, ledger_invariants):
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"id": "cs_unknown"}, "session 'cs_unknown' is not a checkout session created by this portal"),
+        ({"client_reference_id": "999"}, "client_reference_id '999' is not top-up {pk}"),
+        ({"metadata": {"topup_id": "{pk}", "organization_id": "999"}}, "metadata names organization '999'"),
+        ({"currency": "usd"}, "paid 10000 usd, expected 10000 cny"),
+    ],
+)
+def test_a_completion_that_differs_from_the_stored_top_up_is_a_failed_event(
+    alice, alice_org, stripe_settings, change, reason, ledger_invariants
+):
     topup = _topup(alice, alice_org, stripe_settings)
     event = _completed(topup)
-    fill = {k: ({kk: vv.format(pk=topup.pk) for kk, vv in v.items()} if isinstance(v, dict) else v)
-            for k, v in change.items()}
+    fill = {
+        k: ({kk: vv.format(pk=topup.pk) for kk, vv in v.items()} if isinstance(v, dict) else v)
+        for k, v in change.items()
+    }
     event["data"]["object"].update(fill)
     row = _handle(event)
     assert row.status == StripeEventStatus.FAILED and reason.format(pk=topup.pk) in row.error
@@ -317,20 +372,26 @@ def test_an_async_payment_failure_marks_the_top_up_failed(alice, alice_org, stri
     row = _handle(_event("evt_failed", "checkout.session.async_payment_failed", obj))
     assert row.status == StripeEventStatus.PROCESSED
     topup.refresh_from_db()
-    assert (topup.status, topup.error) == (TopUpStatus.FAILED,
-                                           "the payment failed (checkout.session.async_payment_failed)")
+    assert (topup.status, topup.error) == (
+        TopUpStatus.FAILED,
+        "the payment failed (checkout.session.async_payment_failed)",
+    )
     assert wallet_balance(organization=alice_org).total_micros == 0
     ledger_invariants()
 
 
 def _dispute(event_id: str, kind: str, status: str = "needs_response", amount_fen: int = 10_000) -> dict:
-    return _event(event_id, kind, {"id": "dp_1", "object": "dispute", "payment_intent": "pi_1",
-                                   "amount": amount_fen, "status": status})
+    return _event(
+        event_id,
+        kind,
+        {"id": "dp_1", "object": "dispute", "payment_intent": "pi_1", "amount": amount_fen, "status": status},
+    )
 
 
 @pytest.mark.django_db
-def test_a_won_dispute_gives_the_money_back_and_a_lost_one_stays_debited(alice, alice_org, stripe_settings,
-                                                                        ledger_invariants):
+def test_a_won_dispute_gives_the_money_back_and_a_lost_one_stays_debited(
+    alice, alice_org, stripe_settings, ledger_invariants
+):
     topup = _topup(alice, alice_org, stripe_settings)
     _handle(_completed(topup))
     _handle(_dispute("evt_d1", "charge.dispute.created"))
@@ -341,13 +402,17 @@ def test_a_won_dispute_gives_the_money_back_and_a_lost_one_stays_debited(alice, 
     topup.refresh_from_db()
     assert (topup.refunded_micros, topup.unrecovered_micros) == (0, 0)
     assert sorted(LedgerTransaction.objects.values_list("idempotency_key", flat=True)) == [
-        "dispute:dp_1:100000000", "dispute:dp_1:won", f"topup:{topup.pk}"]
+        "dispute:dp_1:100000000",
+        "dispute:dp_1:won",
+        f"topup:{topup.pk}",
+    ]
     ledger_invariants()
 
 
 @pytest.mark.django_db
 def test_a_lost_dispute_stays_debited_and_a_won_one_of_spent_money_credits_only_what_was_taken(
-        alice, alice_org, stripe_settings, ledger_invariants):
+    alice, alice_org, stripe_settings, ledger_invariants
+):
     topup = _topup(alice, alice_org, stripe_settings)
     _handle(_completed(topup))
     wallet_spend(organization=alice_org, amount_micros=60_000_000, idempotency_key="spend")
@@ -364,8 +429,9 @@ def test_a_lost_dispute_stays_debited_and_a_won_one_of_spent_money_credits_only_
 
 
 @pytest.mark.django_db
-def test_the_sweep_applies_a_reversal_left_unapplied_for_a_paid_payment(alice, alice_org, stripe_settings,
-                                                                       ledger_invariants):
+def test_the_sweep_applies_a_reversal_left_unapplied_for_a_paid_payment(
+    alice, alice_org, stripe_settings, ledger_invariants
+):
     from billing.models import PaymentReversal
     from billing.payments import payment_reversals_sweep
 
@@ -395,13 +461,18 @@ def _api_topup(user, org, key: str | None, amount: str = "200.00"):
     token = api_token_create(user=user, organization=org, name="t", scope=TokenScope.WRITE)
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
     headers = {"HTTP_IDEMPOTENCY_KEY": key} if key else {}
-    return api.post("/api/v1/wallet/top-ups", {"amount": amount, "success_url": "https://x.test/ok",
-                                               "cancel_url": "https://x.test/no"}, format="json", **headers)
+    return api.post(
+        "/api/v1/wallet/top-ups",
+        {"amount": amount, "success_url": "https://x.test/ok", "cancel_url": "https://x.test/no"},
+        format="json",
+        **headers,
+    )
 
 
 @pytest.mark.django_db
-def test_a_retried_top_up_with_the_same_idempotency_key_returns_the_same_top_up(alice, alice_org, charlie,
-                                                                               stripe_settings):
+def test_a_retried_top_up_with_the_same_idempotency_key_returns_the_same_top_up(
+    alice, alice_org, charlie, stripe_settings
+):
     stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(_session_handler)
     first = _api_topup(alice, alice_org, "retry-1")
     again = _api_topup(alice, alice_org, "retry-1")
@@ -425,16 +496,25 @@ def test_a_top_up_that_died_before_stripe_answered_is_resumed_by_the_retry(alice
     stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(_session_handler)
     from billing.payments import topup_create_once
 
-    topup = TopUp.objects.create(organization=alice_org, user=alice, amount_micros=200_000_000,
-                                 request_key="k", request_sha256="")
+    topup = TopUp.objects.create(
+        organization=alice_org, user=alice, amount_micros=200_000_000, request_key="k", request_sha256=""
+    )
     from portal.marketplace.services import request_hash
 
     TopUp.objects.filter(pk=topup.pk).update(
         idempotency_key=f"topup:{topup.stripe_key_uuid}",
-        request_sha256=request_hash({"amount_micros": 200_000_000, "success_url": "https://x.test/ok",
-                                     "cancel_url": "https://x.test/no"}))
-    result = topup_create_once(organization=alice_org, user=alice, amount="200.00", success_url="https://x.test/ok",
-                               cancel_url="https://x.test/no", idempotency_key="k")
+        request_sha256=request_hash(
+            {"amount_micros": 200_000_000, "success_url": "https://x.test/ok", "cancel_url": "https://x.test/no"}
+        ),
+    )
+    result = topup_create_once(
+        organization=alice_org,
+        user=alice,
+        amount="200.00",
+        success_url="https://x.test/ok",
+        cancel_url="https://x.test/no",
+        idempotency_key="k",
+    )
     assert (result.replayed, result.topup.pk, result.topup.status) == (True, topup.pk, TopUpStatus.CHECKOUT_OPEN)
     assert stripe_settings.log[0][0].headers["Idempotency-Key"] == f"topup:{topup.stripe_key_uuid}"
 
@@ -464,19 +544,25 @@ def test_stripe_idempotency_keys_differ_between_databases_with_the_same_row_ids(
 @pytest.mark.postgres_only
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL row locks and pg_sleep")
 @pytest.mark.parametrize("first", ["completion", "refund"])
-def test_a_refund_racing_the_completion_is_applied_in_either_order(alice, alice_org, stripe_settings, first,
-                                                                  ledger_invariants):
+def test_a_refund_racing_the_completion_is_applied_in_either_order(
+    alice, alice_org, stripe_settings, first, ledger_invariants
+):
     """The first event's commit is held 1.5 s by a deferred trigger (``pg_sleep``); the second event is
     delivered while it waits. Either order ends with the full refund applied once."""
     topup = _topup(alice, alice_org, stripe_settings)
     table = {"completion": "billing_ledgertransaction", "refund": "billing_paymentreversal"}[first]
     events = {"completion": _completed(topup), "refund": _refunded("evt_refund_1", 10_000)}
     with connection.cursor() as cur:
-        cur.execute("CREATE OR REPLACE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS"
-                    " $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$")
-        cur.execute(f"CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON {table} DEFERRABLE INITIALLY"
-                    " DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()")
+        cur.execute(
+            "CREATE OR REPLACE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$"
+        )
+        cur.execute(
+            f"CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON {table} DEFERRABLE INITIALLY"
+            " DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()"
+        )
     try:
+
         def deliver(event: dict) -> None:
             try:
                 _handle(event)
@@ -501,7 +587,9 @@ def test_a_refund_racing_the_completion_is_applied_in_either_order(alice, alice_
             cur.execute(f"DROP TRIGGER IF EXISTS test_slow_commit ON {table}")
     assert wallet_balance(organization=alice_org).paid_micros == 0
     assert sorted(LedgerTransaction.objects.values_list("idempotency_key", "kind")) == [
-        ("refund:ch_1:100000000", "refund"), (f"topup:{topup.pk}", "top_up")]
+        ("refund:ch_1:100000000", "refund"),
+        (f"topup:{topup.pk}", "top_up"),
+    ]
     topup.refresh_from_db()
     assert (topup.status, topup.refunded_micros, topup.unrecovered_micros) == (TopUpStatus.PAID, 100_000_000, 0)
     assert set(StripeEvent.objects.values_list("status", flat=True)) == {"processed"}

@@ -55,18 +55,34 @@ def corpus_version(alice: Any, funded: Any, settings: Any, tmp_path: Path) -> An
     from instances.runtime.shards import ShardWriter
 
     settings.DATA_DIR = data = tmp_path / "data"  # the pumped portal's DATA_DIR too
-    lv = license_version_create(slug="cli-license", name="CLI corpus license", text="Use it for training.",
-                                commercial_use=True, redistribution=False, derivative_models=True)
+    lv = license_version_create(
+        slug="cli-license",
+        name="CLI corpus license",
+        text="Use it for training.",
+        commercial_use=True,
+        redistribution=False,
+        derivative_models=True,
+    )
     ds = dataset_create(slug="cli-corpus", name="CLI corpus", domain="legal", description="A corpus.")
     rel = "datasets/cli-corpus/v1/shards"
     with ShardWriter(data / rel, vocab_size=300, eos_id=0) as w:
         for doc in range(400):
             w.add_document([1 + (doc * 7 + i * 13) % 299 for i in range(30)])
     return dataset_version_create(
-        dataset=ds, license_version=lv,
-        statistics={"documents": 400, "bytes": 12_000, "characters": 12_000, "tokens": 12_400, "language": "en",
-                    "files": []},
-        deid_report={}, deid_status="deidentified", shard_dir=rel, tokenizer_path="",
+        dataset=ds,
+        license_version=lv,
+        statistics={
+            "documents": 400,
+            "bytes": 12_000,
+            "characters": 12_000,
+            "tokens": 12_400,
+            "language": "en",
+            "files": [],
+        },
+        deid_report={},
+        deid_status="deidentified",
+        shard_dir=rel,
+        tokenizer_path="",
         source_files=[{"file": "corpus.jsonl", "bytes": 12_000, "sha256": "0" * 64}],
     )
 

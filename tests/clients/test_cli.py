@@ -48,13 +48,18 @@ def logged_in(live_server: Any, alice_token: str, monkeypatch: pytest.MonkeyPatc
 
 @pytest.mark.django_db(transaction=True)
 def test_login_checks_the_token_and_saves_it_readable_by_the_owner_only(
-        live_server: Any, alice_token: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-        capsys: pytest.CaptureFixture[str]) -> None:
+    live_server: Any,
+    alice_token: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     code, out, err = run_main(capsys, "--url", live_server.url + "/", "login", "--token", alice_token)
     assert (code, err) == (0, "")
     path = tmp_path / "xdg" / "gpu-portal" / "config.json"
-    assert out == (f"Logged in to {live_server.url} as alice@example.com (organization alice, scope write). "
-                   f"Saved to {path}.\n")
+    assert out == (
+        f"Logged in to {live_server.url} as alice@example.com (organization alice, scope write). Saved to {path}.\n"
+    )
     assert json.loads(path.read_text()) == {"url": live_server.url, "token": alice_token}
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
@@ -73,8 +78,9 @@ def test_login_checks_the_token_and_saves_it_readable_by_the_owner_only(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_refused_token_is_not_saved(live_server: Any, alice_token: str, tmp_path: Path,
-                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_refused_token_is_not_saved(
+    live_server: Any, alice_token: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, err = run_main(capsys, "--url", live_server.url, "login", "--token", alice_token + "x")
     assert (code, out) == (1, "")
     assert err.startswith("gpu-portal: error: ")
@@ -86,24 +92,26 @@ def test_a_refused_token_is_not_saved(live_server: Any, alice_token: str, tmp_pa
 def test_without_a_login_it_says_how_to_log_in(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(capsys, "wallet")
     assert (code, out) == (1, "")
-    assert err == ("gpu-portal: error: not logged in: run `gpu-portal login` (or set GPU_PORTAL_URL and "
-                   "GPU_PORTAL_TOKEN)\n")
+    assert err == (
+        "gpu-portal: error: not logged in: run `gpu-portal login` (or set GPU_PORTAL_URL and GPU_PORTAL_TOKEN)\n"
+    )
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_bad_token_is_a_clear_error_and_exit_code_1_from_the_installed_command(
-        live_server: Any, alice_token: str, cli_env: dict[str, str]) -> None:
+    live_server: Any, alice_token: str, cli_env: dict[str, str]
+) -> None:
     env = cli_env_vars({**cli_env, "GPU_PORTAL_URL": live_server.url, "GPU_PORTAL_TOKEN": "gpp_bad_token"})
-    proc = subprocess.run([*cli_command(), "wallet"], env=env, capture_output=True, text=True, timeout=60,
-                          check=False)
+    proc = subprocess.run([*cli_command(), "wallet"], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert (proc.returncode, proc.stdout) == (1, "")
     first = proc.stderr.splitlines()[0]
     assert first.startswith("gpu-portal: error: ") and first.endswith("(authentication_failed, HTTP 401)")
     assert proc.stderr.splitlines()[1] == "  check GPU_PORTAL_TOKEN or run `gpu-portal login` again"
 
 
-def test_an_unreachable_portal_is_a_clear_error(monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_an_unreachable_portal_is_a_clear_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import socket
 
     with socket.socket() as s:  # a port nobody listens on
@@ -127,8 +135,7 @@ def test_the_package_declares_the_gpu_portal_command() -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_wallet_shows_balance_and_grants(logged_in: str, funded: Any,
-                                         capsys: pytest.CaptureFixture[str]) -> None:
+def test_wallet_shows_balance_and_grants(logged_in: str, funded: Any, capsys: pytest.CaptureFixture[str]) -> None:
     from billing.models import CreditGrant
 
     grant = CreditGrant.objects.get(wallet__organization=funded)
@@ -164,15 +171,19 @@ def test_datasets_list_and_accept(logged_in: str, corpus_version: Any, capsys: p
 
     # accepting needs --yes when nobody can be asked; nothing is written without it
     code, out, err = run_main(capsys, "datasets", "accept", str(ds.pk))
-    assert code == 1 and err.splitlines()[-1] == ("gpu-portal: error: accepting a license needs --yes when not run "
-                                                   "interactively")
+    assert code == 1 and err.splitlines()[-1] == (
+        "gpu-portal: error: accepting a license needs --yes when not run interactively"
+    )
     assert Agreement.objects.count() == 0
     code, out, err = run_main(capsys, "datasets", "accept", str(ds.pk), "--yes")
     agreement = Agreement.objects.get()
     assert (code, err) == (0, "")
     assert out == f"Accepted CLI corpus license version 1 for dataset {ds.pk} (agreement {agreement.pk}).\n"
     assert (agreement.organization.slug, agreement.user.email, agreement.license_version_id) == (
-        "alice", "alice@example.com", corpus_version.license_version_id)
+        "alice",
+        "alice@example.com",
+        corpus_version.license_version_id,
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -182,8 +193,7 @@ def test_api_errors_print_the_envelope(logged_in: str, funded: Any, capsys: pyte
     # a domain refusal: message, code, status and the envelope's details
     code, out, err = run_main(capsys, "jobs", "launch", "--gpu-type", "cpu-local", "--dataset", "1", "--no-wait")
     assert (code, out) == (1, "")
-    assert err == ("gpu-portal: error: Unknown GPU type cpu-local. (unknown_gpu_type, HTTP 400)\n"
-                   "  field: gpu_type\n")
+    assert err == ("gpu-portal: error: Unknown GPU type cpu-local. (unknown_gpu_type, HTTP 400)\n  field: gpu_type\n")
     # a validation error: one line per field
     code, out, err = run_main(capsys, "jobs", "launch", "--gpu-type", "cpu-local", "--dataset", "0", "--no-wait")
     assert (code, out) == (1, "")
@@ -196,14 +206,16 @@ def test_api_errors_print_the_envelope(logged_in: str, funded: Any, capsys: pyte
 
 
 @pytest.mark.django_db(transaction=True)
-def test_charlie_cannot_see_alices_job(live_server: Any, charlie: Any, monkeypatch: pytest.MonkeyPatch,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_charlie_cannot_see_alices_job(
+    live_server: Any, charlie: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from portal.choices import TokenScope
     from portal.selectors import organization_for_user
     from portal.services import api_token_create
 
-    token = api_token_create(user=charlie, organization=organization_for_user(user=charlie), name="cli",
-                             scope=TokenScope.WRITE).plaintext
+    token = api_token_create(
+        user=charlie, organization=organization_for_user(user=charlie), name="cli", scope=TokenScope.WRITE
+    ).plaintext
     monkeypatch.setenv("GPU_PORTAL_URL", live_server.url)
     monkeypatch.setenv("GPU_PORTAL_TOKEN", token)
     code, out, _ = run_main(capsys, "--json", "jobs", "list")
@@ -211,8 +223,9 @@ def test_charlie_cannot_see_alices_job(live_server: Any, charlie: Any, monkeypat
 
 
 @pytest.mark.django_db(transaction=True)
-def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch: pytest.MonkeyPatch,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_instances_launch_list_and_stop(
+    logged_in: str, funded: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from django.core.management import call_command
     from instances_support import FakeBackend
 
@@ -225,19 +238,38 @@ def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch
     backend = FakeBackend()
     monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
 
-    code, out, err = run_main(capsys, "--json", "instances", "launch", "--gpu-type", "cpu-local", "--name", "box",
-                              "--no-wait", "--idempotency-key", "cli-1", "--", "python", "-c", "print(1)")
+    code, out, err = run_main(
+        capsys,
+        "--json",
+        "instances",
+        "launch",
+        "--gpu-type",
+        "cpu-local",
+        "--name",
+        "box",
+        "--no-wait",
+        "--idempotency-key",
+        "cli-1",
+        "--",
+        "python",
+        "-c",
+        "print(1)",
+    )
     assert code == 0, err
     launched = json.loads(out)
     inst = Instance.objects.get()
-    assert (launched["id"], launched["status"], launched["command"]) == (inst.pk, "provisioning",
-                                                                        ["python", "-c", "print(1)"])
+    assert (launched["id"], launched["status"], launched["command"]) == (
+        inst.pk,
+        "provisioning",
+        ["python", "-c", "print(1)"],
+    )
     assert (inst.name, inst.idempotency_key, inst.kind) == ("box", "cli-1", "interactive")
 
     code, out, _ = run_main(capsys, "instances", "list")
     assert [line.split()[:6] for line in out.splitlines()] == [
-        ["ID", "NAME", "KIND", "STATUS", "GPU", "COUNT"], [str(inst.pk), "box", "interactive", "provisioning",
-                                                          "cpu-local", "1"]]
+        ["ID", "NAME", "KIND", "STATUS", "GPU", "COUNT"],
+        [str(inst.pk), "box", "interactive", "provisioning", "cpu-local", "1"],
+    ]
 
     code, out, err = run_main(capsys, "instances", "stop", str(inst.pk), "--wait", "--interval", "0.1")
     assert code == 0, err
@@ -248,9 +280,9 @@ def test_instances_launch_list_and_stop(logged_in: str, funded: Any, monkeypatch
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(logged_in: str, licensed: Any,
-                                                                monkeypatch: pytest.MonkeyPatch,
-                                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(
+    logged_in: str, licensed: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """The compute backend is the stand-in here; the runtime's reports go through the callback service."""
     from django.core.management import call_command
     from instances_support import FakeBackend
@@ -265,19 +297,42 @@ def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(logged_in: str, 
     backend = FakeBackend()
     monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
 
-    code, out, err = run_main(capsys, "jobs", "launch", "--gpu-type", "cpu-local", "--dataset", str(licensed.pk),
-                              "--name", "rb", "--hp", "max_steps=12", "--no-wait")
+    code, out, err = run_main(
+        capsys,
+        "jobs",
+        "launch",
+        "--gpu-type",
+        "cpu-local",
+        "--dataset",
+        str(licensed.pk),
+        "--name",
+        "rb",
+        "--hp",
+        "max_steps=12",
+        "--no-wait",
+    )
     assert code == 0, err
     job = TrainingJob.objects.get()
     assert err == f"Job {job.pk} launched on instance {job.instance_id} (1 × cpu-local).\n"
     attempt = job.attempts.get(number=1)
-    events: list[dict[str, Any]] = [{"seq": 1, "type": "started", "time": "2026-03-01T08:00:00Z", "step": 0,
-                                     "world_size": 1}]
+    events: list[dict[str, Any]] = [
+        {"seq": 1, "type": "started", "time": "2026-03-01T08:00:00Z", "step": 0, "world_size": 1}
+    ]
     for seq, step in enumerate((4, 8), start=2):
-        events.append({"seq": seq, "type": "checkpoint", "time": "2026-03-01T08:00:02Z", "step": step,
-                       "path": f"/ckpt/step-{step:08d}", "bytes": 1000 * step, "loss": 7.0})
-    services.job_events_receive(job_id=job.pk, token=services.attempt_token(attempt),
-                                body={"attempt": 1, "events": events})
+        events.append(
+            {
+                "seq": seq,
+                "type": "checkpoint",
+                "time": "2026-03-01T08:00:02Z",
+                "step": step,
+                "path": f"/ckpt/step-{step:08d}",
+                "bytes": 1000 * step,
+                "loss": 7.0,
+            }
+        )
+    services.job_events_receive(
+        job_id=job.pk, token=services.attempt_token(attempt), body={"attempt": 1, "events": events}
+    )
 
     code, out, _ = run_main(capsys, "jobs", "checkpoints", str(job.pk))
     rows = [line.split() for line in out.splitlines()]
@@ -291,9 +346,14 @@ def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(logged_in: str, 
 
 
 @pytest.mark.django_db(transaction=True)
-def test_apps_invoke_prints_the_output_and_the_cost(live_server: Any, alice: Any, alice_org: Any, charlie: Any,
-                                                    monkeypatch: pytest.MonkeyPatch,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
+def test_apps_invoke_prints_the_output_and_the_cost(
+    live_server: Any,
+    alice: Any,
+    alice_org: Any,
+    charlie: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     from billing.selectors import wallet_balance
     from billing.services import wallet_top_up
     from portal.choices import TokenScope
@@ -303,12 +363,23 @@ def test_apps_invoke_prints_the_output_and_the_cost(live_server: Any, alice: Any
     from portal.selectors import organization_for_user
     from portal.services import api_token_create
 
-    schema = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 50}},
-              "additionalProperties": False}
-    app = services.app_create(publisher=alice_org, user=alice, name="Contract review", category="legal",
-                              description="Finds risky clauses.", input_schema=schema,
-                              output_schema={"type": "object"}, price_per_call_micros=500_000,
-                              visibility=AppVisibility.PUBLIC)
+    schema = {
+        "type": "object",
+        "required": ["text"],
+        "properties": {"text": {"type": "string", "maxLength": 50}},
+        "additionalProperties": False,
+    }
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Contract review",
+        category="legal",
+        description="Finds risky clauses.",
+        input_schema=schema,
+        output_schema={"type": "object"},
+        price_per_call_micros=500_000,
+        visibility=AppVisibility.PUBLIC,
+    )
     services.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
     services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
     services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
@@ -366,7 +437,12 @@ def test_money_is_printed_exactly() -> None:
     from gpu_portal_cli.main import cny
 
     assert [cny(0), cny(1), cny(12_500_000), cny(10_000_000), cny(123_456)] == [
-        "free", "0.000001 CNY", "12.50 CNY", "10.00 CNY", "0.123456 CNY"]
+        "free",
+        "0.000001 CNY",
+        "12.50 CNY",
+        "10.00 CNY",
+        "0.123456 CNY",
+    ]
 
 
 # --- the journey on the real local backend (slow) ----------------------------------------------------------
@@ -378,12 +454,14 @@ class Cli:
     def __init__(self, portal: Any, env: dict[str, str]) -> None:
         self.portal, self.env = portal, env
 
-    def __call__(self, *args: str, stop_when: Callable[[list[str]], bool] | None = None,
-                 timeout: float = 240) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stop_when: Callable[[list[str]], bool] | None = None, timeout: float = 240
+    ) -> subprocess.CompletedProcess[str]:
         from instances.services import instances_reconcile
 
-        proc = subprocess.Popen([*cli_command(), *args], env=self.env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [*cli_command(), *args], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
         lines: queue.Queue[str] = queue.Queue()
         out: list[str] = []
         err: list[str] = []
@@ -394,8 +472,10 @@ class Cli:
                 if q is not None:
                     q.put(line)
 
-        readers = [threading.Thread(target=read, args=(proc.stdout, out, lines), daemon=True),
-                   threading.Thread(target=read, args=(proc.stderr, err, None), daemon=True)]
+        readers = [
+            threading.Thread(target=read, args=(proc.stdout, out, lines), daemon=True),
+            threading.Thread(target=read, args=(proc.stderr, err, None), daemon=True),
+        ]
         for t in readers:
             t.start()
         deadline = time.monotonic() + timeout  # bounds a hung test; not an assertion on speed
@@ -416,7 +496,8 @@ class Cli:
 
 @pytest.mark.slow
 def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
-        portal: Any, licensed: Any, alice_token: str, cli_env: dict[str, str]) -> None:
+    portal: Any, licensed: Any, alice_token: str, cli_env: dict[str, str]
+) -> None:
     from django.core.management import call_command
 
     from instances.backends.local import LocalBackend
@@ -428,16 +509,54 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     cli = Cli(portal, cli_env_vars({**cli_env, "GPU_PORTAL_URL": portal.url, "GPU_PORTAL_TOKEN": alice_token}))
 
     # launch: waits until running, with a status line per change on stderr (not a terminal here)
-    res = cli("--json", "jobs", "launch", "--name", "cli-tiny", "--gpu-type", "cpu-local", "--gpu-count", "1",
-              "--dataset", str(licensed.pk), "--preset", "tiny", "--engine", "ddp",
-              "--checkpoint-every-steps", "5", "--checkpoint-every-minutes", "0", "--keep-last", "2",
-              "--hp", "seq_len=32", "--hp", "micro_batch=2", "--hp", "grad_accum=1", "--hp", "max_steps=100000",
-              "--hp", "warmup_steps=2", "--hp", "lr=0.001", "--hp", "report_interval_s=0.5", "--interval", "0.3")
+    res = cli(
+        "--json",
+        "jobs",
+        "launch",
+        "--name",
+        "cli-tiny",
+        "--gpu-type",
+        "cpu-local",
+        "--gpu-count",
+        "1",
+        "--dataset",
+        str(licensed.pk),
+        "--preset",
+        "tiny",
+        "--engine",
+        "ddp",
+        "--checkpoint-every-steps",
+        "5",
+        "--checkpoint-every-minutes",
+        "0",
+        "--keep-last",
+        "2",
+        "--hp",
+        "seq_len=32",
+        "--hp",
+        "micro_batch=2",
+        "--hp",
+        "grad_accum=1",
+        "--hp",
+        "max_steps=100000",
+        "--hp",
+        "warmup_steps=2",
+        "--hp",
+        "lr=0.001",
+        "--hp",
+        "report_interval_s=0.5",
+        "--interval",
+        "0.3",
+    )
     assert res.returncode == 0, res.stderr
     launched = json.loads(res.stdout)
     job = TrainingJob.objects.get(pk=launched["id"])
     assert (launched["name"], launched["status"], launched["gpu_type"], launched["gpu_count"]) == (
-        "cli-tiny", "running", "cpu-local", 1)
+        "cli-tiny",
+        "running",
+        "cpu-local",
+        1,
+    )
     assert job.hyperparameters["max_steps"] == 100000 and job.hyperparameters["lr"] == 0.001
     progress = res.stderr.splitlines()
     assert progress[-1] == f"job {job.pk}: running"
@@ -445,8 +564,15 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     pgid, _ = LocalBackend.parse_handle(job.attempts.get(number=1).handle)
 
     # logs --follow prints the runtime's log as it grows; stopped with Ctrl-C once training has started
-    res = cli("jobs", "logs", str(job.pk), "--follow", "--interval", "0.3",
-              stop_when=lambda out: any("resumed from step" in line for line in out))
+    res = cli(
+        "jobs",
+        "logs",
+        str(job.pk),
+        "--follow",
+        "--interval",
+        "0.3",
+        stop_when=lambda out: any("resumed from step" in line for line in out),
+    )
     assert res.returncode == 130, res.stderr
     started = [line for line in res.stdout.splitlines() if "resumed from step" in line]
     assert len(started) == 1
@@ -466,14 +592,24 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     db_rows = {c.pk: c.step for c in job.checkpoints.all()}
     assert {c["id"]: c["step"] for c in listed}.items() <= db_rows.items()
     res = cli("jobs", "checkpoints", str(job.pk))
-    assert res.stdout.splitlines()[0].split() == ["ID", "STEP", "LOSS", "SIZE", "COMPLETE", "ROLLED", "BACK",
-                                                  "ATTEMPT", "CREATED"]
+    assert res.stdout.splitlines()[0].split() == [
+        "ID",
+        "STEP",
+        "LOSS",
+        "SIZE",
+        "COMPLETE",
+        "ROLLED",
+        "BACK",
+        "ATTEMPT",
+        "CREATED",
+    ]
 
     # a rollback to a step without a checkpoint is refused by the CLI before anything is sent
     res = cli("jobs", "rollback", str(job.pk), "--step", "3")
     assert res.returncode == 1
-    assert res.stderr.startswith(f"gpu-portal: error: job {job.pk} has no complete checkpoint at step 3 "
-                                 "(complete checkpoints at steps: ")
+    assert res.stderr.startswith(
+        f"gpu-portal: error: job {job.pk} has no complete checkpoint at step 3 (complete checkpoints at steps: "
+    )
     assert job.attempts.count() == 1
 
     # stop, waiting until stopped: a final checkpoint, the processes gone

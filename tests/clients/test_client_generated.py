@@ -28,13 +28,20 @@ def _files(root: Path) -> dict[str, bytes]:
 
 def test_the_committed_client_is_what_the_schema_generates(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHON": sys.executable}
-    proc = subprocess.run([str(CLIENT_DIR / "regenerate.sh"), str(tmp_path)], env=env, capture_output=True,
-                          text=True, timeout=600, check=False)
+    proc = subprocess.run(
+        [str(CLIENT_DIR / "regenerate.sh"), str(tmp_path)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     fresh, committed = _files(tmp_path), _files(CLIENT_DIR)
     stale = sorted(name for name in fresh.keys() | committed.keys() if fresh.get(name) != committed.get(name))
-    assert stale == [], ("clients/python is stale; run clients/python/regenerate.sh and commit. Differs: "
-                         + ", ".join(stale[:20]))
+    assert stale == [], "clients/python is stale; run clients/python/regenerate.sh and commit. Differs: " + ", ".join(
+        stale[:20]
+    )
     assert len(committed) > 100  # the package itself, not an empty folder
 
 
@@ -42,8 +49,12 @@ def test_every_request_body_has_one_media_type_json_first(db: Any) -> None:
     from rest_framework.test import APIClient
 
     schema = yaml.safe_load(APIClient().get("/api/v1/schema").content)
-    bodies = {(path, method): list(op["requestBody"]["content"]) for path, item in schema["paths"].items()
-              for method, op in item.items() if isinstance(op, dict) and "requestBody" in op}
+    bodies = {
+        (path, method): list(op["requestBody"]["content"])
+        for path, item in schema["paths"].items()
+        for method, op in item.items()
+        if isinstance(op, dict) and "requestBody" in op
+    }
     assert {key for key, media in bodies.items() if len(media) != 1} == set()
     assert bodies[("/api/v1/jobs", "post")] == ["application/json"]
     assert bodies[("/api/v1/jobs/{id}/rollback", "post")] == ["application/json"]

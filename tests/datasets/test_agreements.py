@@ -19,9 +19,15 @@ def _data_dir(settings: Any, tmp_path: Any) -> None:
 def _accept(org: Any, user: Any, lv: Any, dataset: Any = None, sha: str | None = None) -> Any:
     from datasets.services import agreement_accept
 
-    return agreement_accept(organization=org, user=user, license_version=lv,
-                            shown_text_sha256=sha or lv.text_sha256, ip="198.51.100.7",
-                            user_agent="Mozilla/5.0 (test)", dataset=dataset)
+    return agreement_accept(
+        organization=org,
+        user=user,
+        license_version=lv,
+        shown_text_sha256=sha or lv.text_sha256,
+        ip="198.51.100.7",
+        user_agent="Mozilla/5.0 (test)",
+        dataset=dataset,
+    )
 
 
 def _fund(org: Any, micros: int) -> None:
@@ -40,10 +46,17 @@ def test_an_agreement_records_who_what_when_where(alice: Any, alice_org: Any) ->
     agreement = _accept(alice_org, alice, version.license_version, version.dataset)
     lv = version.license_version
     assert (agreement.organization, agreement.user, agreement.license_version, agreement.dataset) == (
-        alice_org, alice, lv, version.dataset)
+        alice_org,
+        alice,
+        lv,
+        version.dataset,
+    )
     assert agreement.text_sha256 == lv.text_sha256 == hashlib.sha256(lv.text.encode()).hexdigest()
     assert (agreement.ip, agreement.user_agent, agreement.charge_transaction_id) == (
-        "198.51.100.7", "Mozilla/5.0 (test)", None)
+        "198.51.100.7",
+        "Mozilla/5.0 (test)",
+        None,
+    )
     assert before <= agreement.accepted_at <= timezone.now()
     event = AuditEvent.objects.get(action="datasets.agreement_accept")
     assert (event.actor, event.organization, event.object_id) == (alice, alice_org, str(agreement.pk))
@@ -81,18 +94,25 @@ def test_the_admin_shows_agreements_read_only(admin_client: Any, alice: Any, ali
     assert type(agreement).objects.filter(pk=agreement.pk).exists()
 
 
-def test_staff_revoke_access_by_adding_an_audited_row(admin_client: Any, admin_user: Any, alice: Any,
-                                                      alice_org: Any) -> None:
+def test_staff_revoke_access_by_adding_an_audited_row(
+    admin_client: Any, admin_user: Any, alice: Any, alice_org: Any
+) -> None:
     from datasets.models import AccessRevocation
     from portal.models import AuditEvent
 
     version = make_version()
-    response = admin_client.post("/admin/datasets/accessrevocation/add/", {
-        "organization": alice_org.pk, "dataset": version.dataset.pk, "reason": "licence breach"})
+    response = admin_client.post(
+        "/admin/datasets/accessrevocation/add/",
+        {"organization": alice_org.pk, "dataset": version.dataset.pk, "reason": "licence breach"},
+    )
     assert response.status_code == 302
     revocation = AccessRevocation.objects.get()
     assert (revocation.organization, revocation.dataset, revocation.revoked_by, revocation.reason) == (
-        alice_org, version.dataset, admin_user, "licence breach")
+        alice_org,
+        version.dataset,
+        admin_user,
+        "licence breach",
+    )
     event = AuditEvent.objects.get(action="datasets.access_revoke")
     assert (event.actor, event.staff, event.object_id) == (admin_user, True, str(revocation.pk))
 

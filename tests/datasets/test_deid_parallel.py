@@ -47,8 +47,7 @@ def test_chunks_cover_the_file_at_line_ends(documents: Path) -> None:
     assert len(chunks) == 10  # about 1 MB in 100 kB chunks
 
 
-def test_parallel_output_report_and_shards_equal_the_serial_run(documents: Path, tmp_path: Path,
-                                                                 settings: Any) -> None:
+def test_parallel_output_report_and_shards_equal_the_serial_run(documents: Path, tmp_path: Path, settings: Any) -> None:
     from datasets.pipeline.parallel import celery_deidentify
 
     options = DeidOptions(style="pseudonym")
@@ -57,8 +56,9 @@ def test_parallel_output_report_and_shards_equal_the_serial_run(documents: Path,
     assert expected["documents"] == 12310 and expected["total_replacements"] > 6000
     runs = {
         "in-process": lambda dst: deidentify_parallel(documents, dst, options=options, chunk_bytes=150_000),
-        "2 processes": lambda dst: deidentify_parallel(documents, dst, options=options, chunk_bytes=150_000,
-                                                       map_fn=process_pool_map(2)),
+        "2 processes": lambda dst: deidentify_parallel(
+            documents, dst, options=options, chunk_bytes=150_000, map_fn=process_pool_map(2)
+        ),
         "celery chord": lambda dst: celery_deidentify(documents, dst, options=options, chunk_bytes=150_000).get(),
     }
     tokenizer = tmp_path / "tokenizer.json"
@@ -120,13 +120,23 @@ def test_a_large_upload_is_deidentified_in_parallel_chunks_with_the_same_result(
     for chunk_bytes in (10**9, 4096):  # one serial run, one in about 10 chunks
         settings.DATASET_DEID_CHUNK_BYTES = chunk_bytes
         with django_capture_on_commit_callbacks(execute=True):
-            upload = upload_create(organization=alice_org, user=alice, file=io.BytesIO(data.encode()),
-                                   name=f"run-{chunk_bytes}", fmt="jsonl", original_filename="c.jsonl")
+            upload = upload_create(
+                organization=alice_org,
+                user=alice,
+                file=io.BytesIO(data.encode()),
+                name=f"run-{chunk_bytes}",
+                fmt="jsonl",
+                original_filename="c.jsonl",
+            )
         upload.refresh_from_db()
         assert upload.status == "ready"
-        results.append((upload.report["deidentify"], (upload.workdir / "deduplicated.jsonl").read_bytes(),
-                        {p.name: p.read_bytes() for p in (upload.workdir / "shards").iterdir()
-                         if p.name != "tokenizer.json"}))
+        results.append(
+            (
+                upload.report["deidentify"],
+                (upload.workdir / "deduplicated.jsonl").read_bytes(),
+                {p.name: p.read_bytes() for p in (upload.workdir / "shards").iterdir() if p.name != "tokenizer.json"},
+            )
+        )
     (serial_report, serial_text, serial_shards), (chunked_report, chunked_text, chunked_shards) = results
     assert serial_report["reused"] is False and chunked_report["reused"] is True  # merged by the chord
     assert {**chunked_report, "reused": False} == serial_report
@@ -135,7 +145,11 @@ def test_a_large_upload_is_deidentified_in_parallel_chunks_with_the_same_result(
 
 
 def test_a_failing_chunk_hands_over_to_the_serial_stage_once(
-    settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any,
+    settings: Any,
+    tmp_path: Path,
+    alice: Any,
+    alice_org: Any,
+    django_capture_on_commit_callbacks: Any,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     import io
@@ -159,8 +173,14 @@ def test_a_failing_chunk_hands_over_to_the_serial_stage_once(
     texts = [json.loads(line)["text"] for line in SET.read_text(encoding="utf-8").splitlines()[:300]]
     data = "".join(json.dumps({"id": str(i), "text": t}, ensure_ascii=False) + "\n" for i, t in enumerate(texts))
     with django_capture_on_commit_callbacks(execute=True):
-        upload = upload_create(organization=alice_org, user=alice, file=io.BytesIO(data.encode()), name="flaky",
-                               fmt="jsonl", original_filename="c.jsonl")
+        upload = upload_create(
+            organization=alice_org,
+            user=alice,
+            file=io.BytesIO(data.encode()),
+            name="flaky",
+            fmt="jsonl",
+            original_filename="c.jsonl",
+        )
     upload.refresh_from_db()
     assert upload.status == "ready"
     assert upload.report["deidentify"]["reused"] is False  # done by the serial stage after the failure

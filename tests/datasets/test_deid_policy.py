@@ -23,8 +23,9 @@ def _upload(org: Any, user: Any, data: bytes, capture: Any) -> Any:
     from datasets.services import upload_create
 
     with capture(execute=True):
-        upload = upload_create(organization=org, user=user, file=io.BytesIO(data), name="policy", fmt="jsonl",
-                               original_filename="c.jsonl")
+        upload = upload_create(
+            organization=org, user=user, file=io.BytesIO(data), name="policy", fmt="jsonl", original_filename="c.jsonl"
+        )
     upload.refresh_from_db()
     return upload
 
@@ -34,8 +35,9 @@ def test_an_upload_applies_the_policy_and_reports_counts_and_samples_without_val
 ) -> None:
     from datasets.policy import deid_policy_update
 
-    deid_policy_update(organization=alice_org, user=alice, placeholder_style="pseudonym",
-                       allow_list="138-0000-1111\n\n")
+    deid_policy_update(
+        organization=alice_org, user=alice, placeholder_style="pseudonym", allow_list="138-0000-1111\n\n"
+    )
     data = "".join(json.dumps({"id": str(i), "text": f"{DOC}第{i}份"}, ensure_ascii=False) + "\n" for i in range(3))
     upload = _upload(alice_org, alice, data.encode(), django_capture_on_commit_callbacks)
     assert upload.status == "ready"
@@ -44,7 +46,10 @@ def test_an_upload_applies_the_policy_and_reports_counts_and_samples_without_val
     assert (report["allowed"], report["style"], report["notes"]) == (3, "pseudonym", {"invalid check digit": 3})
     assert report["samples"]["ID_NUMBER"][0] == {
         "context": "1]，客服热线13800001111；身份证号：[ID_NUMBER_1]。第0份",
-        "placeholder": "[ID_NUMBER_1]", "rule": "id18:label", "confidence": 0.75, "note": "invalid check digit",
+        "placeholder": "[ID_NUMBER_1]",
+        "rule": "id18:label",
+        "confidence": 0.75,
+        "note": "invalid check digit",
     }
     dumped = json.dumps(upload.report, ensure_ascii=False)
     assert "13912345678" not in dumped and "王小明" not in dumped and "110105194912310021" not in dumped
@@ -63,8 +68,11 @@ def test_a_member_cannot_change_the_policy_and_nothing_is_written(bob: Any, alic
 
 @pytest.mark.parametrize(
     ("style", "allow", "message"),
-    [("stars", "", "Unknown placeholder style stars."), ("typed", "x" * 121, "longer than 120 characters"),
-     ("typed", "1\n" * 201, "At most 200 allow-list entries.")],
+    [
+        ("stars", "", "Unknown placeholder style stars."),
+        ("typed", "x" * 121, "longer than 120 characters"),
+        ("typed", "1\n" * 201, "At most 200 allow-list entries."),
+    ],
     ids=["style", "long-entry", "too-many"],
 )
 def test_a_bad_policy_is_refused(alice: Any, alice_org: Any, style: str, allow: str, message: str) -> None:
@@ -100,8 +108,12 @@ def test_the_console_form_saves_for_the_owner_refuses_a_member_and_hides_from_ou
 def test_a_file_with_mixed_encodings_is_refused_with_the_line(
     settings: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    data = ('{"text": "第一行 UTF-8"}\n'.encode() + '{"text": "第二行 GBK"}\n'.encode("gbk"))
+    data = '{"text": "第一行 UTF-8"}\n'.encode() + '{"text": "第二行 GBK"}\n'.encode("gbk")
     upload = _upload(alice_org, alice, data, django_capture_on_commit_callbacks)
     assert (upload.status, upload.error["stage"], upload.error["code"], upload.error["line"]) == (
-        "failed", "validate", "encoding", 2)
+        "failed",
+        "validate",
+        "encoding",
+        2,
+    )
     assert not upload.workdir.exists()

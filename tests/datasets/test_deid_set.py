@@ -91,7 +91,10 @@ def test_zero_width_and_homoglyph_digits_inside_identifiers_are_found_and_replac
     text = f"手机{mobile}，身份证号：{id_fw}，卡号{card}，电话{arabic}。"
     found = find_pii(text)
     assert [(f.type, f.value) for f in found] == [
-        ("PHONE", mobile), ("ID_NUMBER", id_fw), ("BANK_CARD", card), ("PHONE", arabic)
+        ("PHONE", mobile),
+        ("ID_NUMBER", id_fw),
+        ("BANK_CARD", card),
+        ("PHONE", arabic),
     ]
     assert deidentify(text)[0] == "手机[PHONE]，身份证号：[ID_NUMBER]，卡号[BANK_CARD]，电话[PHONE]。"
 

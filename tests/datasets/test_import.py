@@ -66,9 +66,16 @@ def test_the_corpus_files_hold_the_documented_document_counts() -> None:
     from datasets.pipeline import count_documents
 
     counts = {spec.slug: count_documents(CORPORA / spec.domain / spec.file) for spec in SPECS}
-    assert counts == DOCUMENTED_COUNTS == {
-        "legal-zh-lawrefbook": 1589, "finance-zh-lawrefbook": 242, "medical-zh-lawrefbook": 153, "medquad-en": 5486,
-    }
+    assert (
+        counts
+        == DOCUMENTED_COUNTS
+        == {
+            "legal-zh-lawrefbook": 1589,
+            "finance-zh-lawrefbook": 242,
+            "medical-zh-lawrefbook": 153,
+            "medquad-en": 5486,
+        }
+    )
 
 
 def test_import_creates_the_documented_datasets_with_exact_statistics(imported: str) -> None:
@@ -90,9 +97,13 @@ def test_import_creates_the_documented_datasets_with_exact_statistics(imported: 
         assert version.bytes == sum(len(t.encode("utf-8")) for t in texts)
         assert version.characters == sum(len(t) for t in texts)
         assert version.language == "zh"
-        assert version.manifest["source_files"] == [{
-            "file": name, "bytes": path.stat().st_size, "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
-        }]
+        assert version.manifest["source_files"] == [
+            {
+                "file": name,
+                "bytes": path.stat().st_size,
+                "sha256": hashlib.sha256(path.read_bytes()).hexdigest(),
+            }
+        ]
         assert version.sample == texts[0][:600]
         assert version.license_version.license.slug == "cn-law-public-domain"
 
@@ -168,9 +179,13 @@ def test_the_full_import_yields_every_documented_dataset(settings: Any, db: Any,
     unique = len({_normal(t) for t in medquad})
     assert got["medquad-en"].manifest["duplicates_removed"] == len(medquad) - unique == 3
     assert {slug: v.documents for slug, v in got.items()} == {
-        "legal-zh-lawrefbook": 1589, "finance-zh-lawrefbook": 242, "medical-zh-lawrefbook": 153, "medquad-en": 5483,
+        "legal-zh-lawrefbook": 1589,
+        "finance-zh-lawrefbook": 242,
+        "medical-zh-lawrefbook": 153,
+        "medquad-en": 5483,
     }
     assert got["medquad-en"].language == "en"
     assert "CC BY 4.0" in got["medquad-en"].dataset.attribution
     assert got["medquad-en"].license_version.text == (CORPORA / "medical" / "LICENSE-MedQuAD-CC-BY-4.0.txt").read_text(
-        encoding="utf-8")
+        encoding="utf-8"
+    )

@@ -17,8 +17,15 @@ def _data_dir(settings: Any, tmp_path: Any) -> None:
 def _accept(org: Any, user: Any, lv: Any, dataset: Any = None) -> Any:
     from datasets.services import agreement_accept
 
-    return agreement_accept(organization=org, user=user, license_version=lv, shown_text_sha256=lv.text_sha256,
-                            ip="203.0.113.5", user_agent="pytest", dataset=dataset)
+    return agreement_accept(
+        organization=org,
+        user=user,
+        license_version=lv,
+        shown_text_sha256=lv.text_sha256,
+        ip="203.0.113.5",
+        user_agent="pytest",
+        dataset=dataset,
+    )
 
 
 def test_a_mount_without_an_agreement_is_refused_and_names_dataset_and_license(alice: Any, alice_org: Any) -> None:
@@ -92,8 +99,9 @@ def test_a_revoked_organization_cannot_mount(alice: Any, alice_org: Any) -> None
 
     version = make_version()
     _accept(alice_org, alice, version.license_version, version.dataset)
-    revocation = access_revoke(organization=alice_org, dataset=version.dataset, reason="breach of terms",
-                               acting_user=None)
+    revocation = access_revoke(
+        organization=alice_org, dataset=version.dataset, reason="breach of terms", acting_user=None
+    )
     assert AccessRevocation.objects.get() == revocation
     assert list(versions_mountable_by(alice_org)) == []
     with pytest.raises(AccessRevoked):

@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
-DATA = "".join(json.dumps({"id": str(i), "text": f"第{i}条 合同当事人应当按照约定履行义务，编号 {i}。"},
-                          ensure_ascii=False) + "\n" for i in range(30)).encode()
+DATA = "".join(
+    json.dumps({"id": str(i), "text": f"第{i}条 合同当事人应当按照约定履行义务，编号 {i}。"}, ensure_ascii=False) + "\n"
+    for i in range(30)
+).encode()
 
 
 @pytest.fixture(autouse=True)
@@ -23,8 +25,15 @@ def _upload(org: Any, user: Any, capture: Any, name: str, **kwargs: Any) -> Any:
     from datasets.services import upload_create
 
     with capture(execute=True):
-        upload = upload_create(organization=org, user=user, file=io.BytesIO(DATA), name=name, fmt="jsonl",
-                               original_filename="c.jsonl", **kwargs)
+        upload = upload_create(
+            organization=org,
+            user=user,
+            file=io.BytesIO(DATA),
+            name=name,
+            fmt="jsonl",
+            original_filename="c.jsonl",
+            **kwargs,
+        )
     upload.refresh_from_db()
     return upload
 
@@ -52,8 +61,9 @@ def test_a_tokenizer_the_organization_cannot_mount_is_refused_and_nothing_is_sto
     first = _upload(alice_org, alice, django_capture_on_commit_callbacks, "first")
     charlie_org = organization_for_user(user=charlie)
     with pytest.raises(UploadRefused, match="not available"):
-        _upload(charlie_org, charlie, django_capture_on_commit_callbacks, "theirs",
-                tokenizer_from=first.dataset_version.pk)
+        _upload(
+            charlie_org, charlie, django_capture_on_commit_callbacks, "theirs", tokenizer_from=first.dataset_version.pk
+        )
     assert Upload.objects.filter(organization=charlie_org).count() == 0
     assert [p.name for p in (Path(settings.DATA_DIR) / "uploads").iterdir()] == []
 
@@ -71,7 +81,14 @@ def test_the_console_offers_the_organizations_tokenizers_only(
     charlie_org = organization_for_user(user=charlie)
     page = client.get(f"/o/{charlie_org.slug}/datasets/uploads/").content.decode()
     assert option not in page
-    response = client.post(f"/o/{charlie_org.slug}/datasets/uploads/", {
-        "file": io.BytesIO(DATA), "name": "x", "format": "jsonl", "domain": "other",
-        "tokenizer_from": str(first.dataset_version.pk)})
+    response = client.post(
+        f"/o/{charlie_org.slug}/datasets/uploads/",
+        {
+            "file": io.BytesIO(DATA),
+            "name": "x",
+            "format": "jsonl",
+            "domain": "other",
+            "tokenizer_from": str(first.dataset_version.pk),
+        },
+    )
     assert response.status_code == 400

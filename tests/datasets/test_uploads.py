@@ -9,12 +9,21 @@ from typing import Any
 
 import pytest
 
-GOOD = "".join(
-    json.dumps({"id": str(i), "text": f"第{i}条 患者联系电话 13812345678，邮箱 zhang{i}@example.com。合同编号 {i}。"},
-               ensure_ascii=False) + "\n"
-    for i in range(40)
-) + json.dumps({"id": "dup", "text": "第1条 患者联系电话 13812345678，邮箱 zhang1@example.com。合同编号 1。"},
-               ensure_ascii=False) + "\n"
+GOOD = (
+    "".join(
+        json.dumps(
+            {"id": str(i), "text": f"第{i}条 患者联系电话 13812345678，邮箱 zhang{i}@example.com。合同编号 {i}。"},
+            ensure_ascii=False,
+        )
+        + "\n"
+        for i in range(40)
+    )
+    + json.dumps(
+        {"id": "dup", "text": "第1条 患者联系电话 13812345678，邮箱 zhang1@example.com。合同编号 1。"},
+        ensure_ascii=False,
+    )
+    + "\n"
+)
 
 
 @pytest.fixture(autouse=True)
@@ -23,13 +32,22 @@ def _data_dir(settings: Any, tmp_path: Path) -> None:
     settings.DATASET_UPLOAD_MAX_BYTES = 64 * 1024 * 1024
 
 
-def _upload(org: Any, user: Any, data: bytes, *, fmt: str = "jsonl", column: str = "", keep: bool = False,
-            capture: Any) -> Any:
+def _upload(
+    org: Any, user: Any, data: bytes, *, fmt: str = "jsonl", column: str = "", keep: bool = False, capture: Any
+) -> Any:
     from datasets.services import upload_create
 
     with capture(execute=True):
-        upload = upload_create(organization=org, user=user, file=io.BytesIO(data), name="我的语料", fmt=fmt,
-                               text_column=column, keep_original=keep, original_filename=f"corpus.{fmt}")
+        upload = upload_create(
+            organization=org,
+            user=user,
+            file=io.BytesIO(data),
+            name="我的语料",
+            fmt=fmt,
+            text_column=column,
+            keep_original=keep,
+            original_filename=f"corpus.{fmt}",
+        )
     upload.refresh_from_db()
     return upload
 
@@ -77,8 +95,9 @@ def test_a_good_upload_becomes_a_private_deidentified_version(
     assert list(versions_mountable_by(alice_org)) == [version]
 
 
-def test_the_original_is_kept_when_asked(settings: Any, alice: Any, alice_org: Any,
-                                         django_capture_on_commit_callbacks: Any) -> None:
+def test_the_original_is_kept_when_asked(
+    settings: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     upload = _upload(alice_org, alice, GOOD.encode(), keep=True, capture=django_capture_on_commit_callbacks)
     assert upload.status == "ready"
     assert upload.original_path is not None and upload.original_path.read_bytes() == GOOD.encode()
@@ -90,14 +109,26 @@ def test_the_original_is_kept_when_asked(settings: Any, alice: Any, alice_org: A
         (b"\x00\x01\x02binary\xff" * 10, "jsonl", "", "binary", "binary data: NUL byte at byte offset 0"),
         (b'{"text": "ok"}\n{"text": "caf\xe9"}\n', "jsonl", "", "encoding", "invalid UTF-8 at byte offset 28"),
         (b"", "txt", "", "empty", "the file is empty"),
-        (b"id,body\n1,hello\n", "csv", "text", "missing_column",
-         "column 'text' is not in the CSV header; available columns: 'id', 'body'"),
+        (
+            b"id,body\n1,hello\n",
+            "csv",
+            "text",
+            "missing_column",
+            "column 'text' is not in the CSV header; available columns: 'id', 'body'",
+        ),
     ],
     ids=["binary", "invalid-utf8", "empty", "csv-without-column"],
 )
 def test_a_bad_upload_fails_with_a_specific_error_and_leaves_nothing(
-    settings: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any,
-    data: bytes, fmt: str, column: str, code: str, message: str,
+    settings: Any,
+    alice: Any,
+    alice_org: Any,
+    django_capture_on_commit_callbacks: Any,
+    data: bytes,
+    fmt: str,
+    column: str,
+    code: str,
+    message: str,
 ) -> None:
     upload = _upload(alice_org, alice, data, fmt=fmt, column=column, capture=django_capture_on_commit_callbacks)
     assert upload.error["stage"] == "validate"
@@ -106,8 +137,9 @@ def test_a_bad_upload_fails_with_a_specific_error_and_leaves_nothing(
     _nothing_half_made(settings, upload)
 
 
-def test_a_50_mb_single_line_is_refused(settings: Any, alice: Any, alice_org: Any,
-                                        django_capture_on_commit_callbacks: Any) -> None:
+def test_a_50_mb_single_line_is_refused(
+    settings: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     data = b'{"text": "' + b"a" * (50 * 1024 * 1024) + b'"}\n'
     upload = _upload(alice_org, alice, data, capture=django_capture_on_commit_callbacks)
     assert (upload.error["stage"], upload.error["code"], upload.error["line"]) == ("validate", "line_too_long", 1)
@@ -150,11 +182,19 @@ def test_a_failed_later_stage_is_retried_without_redoing_finished_ones(
     monkeypatch.setattr(pipeline, "train_tokenizer", broken)
     upload = _upload(alice_org, alice, GOOD.encode(), capture=django_capture_on_commit_callbacks)
     assert upload.status == "failed"
-    assert upload.error == {"stage": "tokenizer", "code": "tokenizer", "message": "disk full", "line": None,
-                            "byte_offset": None, "errors": []}
+    assert upload.error == {
+        "stage": "tokenizer",
+        "code": "tokenizer",
+        "message": "disk full",
+        "line": None,
+        "byte_offset": None,
+        "errors": [],
+    }
     assert set(upload.report) == {"validate", "deidentify", "deduplicate"}
-    finished = {name: (upload.workdir / name).stat().st_mtime_ns
-                for name in ("documents.jsonl", "deidentified.jsonl", "deduplicated.jsonl")}
+    finished = {
+        name: (upload.workdir / name).stat().st_mtime_ns
+        for name in ("documents.jsonl", "deidentified.jsonl", "deduplicated.jsonl")
+    }
     monkeypatch.setattr(pipeline, "train_tokenizer", real)
     with django_capture_on_commit_callbacks(execute=True):
         upload_retry(upload=upload, user=alice)

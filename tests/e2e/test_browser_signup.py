@@ -17,15 +17,25 @@ import pytest
 from django.core import mail
 
 CHROMIUM = os.environ.get("PLAYWRIGHT_CHROMIUM_EXECUTABLE", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
-                       reason=f"{CHROMIUM} not installed (apt-get install chromium); .ci/test installs it"),
+    pytest.mark.skipif(
+        shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
+        reason=f"{CHROMIUM} not installed (apt-get install chromium); .ci/test installs it",
+    ),
 ]
 
 

@@ -27,9 +27,11 @@ def nodes(catalog: None) -> list[Any]:
     from instances.models import GpuType, Node
 
     cpu, a100 = GpuType.objects.get(code="cpu-local"), GpuType.objects.get(code="A100-80G-SXM")
-    return [Node.objects.create(name="local", gpu_type=cpu, gpus=2, block="local"),
-            Node.objects.create(name="a100-0", gpu_type=a100, gpus=8, block="rack-1"),
-            Node.objects.create(name="a100-1", gpu_type=a100, gpus=8, block="rack-1")]
+    return [
+        Node.objects.create(name="local", gpu_type=cpu, gpus=2, block="local"),
+        Node.objects.create(name="a100-0", gpu_type=a100, gpus=8, block="rack-1"),
+        Node.objects.create(name="a100-1", gpu_type=a100, gpus=8, block="rack-1"),
+    ]
 
 
 @pytest.fixture
@@ -46,18 +48,27 @@ def dataset_version(db: Any, settings: Any, tmp_path: Path) -> Any:
     from instances.runtime.shards import ShardWriter
 
     settings.DATA_DIR = tmp_path
-    lv = license_version_create(slug="corpus-license", name="Corpus license", text="Use it for training.",
-                                commercial_use=True, redistribution=False, derivative_models=True)
+    lv = license_version_create(
+        slug="corpus-license",
+        name="Corpus license",
+        text="Use it for training.",
+        commercial_use=True,
+        redistribution=False,
+        derivative_models=True,
+    )
     ds = dataset_create(slug="corpus", name="Corpus", domain="legal", description="A corpus.")
     rel = "datasets/corpus/v1/shards"
     with ShardWriter(tmp_path / rel, vocab_size=300, eos_id=0) as w:
         for ids in ([5, 6], [7], [8, 9]):
             w.add_document(ids)
     return dataset_version_create(
-        dataset=ds, license_version=lv,
+        dataset=ds,
+        license_version=lv,
         statistics={"documents": 3, "bytes": 12, "characters": 12, "tokens": 8, "language": "en", "files": []},
         deid_report={},
-        deid_status="deidentified", shard_dir=rel, tokenizer_path=f"{rel}/tokenizer.json",
+        deid_status="deidentified",
+        shard_dir=rel,
+        tokenizer_path=f"{rel}/tokenizer.json",
         source_files=[{"file": "corpus.jsonl", "bytes": 12, "sha256": "0" * 64}],
     )
 

@@ -13,9 +13,13 @@ def fund(organization: Any, cny: int) -> None:
     from billing.choices import GrantKind
     from billing.services import credit_grant_create
 
-    credit_grant_create(organization=organization, amount_micros=cny * 1_000_000,
-                        expires_at=timezone.now() + timedelta(days=30), kind=GrantKind.TRIAL,
-                        idempotency_key=f"test-fund:{organization.pk}:{cny}")
+    credit_grant_create(
+        organization=organization,
+        amount_micros=cny * 1_000_000,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key=f"test-fund:{organization.pk}:{cny}",
+    )
 
 
 def accept(organization: Any, user: Any, version: Any) -> Any:
@@ -24,9 +28,15 @@ def accept(organization: Any, user: Any, version: Any) -> Any:
     from datasets.services import agreement_accept, text_sha256
 
     lv = required_license_version(version)
-    return agreement_accept(organization=organization, user=user, license_version=lv,
-                            shown_text_sha256=text_sha256(lv.text), ip="127.0.0.1", user_agent="pytest",
-                            dataset=version.dataset)
+    return agreement_accept(
+        organization=organization,
+        user=user,
+        license_version=lv,
+        shown_text_sha256=text_sha256(lv.text),
+        ip="127.0.0.1",
+        user_agent="pytest",
+        dataset=version.dataset,
+    )
 
 
 class FakeBackend:

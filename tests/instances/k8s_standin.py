@@ -96,8 +96,15 @@ class ApiError(Exception):
         self.code = code
 
     def body(self) -> dict[str, Any]:
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                "message": str(self), "reason": self.REASONS.get(self.code, "Unknown"), "code": self.code}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": str(self),
+            "reason": self.REASONS.get(self.code, "Unknown"),
+            "code": self.code,
+        }
 
 
 def _ts(t: datetime) -> str:
@@ -187,8 +194,9 @@ class StandinCluster:
             def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length) if length else b""
-                code, body, ctype = cluster.handle(self.command, self.path, raw,
-                                                   content_type=self.headers.get("Content-Type") or "")
+                code, body, ctype = cluster.handle(
+                    self.command, self.path, raw, content_type=self.headers.get("Content-Type") or ""
+                )
                 data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", ctype)
@@ -226,17 +234,22 @@ class StandinCluster:
         return client.ApiClient(client.Configuration(host=self.url))
 
     # -- test controls (the parts of a cluster a test plays) ------------------------------------------------
-    def add_node(self, name: str, *, gpus: int = 8, product: str = "NVIDIA-H100-80GB-HBM3",
-                 labels: dict[str, str] | None = None) -> dict[str, Any]:
+    def add_node(
+        self, name: str, *, gpus: int = 8, product: str = "NVIDIA-H100-80GB-HBM3", labels: dict[str, str] | None = None
+    ) -> dict[str, Any]:
         """A Ready node with ``gpus`` allocatable ``nvidia.com/gpu`` and the GPU product label."""
         node = {
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {HOSTNAME: name, "nvidia.com/gpu.product": product,
-                                                  **(labels or {})}},
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "labels": {HOSTNAME: name, "nvidia.com/gpu.product": product, **(labels or {})}},
             "spec": {},
-            "status": {"allocatable": {"cpu": "96", GPU: str(gpus)}, "capacity": {"cpu": "96", GPU: str(gpus)},
-                       "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
-                                       "lastTransitionTime": _ts(self.now)}]},
+            "status": {
+                "allocatable": {"cpu": "96", GPU: str(gpus)},
+                "capacity": {"cpu": "96", GPU: str(gpus)},
+                "conditions": [
+                    {"type": "Ready", "status": "True", "reason": "KubeletReady", "lastTransitionTime": _ts(self.now)}
+                ],
+            },
         }
         with self._lock:
             self._store(node, "")
@@ -249,10 +262,16 @@ class StandinCluster:
         with self._lock:
             node = self._get("Node", "", name)
             cond = node["status"]["conditions"][0]
-            cond.update(status="True" if ready else "Unknown", reason="KubeletReady" if ready else "NodeStatusUnknown",
-                        lastTransitionTime=_ts(self.now))
-            node["spec"]["taints"] = [] if ready else [
-                {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": _ts(self.now)}]
+            cond.update(
+                status="True" if ready else "Unknown",
+                reason="KubeletReady" if ready else "NodeStatusUnknown",
+                lastTransitionTime=_ts(self.now),
+            )
+            node["spec"]["taints"] = (
+                []
+                if ready
+                else [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute", "timeAdded": _ts(self.now)}]
+            )
             self._touch(node)
             self._reconcile()
 
@@ -265,14 +284,26 @@ class StandinCluster:
     def pods(self, namespace: str | None = None, selector: str = "") -> list[dict[str, Any]]:
         """Pods (in ``namespace``) whose labels match ``selector`` (``k=v,k=v``), by name."""
         with self._lock:
-            return sorted((o for (k, ns, _), o in self.objects.items() if k == "Pod" and namespace in (None, ns)
-                           and _selector_matches(o["metadata"].get("labels") or {}, selector)),
-                          key=lambda p: p["metadata"]["name"])
+            return sorted(
+                (
+                    o
+                    for (k, ns, _), o in self.objects.items()
+                    if k == "Pod"
+                    and namespace in (None, ns)
+                    and _selector_matches(o["metadata"].get("labels") or {}, selector)
+                ),
+                key=lambda p: p["metadata"]["name"],
+            )
 
     def pod(self, namespace: str, name_prefix: str) -> dict[str, Any]:
         """The one live pod whose name starts with ``name_prefix`` (e.g. ``<job>-1-``)."""
-        found = [p for p in self.pods(namespace) if p["metadata"]["name"].startswith(name_prefix)
-                 and not p["metadata"].get("deletionTimestamp") and not self._terminated(p)]
+        found = [
+            p
+            for p in self.pods(namespace)
+            if p["metadata"]["name"].startswith(name_prefix)
+            and not p["metadata"].get("deletionTimestamp")
+            and not self._terminated(p)
+        ]
         if len(found) != 1:
             raise LookupError(f"{len(found)} live pods named {name_prefix}*")
         return found[0]
@@ -332,18 +363,37 @@ class StandinCluster:
         ns = obj["metadata"].get("namespace", "default")
         name = obj["metadata"]["name"]
         for (k, ens, _), ev in self.objects.items():  # repeat -> count, as the event recorder does
-            if (k == "Event" and ens == ns and ev["involvedObject"]["name"] == name and ev["reason"] == reason
-                    and ev["message"] == message):
+            if (
+                k == "Event"
+                and ens == ns
+                and ev["involvedObject"]["name"] == name
+                and ev["reason"] == reason
+                and ev["message"] == message
+            ):
                 ev["count"] += 1
                 ev["lastTimestamp"] = _ts(self.now)
                 return
-        self._store({"apiVersion": "v1", "kind": "Event",
-                     "metadata": {"name": f"{name}.{secrets.token_hex(8)}", "namespace": ns},
-                     "involvedObject": {"kind": obj["kind"], "name": name, "namespace": ns,
-                                        "uid": obj["metadata"].get("uid", "")},
-                     "reason": reason, "message": message, "type": type_, "count": 1,
-                     "firstTimestamp": _ts(self.now), "lastTimestamp": _ts(self.now),
-                     "source": {"component": "standin"}}, ns)
+        self._store(
+            {
+                "apiVersion": "v1",
+                "kind": "Event",
+                "metadata": {"name": f"{name}.{secrets.token_hex(8)}", "namespace": ns},
+                "involvedObject": {
+                    "kind": obj["kind"],
+                    "name": name,
+                    "namespace": ns,
+                    "uid": obj["metadata"].get("uid", ""),
+                },
+                "reason": reason,
+                "message": message,
+                "type": type_,
+                "count": 1,
+                "firstTimestamp": _ts(self.now),
+                "lastTimestamp": _ts(self.now),
+                "source": {"component": "standin"},
+            },
+            ns,
+        )
 
     # -- HTTP -----------------------------------------------------------------------------------------------
     def handle(self, method: str, raw_path: str, raw_body: bytes, *, content_type: str = "") -> tuple[int, Any, str]:
@@ -392,7 +442,7 @@ class StandinCluster:
             self._get(kind, ns, name)
             lines = self.logs.get((ns, name), [])
             if query.get("tailLines"):
-                lines = lines[-int(query["tailLines"]):]
+                lines = lines[-int(query["tailLines"]) :]
             return 200, "".join(f"{line}\n" for line in lines)
         if sub == "eviction" and kind == "Pod" and method == "POST":
             return 201, self._evict(ns, name, body)
@@ -405,8 +455,9 @@ class StandinCluster:
             return 200, obj
         if method == "PUT":
             self._validate(kind, body)
-            body["metadata"].update({k: obj["metadata"][k] for k in ("uid", "creationTimestamp", "namespace")
-                                     if k in obj["metadata"]})
+            body["metadata"].update(
+                {k: obj["metadata"][k] for k in ("uid", "creationTimestamp", "namespace") if k in obj["metadata"]}
+            )
             body["metadata"]["generation"] = obj["metadata"].get("generation", 1) + 1
             body["status"] = obj.get("status", {})
             self.objects[(kind, ns, name)] = body
@@ -444,10 +495,17 @@ class StandinCluster:
         if query.get("fieldSelector"):
             items = [o for o in items if _fields_match(o, query["fieldSelector"])]
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
-        version = "v1" if kind in ("Pod", "Service", "ConfigMap", "Event", "Node") else (
-            "batch/v1" if kind == "Job" else "apps/v1")
-        return {"apiVersion": version, "kind": f"{kind}List",
-                "metadata": {"resourceVersion": str(next(self._rv))}, "items": items}
+        version = (
+            "v1"
+            if kind in ("Pod", "Service", "ConfigMap", "Event", "Node")
+            else ("batch/v1" if kind == "Job" else "apps/v1")
+        )
+        return {
+            "apiVersion": version,
+            "kind": f"{kind}List",
+            "metadata": {"resourceVersion": str(next(self._rv))},
+            "items": items,
+        }
 
     def _create(self, kind: str, ns: str, body: Any) -> dict[str, Any]:
         self._validate(kind, body)
@@ -470,14 +528,20 @@ class StandinCluster:
     # -- deletion -------------------------------------------------------------------------------------------
     def _delete(self, obj: dict[str, Any], options: dict[str, Any], query: dict[str, str]) -> dict[str, Any]:
         kind, meta = obj["kind"], obj["metadata"]
-        policy = options.get("propagationPolicy") or query.get("propagationPolicy") or (
-            "Orphan" if kind == "Job" else "Background")
+        policy = (
+            options.get("propagationPolicy")
+            or query.get("propagationPolicy")
+            or ("Orphan" if kind == "Job" else "Background")
+        )
         if kind == "Pod":
             grace = options.get("gracePeriodSeconds")
             self._delete_pod(obj, grace)
             return obj
-        owned = [p for p in self.pods(meta.get("namespace"))
-                 if any(r.get("uid") == meta["uid"] for r in p["metadata"].get("ownerReferences") or [])]
+        owned = [
+            p
+            for p in self.pods(meta.get("namespace"))
+            if any(r.get("uid") == meta["uid"] for r in p["metadata"].get("ownerReferences") or [])
+        ]
         if policy == "Foreground" and owned:
             meta.setdefault("deletionTimestamp", _ts(self.now))
             meta["finalizers"] = sorted(set(meta.get("finalizers") or []) | {"foregroundDeletion"})
@@ -493,8 +557,13 @@ class StandinCluster:
                 pod["metadata"]["ownerReferences"] = []
             else:
                 self._delete_pod(pod, None)
-        return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-                "details": {"name": meta["name"], "kind": kind.lower() + "s", "uid": meta["uid"]}}
+        return {
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Success",
+            "details": {"name": meta["name"], "kind": kind.lower() + "s", "uid": meta["uid"]},
+        }
 
     def _delete_pod(self, pod: dict[str, Any], grace: int | None) -> None:
         meta = pod["metadata"]
@@ -519,8 +588,9 @@ class StandinCluster:
     # -- pods -----------------------------------------------------------------------------------------------
     def _add_condition(self, pod: dict[str, Any], type_: str, reason: str, message: str, status: str = "True"):
         conds = [c for c in pod["status"].setdefault("conditions", []) if c["type"] != type_]
-        conds.append({"type": type_, "status": status, "reason": reason, "message": message,
-                      "lastTransitionTime": _ts(self.now)})
+        conds.append(
+            {"type": type_, "status": status, "reason": reason, "message": message, "lastTransitionTime": _ts(self.now)}
+        )
         pod["status"]["conditions"] = conds
         self._touch(pod)
 
@@ -535,10 +605,25 @@ class StandinCluster:
             state: dict[str, Any] = {}
             if code is not None:
                 started = pod["status"].get("startTime") or _ts(self.now)
-                state = {"terminated": {"exitCode": code, "reason": reason or ("Completed" if code == 0 else "Error"),
-                                        "message": message, "startedAt": started, "finishedAt": _ts(self.now)}}
-            statuses.append({"name": c["name"], "image": c["image"], "imageID": "", "ready": False,
-                             "restartCount": 0, "state": state})
+                state = {
+                    "terminated": {
+                        "exitCode": code,
+                        "reason": reason or ("Completed" if code == 0 else "Error"),
+                        "message": message,
+                        "startedAt": started,
+                        "finishedAt": _ts(self.now),
+                    }
+                }
+            statuses.append(
+                {
+                    "name": c["name"],
+                    "image": c["image"],
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": state,
+                }
+            )
         pod["status"]["containerStatuses"] = statuses
         pod["status"]["phase"] = "Succeeded" if code == 0 else "Failed"
         self._add_condition(pod, "Ready", "PodCompleted", "", status="False")
@@ -553,13 +638,18 @@ class StandinCluster:
                 used[node] = used.get(node, 0) + _gpus(other)
         affinity = pod["spec"].get("affinity") or {}
         allowed: set[str] | None = None
-        for term in (((affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
-                      or {}).get("nodeSelectorTerms") or []):
+        for term in (
+            (affinity.get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {}
+        ).get("nodeSelectorTerms") or []:
             for expr in term.get("matchExpressions") or []:
                 if expr.get("key") == HOSTNAME and expr.get("operator") == "In":
                     allowed = (allowed or set()) | set(expr.get("values") or [])
-        anti = [t["labelSelector"].get("matchLabels") or {} for t in
-                ((affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or [])]
+        anti = [
+            t["labelSelector"].get("matchLabels") or {}
+            for t in (
+                (affinity.get("podAntiAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or []
+            )
+        ]
         reasons: dict[str, int] = {}
         for node in nodes:
             name = node["metadata"]["name"]
@@ -571,17 +661,24 @@ class StandinCluster:
                 why = "node(s) were unschedulable"
             elif allowed is not None and name not in allowed:
                 why = "node(s) didn't match Pod's node affinity/selector"
-            elif any(_selector_matches(o["metadata"].get("labels") or {}, ",".join(f"{k}={v}" for k, v in m.items()))
-                     and o["spec"].get("nodeName") == name and not self._terminated(o) for m in anti
-                     for o in self.pods(pod["metadata"].get("namespace"))):
+            elif any(
+                _selector_matches(o["metadata"].get("labels") or {}, ",".join(f"{k}={v}" for k, v in m.items()))
+                and o["spec"].get("nodeName") == name
+                and not self._terminated(o)
+                for m in anti
+                for o in self.pods(pod["metadata"].get("namespace"))
+            ):
                 why = "node(s) didn't match pod anti-affinity rules"
             elif alloc - used.get(name, 0) < need:
                 why = f"Insufficient {GPU}"
             else:
                 pod["spec"]["nodeName"] = name
                 self._add_condition(pod, "PodScheduled", "", "")
-                self._event(pod, "Scheduled", f"Successfully assigned {pod['metadata']['namespace']}/"
-                                              f"{pod['metadata']['name']} to {name}")
+                self._event(
+                    pod,
+                    "Scheduled",
+                    f"Successfully assigned {pod['metadata']['namespace']}/{pod['metadata']['name']} to {name}",
+                )
                 return
             reasons[why] = reasons.get(why, 0) + 1
         detail = ", ".join(sorted(f"{n} {w}" for w, n in reasons.items()))  # as kube-scheduler's FitError
@@ -600,17 +697,32 @@ class StandinCluster:
             if not status.get("containerStatuses"):
                 msg = f'Failed to pull image "{image}": rpc error: code = NotFound desc = manifest unknown'
                 status["containerStatuses"] = [
-                    {"name": c["name"], "image": c["image"], "imageID": "", "ready": False, "restartCount": 0,
-                     "state": {"waiting": {"reason": "ErrImagePull", "message": msg}}}
-                    for c in pod["spec"]["containers"]]
+                    {
+                        "name": c["name"],
+                        "image": c["image"],
+                        "imageID": "",
+                        "ready": False,
+                        "restartCount": 0,
+                        "state": {"waiting": {"reason": "ErrImagePull", "message": msg}},
+                    }
+                    for c in pod["spec"]["containers"]
+                ]
                 self._event(pod, "Failed", msg, "Warning")
                 self._touch(pod)
             return
         status.update(phase="Running", startTime=_ts(self.now), hostIP="10.0.0.1", podIP="10.1.0.1")
         status["containerStatuses"] = [
-            {"name": c["name"], "image": c["image"], "imageID": f"{c['image']}@sha256:0", "ready": True,
-             "restartCount": 0, "started": True, "state": {"running": {"startedAt": _ts(self.now)}}}
-            for c in pod["spec"]["containers"]]
+            {
+                "name": c["name"],
+                "image": c["image"],
+                "imageID": f"{c['image']}@sha256:0",
+                "ready": True,
+                "restartCount": 0,
+                "started": True,
+                "state": {"running": {"startedAt": _ts(self.now)}},
+            }
+            for c in pod["spec"]["containers"]
+        ]
         self._add_condition(pod, "Ready", "", "")
         self._event(pod, "Started", f"Started container {pod['spec']['containers'][0]['name']}")
 
@@ -644,18 +756,21 @@ class StandinCluster:
                 continue
             node = nodes.get(node_name)
             if node is None:
-                self._add_condition(pod, "DisruptionTarget", "DeletionByPodGC",
-                                    "PodGC: node no longer exists")
+                self._add_condition(pod, "DisruptionTarget", "DeletionByPodGC", "PodGC: node no longer exists")
                 self._terminate(pod, None)
                 self._delete_pod(pod, 0)
                 continue
             cond = node["status"]["conditions"][0]
             since = datetime.fromisoformat(cond["lastTransitionTime"])
             if cond["status"] != "True" and self.now - since >= timedelta(seconds=self.not_ready_eviction_s):
-                self._add_condition(pod, "DisruptionTarget", "DeletionByTaintManager",
-                                    "Taint manager: deleting due to NoExecute taint")
-                self._event(pod, "TaintManagerEviction", f"Marking for deletion Pod {pod['metadata']['namespace']}/"
-                                                         f"{pod['metadata']['name']}")
+                self._add_condition(
+                    pod, "DisruptionTarget", "DeletionByTaintManager", "Taint manager: deleting due to NoExecute taint"
+                )
+                self._event(
+                    pod,
+                    "TaintManagerEviction",
+                    f"Marking for deletion Pod {pod['metadata']['namespace']}/{pod['metadata']['name']}",
+                )
                 self._terminate(pod, None)  # the kubelet is gone: no exit code is ever reported
                 self._delete_pod(pod, 0)
 
@@ -670,7 +785,8 @@ class StandinCluster:
             told = self._sigterm_at.get(meta["uid"], self.now)
             deadline = datetime.fromisoformat(meta["deletionTimestamp"])
             if self.sigterm_exit is not None and told + timedelta(seconds=self.sigterm_exit[1]) <= min(
-                    self.now, deadline):
+                self.now, deadline
+            ):
                 self._terminate(pod, self.sigterm_exit[0])
             elif self.now >= deadline:
                 self._terminate(pod, SIGKILL_EXIT)
@@ -682,8 +798,11 @@ class StandinCluster:
             if not (meta.get("deletionTimestamp") and self._terminated(pod)):
                 continue
             # The Job controller's tracking finalizer holds a pod until its Job has counted it (or is gone).
-            held = "batch.kubernetes.io/job-tracking" in (meta.get("finalizers") or []) and meta["uid"] not in \
-                self._accounted and any(r.get("uid") in jobs for r in meta.get("ownerReferences") or [])
+            held = (
+                "batch.kubernetes.io/job-tracking" in (meta.get("finalizers") or [])
+                and meta["uid"] not in self._accounted
+                and any(r.get("uid") in jobs for r in meta.get("ownerReferences") or [])
+            )
             if not held:
                 self.objects.pop(("Pod", meta["namespace"], meta["name"]), None)
         for key, job in list(self.objects.items()):
@@ -692,8 +811,11 @@ class StandinCluster:
 
     def _owned(self, job: dict[str, Any]) -> list[dict[str, Any]]:
         uid = job["metadata"]["uid"]
-        return [p for p in self.pods(job["metadata"]["namespace"])
-                if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])]
+        return [
+            p
+            for p in self.pods(job["metadata"]["namespace"])
+            if any(r.get("uid") == uid for r in p["metadata"].get("ownerReferences") or [])
+        ]
 
     @staticmethod
     def _conds(obj: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -701,8 +823,15 @@ class StandinCluster:
 
     def _job_condition(self, job: dict[str, Any], type_: str, reason: str, message: str) -> None:
         job["status"].setdefault("conditions", []).append(
-            {"type": type_, "status": "True", "reason": reason, "message": message,
-             "lastProbeTime": _ts(self.now), "lastTransitionTime": _ts(self.now)})
+            {
+                "type": type_,
+                "status": "True",
+                "reason": reason,
+                "message": message,
+                "lastProbeTime": _ts(self.now),
+                "lastTransitionTime": _ts(self.now),
+            }
+        )
         self._touch(job)
 
     def _match_rule(self, job: dict[str, Any], pod: dict[str, Any]) -> tuple[str, str] | None:
@@ -720,13 +849,16 @@ class StandinCluster:
                         continue
                     inside = term["exitCode"] in codes["values"]
                     if inside == (codes["operator"] == "In"):
-                        return rule["action"], (f"Container {cs['name']} for pod {ns}/{name} failed with exit code "
-                                                f"{term['exitCode']} matching {rule['action']} rule at index {i}")
+                        return rule["action"], (
+                            f"Container {cs['name']} for pod {ns}/{name} failed with exit code "
+                            f"{term['exitCode']} matching {rule['action']} rule at index {i}"
+                        )
             for pc in rule.get("onPodConditions") or []:
                 cond = self._conds(pod).get(pc["type"])
                 if cond is not None and pc.get("status", "True") == "True":
-                    return rule["action"], (f"Pod {ns}/{name} has condition {pc['type']} matching "
-                                            f"{rule['action']} rule at index {i}")
+                    return rule["action"], (
+                        f"Pod {ns}/{name} has condition {pc['type']} matching {rule['action']} rule at index {i}"
+                    )
         return None
 
     def _job_controller(self, job: dict[str, Any]) -> None:
@@ -758,8 +890,9 @@ class StandinCluster:
             elif action == "Count":
                 status["failed"] = status.get("failed", 0) + 1
                 if status["failed"] > spec["backoffLimit"]:
-                    self._job_condition(job, "FailureTarget", "BackoffLimitExceeded",
-                                        "Job has reached the specified backoff limit")
+                    self._job_condition(
+                        job, "FailureTarget", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+                    )
                     done = {"FailureTarget"}
         status["completedIndexes"] = ",".join(map(str, sorted(succeeded_idx)))
         live = [p for p in pods if not self._terminated(p)]
@@ -783,7 +916,7 @@ class StandinCluster:
         busy = {int(p["metadata"]["annotations"][INDEX_ANNOTATION]) for p in live}
         wanted = [i for i in range(completions) if i not in succeeded_idx and i not in busy]
         room = int(spec["parallelism"]) - len(live)
-        for index in wanted[:max(0, room)]:
+        for index in wanted[: max(0, room)]:
             self._create_job_pod(job, index)
         self._job_status_counts(job, [p for p in self._owned(job) if not self._terminated(p)])
 
@@ -800,15 +933,33 @@ class StandinCluster:
         template = json.loads(json.dumps(job["spec"]["template"]))
         pod_meta = template.get("metadata") or {}
         labels = dict(pod_meta.get("labels") or {})
-        labels.update({JOB_NAME_LABEL: meta["name"], "job-name": meta["name"], INDEX_ANNOTATION: str(index),
-                       "controller-uid": meta["uid"]})
+        labels.update(
+            {
+                JOB_NAME_LABEL: meta["name"],
+                "job-name": meta["name"],
+                INDEX_ANNOTATION: str(index),
+                "controller-uid": meta["uid"],
+            }
+        )
         pod: dict[str, Any] = {
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"{meta['name']}-{index}-{secrets.token_hex(3)[:5]}", "labels": labels,
-                         "annotations": {**(pod_meta.get("annotations") or {}), INDEX_ANNOTATION: str(index)},
-                         "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": meta["name"],
-                                              "uid": meta["uid"], "controller": True, "blockOwnerDeletion": True}],
-                         "finalizers": ["batch.kubernetes.io/job-tracking"]},
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"{meta['name']}-{index}-{secrets.token_hex(3)[:5]}",
+                "labels": labels,
+                "annotations": {**(pod_meta.get("annotations") or {}), INDEX_ANNOTATION: str(index)},
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": meta["name"],
+                        "uid": meta["uid"],
+                        "controller": True,
+                        "blockOwnerDeletion": True,
+                    }
+                ],
+                "finalizers": ["batch.kubernetes.io/job-tracking"],
+            },
             "spec": {**template["spec"], "hostname": f"{meta['name']}-{index}"},
             "status": {"phase": "Pending", "conditions": []},
         }
@@ -836,21 +987,44 @@ class StandinCluster:
         replicas = int(spec.get("replicas", 1))
         for _ in range(replicas - len(current)):
             labels = {**((template.get("metadata") or {}).get("labels") or {}), "pod-template-hash": digest}
-            pod = {"apiVersion": "v1", "kind": "Pod",
-                   "metadata": {"name": f"{meta['name']}-{digest[:8]}-{secrets.token_hex(3)[:5]}", "labels": labels,
-                                "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
-                                "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                                     "name": meta["name"], "uid": meta["uid"], "controller": True}]},
-                   "spec": json.loads(json.dumps(template["spec"])),
-                   "status": {"phase": "Pending", "conditions": []}}
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"{meta['name']}-{digest[:8]}-{secrets.token_hex(3)[:5]}",
+                    "labels": labels,
+                    "annotations": dict((template.get("metadata") or {}).get("annotations") or {}),
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "apps/v1",
+                            "kind": "Deployment",
+                            "name": meta["name"],
+                            "uid": meta["uid"],
+                            "controller": True,
+                        }
+                    ],
+                },
+                "spec": json.loads(json.dumps(template["spec"])),
+                "status": {"phase": "Pending", "conditions": []},
+            }
             current.append(self._store(pod, meta["namespace"]))
         ready = sum(1 for p in current if "Ready" in self._conds(p))
-        want = {"observedGeneration": meta.get("generation", 1), "replicas": len(current),
-                "readyReplicas": ready, "availableReplicas": ready, "updatedReplicas": len(current)}
+        want = {
+            "observedGeneration": meta.get("generation", 1),
+            "replicas": len(current),
+            "readyReplicas": ready,
+            "availableReplicas": ready,
+            "updatedReplicas": len(current),
+        }
         if any(status.get(k) != v for k, v in want.items()):
             status.update(want)
-            status["conditions"] = [{"type": "Available", "status": "True" if ready else "False",
-                                     "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
-                                     "message": f"{ready} of {replicas} replicas ready",
-                                     "lastTransitionTime": _ts(self.now)}]
+            status["conditions"] = [
+                {
+                    "type": "Available",
+                    "status": "True" if ready else "False",
+                    "reason": "MinimumReplicasAvailable" if ready else "MinimumReplicasUnavailable",
+                    "message": f"{ready} of {replicas} replicas ready",
+                    "lastTransitionTime": _ts(self.now),
+                }
+            ]
             self._touch(dep)

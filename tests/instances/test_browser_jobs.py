@@ -20,15 +20,25 @@ import pytest
 from instances_support import FakeBackend
 
 CHROMIUM = os.environ.get("PLAYWRIGHT_CHROMIUM_EXECUTABLE", "/usr/bin/chromium")
-ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
-                       reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(
+        shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),
+        reason=f"{CHROMIUM} not installed (apt-get install chromium)",
+    ),
 ]
 
 
@@ -46,15 +56,19 @@ def page(live_server: Any, settings: Any) -> Any:
 
 
 def _post_events(url: str, token: str, attempt: int, events: list[dict[str, Any]]) -> dict[str, Any]:
-    req = urllib.request.Request(url, data=json.dumps({"attempt": attempt, "events": events}).encode(),  # noqa: S310
-                                 method="POST", headers={"Authorization": f"Bearer {token}",
-                                                         "Content-Type": "application/json"})
+    req = urllib.request.Request(  # noqa: S310 - the live test server's http:// URL
+        url,
+        data=json.dumps({"attempt": attempt, "events": events}).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - the live server
         return json.loads(resp.read())
 
 
-def test_launch_watch_and_roll_back_in_the_browser(page: Any, live_server: Any, alice: Any, funded: Any,
-                                                   licensed: Any, nodes: Any, fake_backend: FakeBackend) -> None:
+def test_launch_watch_and_roll_back_in_the_browser(
+    page: Any, live_server: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend
+) -> None:
     from instances.models import TrainingJob
     from instances.services import attempt_token
 
@@ -87,18 +101,38 @@ def test_launch_watch_and_roll_back_in_the_browser(page: Any, live_server: Any, 
     # the runtime reports (as instances/runtime/reporting.py does) to the live server
     url = f"{live_server.url}/api/v1/runtime/jobs/{job.pk}/events"
     token = attempt_token(job.attempts.get(number=1))
-    events: list[dict[str, Any]] = [{"seq": 1, "type": "started", "time": "2026-03-01T08:00:00Z", "step": 0,
-                                     "world_size": 2}]
+    events: list[dict[str, Any]] = [
+        {"seq": 1, "type": "started", "time": "2026-03-01T08:00:00Z", "step": 0, "world_size": 2}
+    ]
     for step in range(1, 7):
-        events.append({"seq": step + 1, "type": "progress", "time": "2026-03-01T08:00:01Z", "step": step,
-                       "loss": 8.0 - step * 0.25, "lr": 1e-3, "tokens_per_s": 900.0 + step,
-                       "tokens_seen": 128 * step})
-    events.append({"seq": 8, "type": "checkpoint", "time": "2026-03-01T08:00:02Z", "step": 4,
-                   "path": "/ckpt/step-00000004", "bytes": 46_516_899, "loss": 7.0})
+        events.append(
+            {
+                "seq": step + 1,
+                "type": "progress",
+                "time": "2026-03-01T08:00:01Z",
+                "step": step,
+                "loss": 8.0 - step * 0.25,
+                "lr": 1e-3,
+                "tokens_per_s": 900.0 + step,
+                "tokens_seen": 128 * step,
+            }
+        )
+    events.append(
+        {
+            "seq": 8,
+            "type": "checkpoint",
+            "time": "2026-03-01T08:00:02Z",
+            "step": 4,
+            "path": "/ckpt/step-00000004",
+            "bytes": 46_516_899,
+            "loss": 7.0,
+        }
+    )
     assert _post_events(url, token, 1, events) == {"checkpoint_requested": False, "stop_requested": False}
 
-    page.wait_for_function("document.querySelector('[data-testid=job-step]').textContent.trim() === '6'",
-                           timeout=15_000)  # the page's htmx poll (every 3 s) picks it up
+    page.wait_for_function(
+        "document.querySelector('[data-testid=job-step]').textContent.trim() === '6'", timeout=15_000
+    )  # the page's htmx poll (every 3 s) picks it up
     assert page.text_content("[data-testid=job-status]").strip() == "Running"
     assert page.locator("svg[aria-label=Loss] polyline").count() == 1
     page.screenshot(path=str(ARTIFACTS / "job-running-en.png"), full_page=True)

@@ -23,15 +23,29 @@ NS = "train"
 
 
 @pytest.fixture
-def job(funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
-        django_capture_on_commit_callbacks: Any) -> Any:
+def job(
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> Any:
     """alice's running job (local backend stand-in) with checkpoints at steps 10, 20, 30 on disk."""
     from instances.services import LaunchSpec, instance_launch
 
     with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(organization=funded, user=alice, spec=LaunchSpec(
-            name="legal", gpu_type="cpu-local", gpu_count=2, dataset_version_ids=[licensed.pk],
-            hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 100}))
+        inst = instance_launch(
+            organization=funded,
+            user=alice,
+            spec=LaunchSpec(
+                name="legal",
+                gpu_type="cpu-local",
+                gpu_count=2,
+                dataset_version_ids=[licensed.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 100},
+            ),
+        )
     job = inst.job
     report(job, [{"seq": 1, "type": "started", "step": 0}])
     return job
@@ -69,7 +83,8 @@ def api_for(user: Any) -> APIClient:
 
 
 def test_a_pruned_checkpoint_is_kept_as_history_without_actions_and_never_resumed(
-        client: Any, alice: Any, funded: Any, job: Any, ckpt: Path) -> None:
+    client: Any, alice: Any, funded: Any, job: Any, ckpt: Path
+) -> None:
     from instances.selectors import newest_complete_checkpoint
 
     checkpoint_folders(ckpt, job, (10, 20, 30))
@@ -98,7 +113,8 @@ def test_a_pruned_checkpoint_is_kept_as_history_without_actions_and_never_resume
 
 
 def test_rollback_to_a_pruned_step_is_refused_and_the_job_keeps_running(
-        alice: Any, funded: Any, job: Any, fake_backend: FakeBackend, ckpt: Path) -> None:
+    alice: Any, funded: Any, job: Any, fake_backend: FakeBackend, ckpt: Path
+) -> None:
     from instances.models import Instance
 
     checkpoint_folders(ckpt, job, (10, 20))
@@ -112,7 +128,8 @@ def test_rollback_to_a_pruned_step_is_refused_and_the_job_keeps_running(
     assert resp.status_code == 400
     assert resp.json()["error"]["message"] == (
         "The checkpoint at step 10 no longer exists: the job deleted it to keep only its newest checkpoints. "
-        "Choose a checkpoint that is still listed, or pin checkpoints you want to keep.")
+        "Choose a checkpoint that is still listed, or pin checkpoints you want to keep."
+    )
     assert (before.status, job.instance.status) == ("running", "running")
     assert (job.resume_step, job.restart_after_stop, job.stop_requested) == (-1, False, False)
     assert fake_backend.stopped == [] and job.attempts.count() == 1
@@ -126,12 +143,12 @@ def test_publishing_a_pruned_checkpoint_is_refused(alice: Any, funded: Any, job:
     report(job, [{"seq": 300, "type": "checkpoint_pruned", "step": 10, "path": pruned.location}])
 
     with pytest.raises(MarketplaceError, match="deleted by the job"):
-        app_publish_from_checkpoint(organization=funded, user=alice, job_id=job.pk, checkpoint_id=pruned.pk,
-                                    name="legal")
+        app_publish_from_checkpoint(
+            organization=funded, user=alice, job_id=job.pk, checkpoint_id=pruned.pk, name="legal"
+        )
 
 
-def test_a_pinned_checkpoint_survives_the_runtimes_keep_last_k(alice: Any, funded: Any, job: Any,
-                                                               ckpt: Path) -> None:
+def test_a_pinned_checkpoint_survives_the_runtimes_keep_last_k(alice: Any, funded: Any, job: Any, ckpt: Path) -> None:
     """The runtime's own prune (instances/runtime/checkpoint.py) reads the PINNED marker the portal writes."""
     from instances.runtime.checkpoint import CheckpointStore
 
@@ -145,13 +162,13 @@ def test_a_pinned_checkpoint_survives_the_runtimes_keep_last_k(alice: Any, funde
     assert (ckpt / "step-00000010" / "PINNED").is_file()
     assert [f.path for f in deleted] == [str(ckpt / "step-00000020")]  # 10 pinned, 30 the newest; 20 goes
     assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000010", "step-00000030"]
-    unpin = api_for(alice).post(f"/api/v1/jobs/{job.pk}/checkpoints/{first.pk}/pin", {"pinned": False},
-                                format="json")
+    unpin = api_for(alice).post(f"/api/v1/jobs/{job.pk}/checkpoints/{first.pk}/pin", {"pinned": False}, format="json")
     assert unpin.json()["pinned"] is False and not (ckpt / "step-00000010" / "PINNED").exists()
 
 
 def test_pinning_another_organizations_checkpoint_is_404_and_writes_nothing(
-        alice: Any, charlie: Any, client: Any, funded: Any, job: Any, ckpt: Path) -> None:
+    alice: Any, charlie: Any, client: Any, funded: Any, job: Any, ckpt: Path
+) -> None:
     from portal.selectors import organization_for_user
 
     checkpoint_folders(ckpt, job, (10,))
@@ -178,12 +195,16 @@ def test_pinning_a_pruned_checkpoint_is_refused_with_a_reason(alice: Any, job: A
     resp = api_for(alice).post(f"/api/v1/jobs/{job.pk}/checkpoints/{cp.pk}/pin", {}, format="json")
 
     assert resp.status_code == 409
-    assert resp.json()["error"] == {"code": "checkpoint_unavailable", "details": None,
-                                    "message": "The checkpoint at step 10 was already deleted; it cannot be pinned."}
+    assert resp.json()["error"] == {
+        "code": "checkpoint_unavailable",
+        "details": None,
+        "message": "The checkpoint at step 10 was already deleted; it cannot be pinned.",
+    }
 
 
 def test_a_rollback_pins_its_target_so_the_final_checkpoint_cannot_prune_it(
-        alice: Any, job: Any, ckpt: Path, django_capture_on_commit_callbacks: Any) -> None:
+    alice: Any, job: Any, ckpt: Path, django_capture_on_commit_callbacks: Any
+) -> None:
     from instances.services import job_rollback
 
     checkpoint_folders(ckpt, job, (10, 20))
@@ -195,7 +216,8 @@ def test_a_rollback_pins_its_target_so_the_final_checkpoint_cannot_prune_it(
 
 
 def test_the_job_page_shows_dataset_versions_cost_so_far_and_elapsed_time(
-        client: Any, alice: Any, funded: Any, job: Any, licensed: Any) -> None:
+    client: Any, alice: Any, funded: Any, job: Any, licensed: Any
+) -> None:
     from django.utils import timezone
 
     from billing.metering import metering_tick
@@ -211,8 +233,7 @@ def test_the_job_page_shows_dataset_versions_cost_so_far_and_elapsed_time(
 
     # 2 cpu-local slots at 0.60 CNY per slot-hour: 4 started minutes = 0.08 CNY
     assert '<strong data-testid="job-cost">¥0.08</strong>' in html
-    assert f'<a href="/o/{funded.slug}/datasets/{licensed.dataset_id}/" data-testid="job-dataset">Corpus v1</a>' \
-        in html
+    assert f'<a href="/o/{funded.slug}/datasets/{licensed.dataset_id}/" data-testid="job-dataset">Corpus v1</a>' in html
     assert 'data-testid="job-running">0:00:' in html
 
 
@@ -228,8 +249,16 @@ def cluster() -> Iterator[StandinCluster]:
 
 
 @pytest.fixture
-def k8s_job(alice_org: Any, alice: Any, licensed: Any, cluster: StandinCluster, catalog: None, settings: Any,
-            monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any) -> Any:
+def k8s_job(
+    alice_org: Any,
+    alice: Any,
+    licensed: Any,
+    cluster: StandinCluster,
+    catalog: None,
+    settings: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> Any:
     """A 2-pod job on the stand-in, both pods running and logging."""
     from instances import services
 
@@ -239,9 +268,17 @@ def k8s_job(alice_org: Any, alice: Any, licensed: Any, cluster: StandinCluster, 
     monkeypatch.setattr(services.backend, "compute_backend", lambda: backend)
     services.nodes_sync(backend=backend)
     with django_capture_on_commit_callbacks(execute=True):
-        inst = services.instance_launch(organization=alice_org, user=alice, spec=services.LaunchSpec(
-            name="k", gpu_type="A100-80G-SXM", gpu_count=16, dataset_version_ids=[licensed.pk],
-            hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 100}))
+        inst = services.instance_launch(
+            organization=alice_org,
+            user=alice,
+            spec=services.LaunchSpec(
+                name="k",
+                gpu_type="A100-80G-SXM",
+                gpu_count=16,
+                dataset_version_ids=[licensed.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 100},
+            ),
+        )
     name = object_name(f"job-{inst.job.pk}", 1)
     for rank in (0, 1):
         pod = cluster.pod(NS, f"{name}-{rank}-")["metadata"]["name"]
@@ -250,8 +287,14 @@ def k8s_job(alice_org: Any, alice: Any, licensed: Any, cluster: StandinCluster, 
 
 
 def test_pod_logs_per_rank_in_the_api_and_console_and_archived_after_the_pods_are_gone(
-        client: Any, alice: Any, alice_org: Any, charlie: Any, k8s_job: Any, cluster: StandinCluster,
-        django_capture_on_commit_callbacks: Any) -> None:
+    client: Any,
+    alice: Any,
+    alice_org: Any,
+    charlie: Any,
+    k8s_job: Any,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     """Relies on: the pod log subresource, the completion-index annotation, Foreground deletion on stop."""
     from instances.services import instance_stop
 
@@ -268,12 +311,21 @@ def test_pod_logs_per_rank_in_the_api_and_console_and_archived_after_the_pods_ar
         instance_stop(instance=k8s_job.instance, reason="done", acting_user=alice)
     after = api.get(url, {"rank": 1}).json()
 
-    assert default == {"job": k8s_job.pk, "attempt": 1, "rank": 0, "ranks": 2, "source": "live",
-                       "lines": ["[node 0] step 1", "[node 0] step 2", "[node 0] step 3"]}
+    assert default == {
+        "job": k8s_job.pk,
+        "attempt": 1,
+        "rank": 0,
+        "ranks": 2,
+        "source": "live",
+        "lines": ["[node 0] step 1", "[node 0] step 2", "[node 0] step 3"],
+    }
     assert (second["rank"], second["lines"]) == (1, ["[node 1] step 2", "[node 1] step 3"])
     assert unknown.status_code == 404
-    assert unknown.json()["error"] == {"code": "unknown_rank", "details": {"field": "rank"},
-                                       "message": "Rank 2 does not exist: attempt 1 has ranks 0 to 1."}
+    assert unknown.json()["error"] == {
+        "code": "unknown_rank",
+        "details": {"field": "rank"},
+        "message": "Rank 2 does not exist: attempt 1 has ranks 0 to 1.",
+    }
     assert "[node 1] step 3" in page and 'data-testid="rank-picker"' in page
     assert missing_page.status_code == 404
     assert "Rank 7 does not exist: attempt 1 has ranks 0 to 1." in missing_page.content.decode()
@@ -284,8 +336,12 @@ def test_pod_logs_per_rank_in_the_api_and_console_and_archived_after_the_pods_ar
 
 
 def test_a_preempted_attempts_logs_stay_readable_after_the_cluster_deleted_its_pods(
-        alice: Any, k8s_job: Any, cluster: StandinCluster, django_capture_on_commit_callbacks: Any,
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    alice: Any,
+    k8s_job: Any,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Relies on: FailJob on DisruptionTarget deleting the gang's pods (they vanish once terminated); the
     reconcile archived the running pods' logs before."""
     from django.utils import timezone
@@ -300,7 +356,8 @@ def test_a_preempted_attempts_logs_stay_readable_after_the_cluster_deleted_its_p
     name = object_name(f"job-{k8s_job.pk}", 1)
     victim = cluster.pod(NS, f"{name}-0-")["metadata"]["name"]
     client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
-        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
+        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}}
+    )
     with django_capture_on_commit_callbacks(execute=True):
         services.instances_reconcile(now=now + timedelta(minutes=1), backend=backend)
 
@@ -309,7 +366,10 @@ def test_a_preempted_attempts_logs_stay_readable_after_the_cluster_deleted_its_p
     assert k8s_job.attempts.get(number=1).state == "preempted"
     assert cluster.pods(NS, f"gpu-portal/job={name}") == []
     assert (old["attempt"], old["source"], old["lines"]) == (
-        1, "archive", ["[node 1] step 1", "[node 1] step 2", "[node 1] step 3"])
+        1,
+        "archive",
+        ["[node 1] step 1", "[node 1] step 2", "[node 1] step 3"],
+    )
 
 
 def test_a_step_saved_again_after_its_prune_is_listed_again(job: Any, ckpt: Path) -> None:

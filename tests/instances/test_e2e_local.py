@@ -57,8 +57,15 @@ class PumpedPortal:
         self.server.server_close()
 
 
-def wait_until(portal: PumpedPortal, predicate: Callable[[], Any], *, timeout: float, what: str,
-               reconcile: bool = True, logs: Callable[[], str] = lambda: "") -> Any:
+def wait_until(
+    portal: PumpedPortal,
+    predicate: Callable[[], Any],
+    *,
+    timeout: float,
+    what: str,
+    reconcile: bool = True,
+    logs: Callable[[], str] = lambda: "",
+) -> Any:
     """Pump callbacks and run the reconcile until ``predicate()`` is truthy (a deadline, not an assertion
     on time: it only bounds a hung test)."""
     from instances.services import instances_reconcile
@@ -139,22 +146,52 @@ def test_a_trial_user_trains_on_the_legal_corpus_survives_a_preemption_and_finis
     assert nodes_sync() == 1
     version = corpus_import(path=_legal_slice(tmp_path / "corpus"), domain="legal")
     # the user: trial credit, then the corpus license accepted
-    credit_grant_create(organization=alice_org, amount_micros=10_000_000,
-                        expires_at=timezone.now() + timedelta(days=30), kind=GrantKind.TRIAL,
-                        idempotency_key=f"trial:{alice_org.pk}")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key=f"trial:{alice_org.pk}",
+    )
     lv = required_license_version(version)
-    agreement_accept(organization=alice_org, user=alice, license_version=lv, shown_text_sha256=text_sha256(lv.text),
-                     ip="127.0.0.1", user_agent="pytest", dataset=version.dataset)
+    agreement_accept(
+        organization=alice_org,
+        user=alice,
+        license_version=lv,
+        shown_text_sha256=text_sha256(lv.text),
+        ip="127.0.0.1",
+        user_agent="pytest",
+        dataset=version.dataset,
+    )
 
     api = APIClient()
     api.force_authenticate(alice)
-    resp = api.post("/api/v1/jobs", {
-        "name": "legal-tiny", "gpu_type": "cpu-local", "gpu_count": 2, "dataset_version_ids": [version.pk],
-        "model_preset": "tiny", "engine": "fsdp", "checkpoint_every_steps": 4, "checkpoint_every_minutes": 0,
-        "keep_last": 3,
-        "hyperparameters": {"seq_len": 32, "micro_batch": 2, "grad_accum": 1, "max_steps": MAX_STEPS,
-                            "warmup_steps": 2, "lr": 1e-3, "log_every_steps": 1, "report_interval_s": 0.5},
-    }, format="json", HTTP_IDEMPOTENCY_KEY="e2e-1")
+    resp = api.post(
+        "/api/v1/jobs",
+        {
+            "name": "legal-tiny",
+            "gpu_type": "cpu-local",
+            "gpu_count": 2,
+            "dataset_version_ids": [version.pk],
+            "model_preset": "tiny",
+            "engine": "fsdp",
+            "checkpoint_every_steps": 4,
+            "checkpoint_every_minutes": 0,
+            "keep_last": 3,
+            "hyperparameters": {
+                "seq_len": 32,
+                "micro_batch": 2,
+                "grad_accum": 1,
+                "max_steps": MAX_STEPS,
+                "warmup_steps": 2,
+                "lr": 1e-3,
+                "log_every_steps": 1,
+                "report_interval_s": 0.5,
+            },
+        },
+        format="json",
+        HTTP_IDEMPOTENCY_KEY="e2e-1",
+    )
     assert resp.status_code == 201, resp.content
     job = TrainingJob.objects.get(pk=resp.json()["id"])
     instance = job.instance
@@ -163,23 +200,35 @@ def test_a_trial_user_trains_on_the_legal_corpus_survives_a_preemption_and_finis
     pgid, ws1 = LocalBackend.parse_handle(first.handle)
 
     def logs() -> str:
-        return "\n".join((ws / LOG_FILE).read_text(errors="replace")[-3000:] for ws in
-                         sorted((Path(ws1).parent).glob("attempt-*")))
+        return "\n".join(
+            (ws / LOG_FILE).read_text(errors="replace")[-3000:] for ws in sorted((Path(ws1).parent).glob("attempt-*"))
+        )
 
     # it trains, reports steps, and writes automatic checkpoints
-    cp = wait_until(portal, lambda: (job.checkpoints.filter(step__gte=8).first()), timeout=240,
-                    what="an automatic checkpoint at step ≥ 8", logs=logs)
+    cp = wait_until(
+        portal,
+        lambda: job.checkpoints.filter(step__gte=8).first(),
+        timeout=240,
+        what="an automatic checkpoint at step ≥ 8",
+        logs=logs,
+    )
     instance.refresh_from_db()
     assert instance.status == "running"
     assert cp.complete and Path(cp.location).is_dir()
 
     # preemption: SIGTERM to the whole process group, as a node's shutdown would
     os.killpg(pgid, signal.SIGTERM)
-    wait_until(portal, lambda: not _alive(pgid), timeout=120, what="the preempted job to exit", reconcile=False,
-               logs=logs)
+    wait_until(
+        portal, lambda: not _alive(pgid), timeout=120, what="the preempted job to exit", reconcile=False, logs=logs
+    )
     saved = newest_complete_checkpoint(job)
-    wait_until(portal, lambda: job.attempts.filter(number=2).exclude(handle="").exists(), timeout=60,
-               what="the reconcile to resume the job", logs=logs)
+    wait_until(
+        portal,
+        lambda: job.attempts.filter(number=2).exclude(handle="").exists(),
+        timeout=60,
+        what="the reconcile to resume the job",
+        logs=logs,
+    )
     first.refresh_from_db()
     assert first.state == "preempted"
     assert first.exit_code == 85
@@ -187,8 +236,13 @@ def test_a_trial_user_trains_on_the_legal_corpus_survives_a_preemption_and_finis
     assert saved is not None
 
     # it resumes from the newest complete checkpoint and finishes
-    wait_until(portal, lambda: TrainingJob.objects.get(pk=job.pk).outcome == "finished", timeout=300,
-               what="the resumed job to finish", logs=logs)
+    wait_until(
+        portal,
+        lambda: TrainingJob.objects.get(pk=job.pk).outcome == "finished",
+        timeout=300,
+        what="the resumed job to finish",
+        logs=logs,
+    )
     job.refresh_from_db()
     instance.refresh_from_db()
     second = job.attempts.get(number=2)
@@ -198,8 +252,16 @@ def test_a_trial_user_trains_on_the_legal_corpus_survives_a_preemption_and_finis
     assert instance.status_reason == "finished"
     assert job.preempt_count == 1 and job.crash_count == 0
     path = list(instance.transitions.values_list("to_status", flat=True))
-    assert path == ["scheduling", "provisioning", "running", "preempted", "scheduling", "provisioning", "running",
-                    "stopped"]
+    assert path == [
+        "scheduling",
+        "provisioning",
+        "running",
+        "preempted",
+        "scheduling",
+        "provisioning",
+        "running",
+        "stopped",
+    ]
     # the curve: one point per step 1..MAX_STEPS, each step trained once, continuing where it stopped
     curve = loss_curve(job)
     assert [p.step for p in curve] == list(range(1, MAX_STEPS + 1))

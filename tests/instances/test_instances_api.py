@@ -10,15 +10,29 @@ from instances_support import FakeBackend
 
 
 @pytest.fixture
-def job(funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
-        django_capture_on_commit_callbacks: Any) -> Any:
+def job(
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> Any:
     from instances.models import Checkpoint, JobMetric
     from instances.services import LaunchSpec, instance_launch
 
     with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(organization=funded, user=alice, spec=LaunchSpec(
-            name="legal-tiny", gpu_type="cpu-local", gpu_count=2, dataset_version_ids=[licensed.pk],
-            hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10}))
+        inst = instance_launch(
+            organization=funded,
+            user=alice,
+            spec=LaunchSpec(
+                name="legal-tiny",
+                gpu_type="cpu-local",
+                gpu_count=2,
+                dataset_version_ids=[licensed.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+            ),
+        )
     job = inst.job
     attempt = job.attempts.get()
     for step, loss in ((1, 7.5), (2, 7.0), (3, 6.5)):
@@ -30,31 +44,46 @@ def job(funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBa
 def console_routes(org: str, job: Any) -> list[tuple[str, str]]:
     inst, cp = job.instance.pk, job.checkpoints.get().pk
     return [
-        ("get", f"/o/{org}/instances/"), ("get", f"/o/{org}/instances/new/"), ("get", f"/o/{org}/instances/quote/"),
-        ("get", f"/o/{org}/instances/{inst}/"), ("get", f"/o/{org}/instances/{inst}/stop/"),
+        ("get", f"/o/{org}/instances/"),
+        ("get", f"/o/{org}/instances/new/"),
+        ("get", f"/o/{org}/instances/quote/"),
+        ("get", f"/o/{org}/instances/{inst}/"),
+        ("get", f"/o/{org}/instances/{inst}/stop/"),
         ("post", f"/o/{org}/instances/{inst}/stop/"),
-        ("get", f"/o/{org}/jobs/"), ("get", f"/o/{org}/jobs/new/"), ("get", f"/o/{org}/jobs/{job.pk}/"),
-        ("get", f"/o/{org}/jobs/{job.pk}/stop/"), ("post", f"/o/{org}/jobs/{job.pk}/stop/"),
-        ("get", f"/o/{org}/jobs/{job.pk}/restart/"), ("post", f"/o/{org}/jobs/{job.pk}/restart/"),
-        ("post", f"/o/{org}/jobs/{job.pk}/checkpoint/"), ("get", f"/o/{org}/jobs/{job.pk}/logs/"),
-        ("get", f"/o/{org}/jobs/{job.pk}/rollback/{cp}/"), ("post", f"/o/{org}/jobs/{job.pk}/rollback/{cp}/"),
+        ("get", f"/o/{org}/jobs/"),
+        ("get", f"/o/{org}/jobs/new/"),
+        ("get", f"/o/{org}/jobs/{job.pk}/"),
+        ("get", f"/o/{org}/jobs/{job.pk}/stop/"),
+        ("post", f"/o/{org}/jobs/{job.pk}/stop/"),
+        ("get", f"/o/{org}/jobs/{job.pk}/restart/"),
+        ("post", f"/o/{org}/jobs/{job.pk}/restart/"),
+        ("post", f"/o/{org}/jobs/{job.pk}/checkpoint/"),
+        ("get", f"/o/{org}/jobs/{job.pk}/logs/"),
+        ("get", f"/o/{org}/jobs/{job.pk}/rollback/{cp}/"),
+        ("post", f"/o/{org}/jobs/{job.pk}/rollback/{cp}/"),
     ]
 
 
 def api_routes(job: Any) -> list[tuple[str, str]]:
     inst, cp = job.instance.pk, job.checkpoints.get().pk
     return [
-        ("get", f"/api/v1/instances/{inst}"), ("post", f"/api/v1/instances/{inst}/stop"),
-        ("get", f"/api/v1/jobs/{job.pk}"), ("post", f"/api/v1/jobs/{job.pk}/stop"),
-        ("post", f"/api/v1/jobs/{job.pk}/restart"), ("post", f"/api/v1/jobs/{job.pk}/checkpoint"),
-        ("get", f"/api/v1/jobs/{job.pk}/checkpoints"), ("get", f"/api/v1/jobs/{job.pk}/logs"),
+        ("get", f"/api/v1/instances/{inst}"),
+        ("post", f"/api/v1/instances/{inst}/stop"),
+        ("get", f"/api/v1/jobs/{job.pk}"),
+        ("post", f"/api/v1/jobs/{job.pk}/stop"),
+        ("post", f"/api/v1/jobs/{job.pk}/restart"),
+        ("post", f"/api/v1/jobs/{job.pk}/checkpoint"),
+        ("get", f"/api/v1/jobs/{job.pk}/checkpoints"),
+        ("get", f"/api/v1/jobs/{job.pk}/logs"),
         ("get", f"/api/v1/jobs/{job.pk}/metrics"),
-        ("post", f"/api/v1/jobs/{job.pk}/rollback"), ("get", f"/api/v1/jobs/{job.pk}/checkpoints?cp={cp}"),
+        ("post", f"/api/v1/jobs/{job.pk}/rollback"),
+        ("get", f"/api/v1/jobs/{job.pk}/checkpoints?cp={cp}"),
     ]
 
 
-def test_charlie_gets_404_on_every_console_route_and_nothing_changes(client: Any, charlie: Any, job: Any,
-                                                                      funded: Any) -> None:
+def test_charlie_gets_404_on_every_console_route_and_nothing_changes(
+    client: Any, charlie: Any, job: Any, funded: Any
+) -> None:
     from instances.models import Instance
     from portal.selectors import organization_for_user
 
@@ -80,8 +109,11 @@ def test_charlie_gets_404_on_every_api_route_and_sees_empty_lists(charlie: Any, 
     api = APIClient()
     api.force_authenticate(charlie)
     for method, url in api_routes(job):
-        resp = getattr(api, method)(url, {"checkpoint": job.checkpoints.get().pk}, format="json") \
-            if method == "post" else api.get(url)
+        resp = (
+            getattr(api, method)(url, {"checkpoint": job.checkpoints.get().pk}, format="json")
+            if method == "post"
+            else api.get(url)
+        )
         assert resp.status_code == 404, url
         assert resp.json()["error"]["code"] == "not_found"
     assert api.get("/api/v1/jobs").json()["results"] == []
@@ -99,16 +131,21 @@ def test_bob_a_member_sees_the_organizations_job(bob: Any, job: Any, funded: Any
     assert resp.json()["name"] == "legal-tiny"
 
 
-def test_api_create_honours_the_idempotency_key(alice: Any, funded: Any, licensed: Any, nodes: Any,
-                                                fake_backend: FakeBackend) -> None:
+def test_api_create_honours_the_idempotency_key(
+    alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend
+) -> None:
     from rest_framework.test import APIClient
 
     from instances.models import Instance
 
     api = APIClient()
     api.force_authenticate(alice)
-    body = {"gpu_type": "A100-80G-SXM", "gpu_count": 1, "dataset_version_ids": [licensed.pk],
-            "hyperparameters": {"seq_len": 32, "micro_batch": 2, "max_steps": 10}}
+    body = {
+        "gpu_type": "A100-80G-SXM",
+        "gpu_count": 1,
+        "dataset_version_ids": [licensed.pk],
+        "hyperparameters": {"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+    }
     first = api.post("/api/v1/jobs", body, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
     again = api.post("/api/v1/jobs", body, format="json", HTTP_IDEMPOTENCY_KEY="k-1")
     other = api.post("/api/v1/jobs", body, format="json", HTTP_IDEMPOTENCY_KEY="k-2")
@@ -116,20 +153,25 @@ def test_api_create_honours_the_idempotency_key(alice: Any, funded: Any, license
     assert first.json()["id"] == again.json()["id"] != other.json()["id"]
     assert Instance.objects.filter(organization=funded).count() == 2
     assert first.json()["status"] == "provisioning"
-    inst = api.post("/api/v1/instances", {"gpu_type": "A100-80G-SXM", "gpu_count": 1, "command": ["sleep", "60"]},
-                    format="json")
+    inst = api.post(
+        "/api/v1/instances", {"gpu_type": "A100-80G-SXM", "gpu_count": 1, "command": ["sleep", "60"]}, format="json"
+    )
     assert inst.status_code == 201
     assert (inst.json()["kind"], inst.json()["command"]) == ("interactive", ["sleep", "60"])
 
 
-@pytest.mark.parametrize(("body", "status", "code"), [
-    ({"gpu_type": "B200", "gpu_count": 1}, 400, "unknown_gpu_type"),
-    ({"gpu_type": "A100-80G-SXM", "gpu_count": 0}, 400, "invalid_gpu_count"),
-    ({"gpu_type": "A100-80G-SXM", "gpu_count": 1025}, 400, "invalid_gpu_count"),
-    ({"gpu_type": "H100-80G-SXM", "gpu_count": 64}, 402, "insufficient_funds"),
-])
-def test_api_refusals_use_the_envelope_and_create_nothing(alice: Any, funded: Any, licensed: Any, nodes: Any,
-                                                          body: dict[str, Any], status: int, code: str) -> None:
+@pytest.mark.parametrize(
+    ("body", "status", "code"),
+    [
+        ({"gpu_type": "B200", "gpu_count": 1}, 400, "unknown_gpu_type"),
+        ({"gpu_type": "A100-80G-SXM", "gpu_count": 0}, 400, "invalid_gpu_count"),
+        ({"gpu_type": "A100-80G-SXM", "gpu_count": 1025}, 400, "invalid_gpu_count"),
+        ({"gpu_type": "H100-80G-SXM", "gpu_count": 64}, 402, "insufficient_funds"),
+    ],
+)
+def test_api_refusals_use_the_envelope_and_create_nothing(
+    alice: Any, funded: Any, licensed: Any, nodes: Any, body: dict[str, Any], status: int, code: str
+) -> None:
     from rest_framework.test import APIClient
 
     from instances.models import Instance
@@ -149,16 +191,20 @@ def test_api_rollback_to_an_unknown_checkpoint_is_400(alice: Any, job: Any) -> N
     api.force_authenticate(alice)
     resp = api.post(f"/api/v1/jobs/{job.pk}/rollback", {"checkpoint": 999999}, format="json")
     assert resp.status_code == 400
-    assert resp.json()["error"] == {"code": "unknown_checkpoint", "message": "Unknown checkpoint.",
-                                    "details": {"field": "checkpoint"}}
+    assert resp.json()["error"] == {
+        "code": "unknown_checkpoint",
+        "message": "Unknown checkpoint.",
+        "details": {"field": "checkpoint"},
+    }
     assert api.get(f"/api/v1/jobs/{job.pk}/checkpoints").json()[0]["step"] == 2
     assert [p["step"] for p in api.get(f"/api/v1/jobs/{job.pk}/metrics").json()["points"]] == [1, 2, 3]
 
 
 def test_the_quote_shows_price_runway_and_queue(client: Any, alice: Any, funded: Any, nodes: Any) -> None:
     client.force_login(alice)
-    resp = client.get(f"/o/{funded.slug}/instances/quote/", {"gpu_type": "cpu-local", "gpu_count": 2},
-                      HTTP_HX_REQUEST="true")
+    resp = client.get(
+        f"/o/{funded.slug}/instances/quote/", {"gpu_type": "cpu-local", "gpu_count": 2}, HTTP_HX_REQUEST="true"
+    )
     html = resp.content.decode()
     # 2 slots at 0.60 CNY per slot-hour = 1.20 CNY/h; 10.00 CNY lasts exactly 500 minutes
     assert '<span data-testid="price-per-hour">1.20</span>' in html
@@ -179,18 +225,34 @@ def test_the_job_page_draws_the_curve_and_lists_checkpoints(client: Any, alice: 
     assert "<html" not in partial and 'data-testid="job-step"' in partial
 
 
-def test_console_launch_form_launches_a_job(client: Any, alice: Any, funded: Any, licensed: Any, nodes: Any,
-                                            fake_backend: FakeBackend) -> None:
+def test_console_launch_form_launches_a_job(
+    client: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend
+) -> None:
     from instances.models import TrainingJob
 
     client.force_login(alice)
     page = client.get(f"/o/{funded.slug}/jobs/new/")
     assert page.status_code == 200 and "Corpus v1" in page.content.decode()
-    resp = client.post(f"/o/{funded.slug}/jobs/new/", {
-        "name": "from-console", "gpu_type": "cpu-local", "gpu_count": 2, "mode": "container",
-        "datasets": [licensed.pk], "model_preset": "tiny", "engine": "ddp", "seq_len": 64, "micro_batch": 2,
-        "grad_accum": 1, "max_steps": 20, "lr": "0.001", "checkpoint_every_minutes": 30, "checkpoint_every_steps": 0,
-        "keep_last": 3})
+    resp = client.post(
+        f"/o/{funded.slug}/jobs/new/",
+        {
+            "name": "from-console",
+            "gpu_type": "cpu-local",
+            "gpu_count": 2,
+            "mode": "container",
+            "datasets": [licensed.pk],
+            "model_preset": "tiny",
+            "engine": "ddp",
+            "seq_len": 64,
+            "micro_batch": 2,
+            "grad_accum": 1,
+            "max_steps": 20,
+            "lr": "0.001",
+            "checkpoint_every_minutes": 30,
+            "checkpoint_every_steps": 0,
+            "keep_last": 3,
+        },
+    )
     job = TrainingJob.objects.get(name="from-console")
     assert resp.status_code == 302 and resp["Location"] == f"/o/{funded.slug}/jobs/{job.pk}/"
     assert (job.engine, job.hyperparameters["seq_len"], job.checkpoint_every_minutes) == ("ddp", 64, 30)
@@ -199,7 +261,12 @@ def test_console_launch_form_launches_a_job(client: Any, alice: Any, funded: Any
 
 
 def test_list_pages_and_endpoints_use_a_fixed_number_of_queries(
-    client: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
+    client: Any,
+    alice: Any,
+    funded: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
 ) -> None:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
@@ -209,9 +276,17 @@ def test_list_pages_and_endpoints_use_a_fixed_number_of_queries(
 
     def launch(n: int) -> None:
         for i in range(n):
-            instance_launch(organization=funded, user=alice, spec=LaunchSpec(
-                name=f"j{i}", gpu_type="A100-80G-SXM", gpu_count=1, dataset_version_ids=[licensed.pk],
-                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10}))
+            instance_launch(
+                organization=funded,
+                user=alice,
+                spec=LaunchSpec(
+                    name=f"j{i}",
+                    gpu_type="A100-80G-SXM",
+                    gpu_count=1,
+                    dataset_version_ids=[licensed.pk],
+                    hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+                ),
+            )
 
     api = APIClient()
     api.force_authenticate(alice)
@@ -237,14 +312,22 @@ def test_list_pages_and_endpoints_use_a_fixed_number_of_queries(
     assert counts() == few
 
 
-@pytest.mark.parametrize(("raw", "field"), [
-    ('{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [%d], "hyperparameters": {"lr": 1e400}}',
-     "hyperparameters"),
-    ('{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [99999999999999999999]}',
-     "dataset_version_ids"),
-])
-def test_out_of_range_numbers_are_refused_with_the_envelope(alice: Any, funded: Any, licensed: Any, nodes: Any,
-                                                            raw: str, field: str) -> None:
+@pytest.mark.parametrize(
+    ("raw", "field"),
+    [
+        (
+            '{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [%d], "hyperparameters": {"lr": 1e400}}',
+            "hyperparameters",
+        ),
+        (
+            '{"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [99999999999999999999]}',
+            "dataset_version_ids",
+        ),
+    ],
+)
+def test_out_of_range_numbers_are_refused_with_the_envelope(
+    alice: Any, funded: Any, licensed: Any, nodes: Any, raw: str, field: str
+) -> None:
     from rest_framework.test import APIClient
 
     from instances.models import Instance

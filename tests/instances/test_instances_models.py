@@ -24,9 +24,16 @@ def catalog(db: Any) -> None:
 def instance(alice: Any, alice_org: Any, catalog: None) -> Any:
     from instances.models import GpuType, Instance
 
-    return Instance.objects.create(organization=alice_org, created_by=alice, name="i1", kind="interactive",
-                                   gpu_type=GpuType.objects.get(code="A100-80G-SXM"), gpu_count=4,
-                                   command=["sleep", "1"], submitted_at=T0)
+    return Instance.objects.create(
+        organization=alice_org,
+        created_by=alice,
+        name="i1",
+        kind="interactive",
+        gpu_type=GpuType.objects.get(code="A100-80G-SXM"),
+        gpu_count=4,
+        command=["sleep", "1"],
+        submitted_at=T0,
+    )
 
 
 def test_seed_gpu_catalog_is_idempotent_and_prices_cpu_local(catalog: None) -> None:
@@ -37,7 +44,12 @@ def test_seed_gpu_catalog_is_idempotent_and_prices_cpu_local(catalog: None) -> N
 
     call_command("seed_gpu_catalog", verbosity=0)
     assert sorted(GpuType.objects.values_list("code", flat=True)) == [
-        "A100-80G-SXM", "H100-80G-SXM", "L40S-48G", "RTX-4090-24G", "cpu-local"]
+        "A100-80G-SXM",
+        "H100-80G-SXM",
+        "L40S-48G",
+        "RTX-4090-24G",
+        "cpu-local",
+    ]
     assert Image.objects.count() == 3
     assert gpu_price_at(gpu_type="cpu-local") == 600_000
 
@@ -84,18 +96,41 @@ def test_running_opens_and_closes_one_segment_with_audit_rows(instance: Any) -> 
     from instances.services import instance_transition
     from portal.models import AuditEvent
 
-    for i, to in enumerate([S.SCHEDULING, S.PROVISIONING, S.RUNNING, S.PREEMPTED, S.SCHEDULING, S.PROVISIONING,
-                            S.RUNNING, S.STOPPING, S.STOPPED]):
+    for i, to in enumerate(
+        [
+            S.SCHEDULING,
+            S.PROVISIONING,
+            S.RUNNING,
+            S.PREEMPTED,
+            S.SCHEDULING,
+            S.PROVISIONING,
+            S.RUNNING,
+            S.STOPPING,
+            S.STOPPED,
+        ]
+    ):
         instance_transition(instance=instance, to=to, now=T0 + timedelta(minutes=i))
     segments = list(InstanceRunSegment.objects.values_list("started_at", "ended_at"))
-    assert segments == [(T0 + timedelta(minutes=2), T0 + timedelta(minutes=3)),
-                        (T0 + timedelta(minutes=6), T0 + timedelta(minutes=7))]
-    actions = list(AuditEvent.objects.filter(action__startswith="instances.instance.").order_by("id")
-                   .values_list("action", flat=True))
-    assert actions == ["instances.instance.scheduling", "instances.instance.provisioning",
-                       "instances.instance.running", "instances.instance.preempted", "instances.instance.scheduling",
-                       "instances.instance.provisioning", "instances.instance.running",
-                       "instances.instance.stopping", "instances.instance.stopped"]
+    assert segments == [
+        (T0 + timedelta(minutes=2), T0 + timedelta(minutes=3)),
+        (T0 + timedelta(minutes=6), T0 + timedelta(minutes=7)),
+    ]
+    actions = list(
+        AuditEvent.objects.filter(action__startswith="instances.instance.")
+        .order_by("id")
+        .values_list("action", flat=True)
+    )
+    assert actions == [
+        "instances.instance.scheduling",
+        "instances.instance.provisioning",
+        "instances.instance.running",
+        "instances.instance.preempted",
+        "instances.instance.scheduling",
+        "instances.instance.provisioning",
+        "instances.instance.running",
+        "instances.instance.stopping",
+        "instances.instance.stopped",
+    ]
 
 
 def test_run_segments_overlapping_returns_the_metering_fields(instance: Any, alice_org: Any) -> None:
@@ -106,10 +141,24 @@ def test_run_segments_overlapping_returns_the_metering_fields(instance: Any, ali
     InstanceRunSegment.objects.create(instance=instance, started_at=T0 + timedelta(minutes=30))
     rows = list(run_segments_overlapping(T0 + timedelta(minutes=4), T0 + timedelta(minutes=60)))
     assert rows == [
-        {"instance_id": instance.pk, "organization_id": alice_org.pk, "gpu_type": "A100-80G-SXM", "gpu_count": 4,
-         "mode": "container", "started_at": T0, "ended_at": T0 + timedelta(minutes=5)},
-        {"instance_id": instance.pk, "organization_id": alice_org.pk, "gpu_type": "A100-80G-SXM", "gpu_count": 4,
-         "mode": "container", "started_at": T0 + timedelta(minutes=30), "ended_at": None},
+        {
+            "instance_id": instance.pk,
+            "organization_id": alice_org.pk,
+            "gpu_type": "A100-80G-SXM",
+            "gpu_count": 4,
+            "mode": "container",
+            "started_at": T0,
+            "ended_at": T0 + timedelta(minutes=5),
+        },
+        {
+            "instance_id": instance.pk,
+            "organization_id": alice_org.pk,
+            "gpu_type": "A100-80G-SXM",
+            "gpu_count": 4,
+            "mode": "container",
+            "started_at": T0 + timedelta(minutes=30),
+            "ended_at": None,
+        },
     ]
     assert list(run_segments_overlapping(T0 + timedelta(minutes=5), T0 + timedelta(minutes=30))) == []
 

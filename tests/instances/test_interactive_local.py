@@ -28,9 +28,7 @@ def _reconcile_until(predicate: Any, timeout: float = 60) -> None:
         time.sleep(0.1)
 
 
-def test_an_interactive_command_runs_finishes_and_its_output_is_kept(
-    local: Path, alice: Any, alice_org: Any
-) -> None:
+def test_an_interactive_command_runs_finishes_and_its_output_is_kept(local: Path, alice: Any, alice_org: Any) -> None:
     from instances_support import fund
 
     from instances.backends.local import LOG_FILE
@@ -40,14 +38,26 @@ def test_an_interactive_command_runs_finishes_and_its_output_is_kept(
     fund(alice_org, 10)
     instances_reconcile()  # a fresh install: the first reconcile takes the local node from the backend
     assert list(Node.objects.values_list("name", "gpus", "gpu_type__code")) == [("local", 2, "cpu-local")]
-    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
-        name="hello", kind="interactive", gpu_type="cpu-local", gpu_count=1,
-        command=[sys.executable, "-c", "import time; time.sleep(0.5); print('hello from the instance')"]))
+    inst = instance_launch(
+        organization=alice_org,
+        user=alice,
+        spec=LaunchSpec(
+            name="hello",
+            kind="interactive",
+            gpu_type="cpu-local",
+            gpu_count=1,
+            command=[sys.executable, "-c", "import time; time.sleep(0.5); print('hello from the instance')"],
+        ),
+    )
     _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "stopped")
     inst.refresh_from_db()
     assert inst.status_reason == "finished"
     assert list(inst.transitions.values_list("to_status", flat=True)) == [
-        "scheduling", "provisioning", "running", "stopped"]
+        "scheduling",
+        "provisioning",
+        "running",
+        "stopped",
+    ]
     assert InstanceRunSegment.objects.filter(instance=inst, ended_at__isnull=False).count() == 1
     attempt = inst.attempts.get()
     assert (attempt.state, attempt.exit_code) == ("succeeded", 0)
@@ -63,9 +73,17 @@ def test_stopping_a_running_command_kills_it_and_frees_the_slot(local: Path, ali
 
     fund(alice_org, 10)
     instances_reconcile()
-    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
-        name="sleeper", kind="interactive", gpu_type="cpu-local", gpu_count=2,
-        command=[sys.executable, "-c", "import time; time.sleep(600)"]))
+    inst = instance_launch(
+        organization=alice_org,
+        user=alice,
+        spec=LaunchSpec(
+            name="sleeper",
+            kind="interactive",
+            gpu_type="cpu-local",
+            gpu_count=2,
+            command=[sys.executable, "-c", "import time; time.sleep(600)"],
+        ),
+    )
     _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "running")
     assert [v.gpus_free for v in node_views()] == [0]
     instance_stop(instance=inst, reason="done", acting_user=alice)  # eager Celery: the stop task runs here
@@ -93,9 +111,17 @@ def test_shutting_down_the_embedded_product_leaves_no_process_running(local: Pat
 
     fund(alice_org, 10)
     instances_reconcile()
-    inst = instance_launch(organization=alice_org, user=alice, spec=LaunchSpec(
-        name="sleeper", kind="interactive", gpu_type="cpu-local", gpu_count=1,
-        command=[sys.executable, "-c", "import time; time.sleep(600)"]))
+    inst = instance_launch(
+        organization=alice_org,
+        user=alice,
+        spec=LaunchSpec(
+            name="sleeper",
+            kind="interactive",
+            gpu_type="cpu-local",
+            gpu_count=1,
+            command=[sys.executable, "-c", "import time; time.sleep(600)"],
+        ),
+    )
     _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "running")
     attempt = inst.attempts.get()
     state = json.loads((local / f"instance-{inst.pk}" / "attempt-1" / "backend.json").read_text())

@@ -8,8 +8,16 @@ from typing import Any
 from django.urls import reverse
 from test_callbacks import job, post, token_of  # noqa: F401 - the fixture is used by name
 
-PROGRESS = {"seq": 1, "type": "progress", "time": "2026-03-01T08:00:01Z", "step": 1, "loss": 6.5, "lr": 1e-4,
-            "tokens_per_s": 900.0, "tokens_seen": 128}
+PROGRESS = {
+    "seq": 1,
+    "type": "progress",
+    "time": "2026-03-01T08:00:01Z",
+    "step": 1,
+    "loss": 6.5,
+    "lr": 1e-4,
+    "tokens_per_s": 900.0,
+    "tokens_seen": 128,
+}
 
 
 def page(client: Any, user: Any, job: Any) -> Any:  # noqa: F811

@@ -61,9 +61,17 @@ def launch(org: Any, user: Any, version: Any, capture: Any, gpus: int = 16) -> A
     from instances.services import LaunchSpec, instance_launch
 
     with capture(execute=True):
-        inst = instance_launch(organization=org, user=user, spec=LaunchSpec(
-            name="k", gpu_type="A100-80G-SXM", gpu_count=gpus, dataset_version_ids=[version.pk],
-            hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 1000}))
+        inst = instance_launch(
+            organization=org,
+            user=user,
+            spec=LaunchSpec(
+                name="k",
+                gpu_type="A100-80G-SXM",
+                gpu_count=gpus,
+                dataset_version_ids=[version.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 1000},
+            ),
+        )
     inst.refresh_from_db()
     return inst
 
@@ -99,8 +107,14 @@ def minute(at: Any) -> None:
 
 
 def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_metering(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any, time_machine: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
+    time_machine: Any,
 ) -> None:
     """Relies on: Indexed Job -> 2 pods bound to 2 nodes; the Eviction API's DisruptionTarget and the FailJob
     rule ending the gang (the other pod gets SIGTERM and exits 85); Foreground deletion on stop. A real
@@ -125,10 +139,16 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
     assert len(cluster.pods(NS, f"gpu-portal/job={first}")) == 2
 
     reconcile(k8s, capture, at(0))
-    report(job, 1, [{"seq": 1, "type": "started", "step": 0},
-                    {"seq": 2, "type": "checkpoint", "step": 10, "path": "/checkpoints/step-10", "bytes": 1},
-                    {"seq": 3, "type": "checkpoint", "step": 20, "path": "/checkpoints/step-20", "bytes": 1}],
-           at(0, 20))
+    report(
+        job,
+        1,
+        [
+            {"seq": 1, "type": "started", "step": 0},
+            {"seq": 2, "type": "checkpoint", "step": 10, "path": "/checkpoints/step-10", "bytes": 1},
+            {"seq": 3, "type": "checkpoint", "step": 20, "path": "/checkpoints/step-20", "bytes": 1},
+        ],
+        at(0, 20),
+    )
     for m in range(4):
         reconcile(k8s, capture, at(m))
         minute(at(m, 15))
@@ -136,7 +156,8 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
 
     victim = cluster.pod(NS, f"{first}-1-")["metadata"]["name"]
     client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
-        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
+        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}}
+    )
     reconcile(k8s, capture, at(4))
     minute(at(4, 15))
     job.refresh_from_db()
@@ -145,9 +166,13 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
     assert (job.preempt_count, job.crash_count, job.outcome) == (1, 0, "")
     assert job.attempts.get(number=1).state == "preempted"
     assert job.attempts.get(number=1).message == (
-        f"Preempted: pod {victim} was stopped (cluster disruption); resuming from the newest checkpoint")
+        f"Preempted: pod {victim} was stopped (cluster disruption); resuming from the newest checkpoint"
+    )
     assert list(inst.transitions.values_list("to_status", flat=True))[-3:] == [
-        "preempted", "scheduling", "provisioning"]
+        "preempted",
+        "scheduling",
+        "provisioning",
+    ]
     second = object_name_of(job, 2)
     config = json.loads(cluster.objects[("ConfigMap", NS, second)]["data"]["job.json"])
     assert (config["attempt"], config["resume_step"]) == (2, -1)  # -1: the newest complete checkpoint (20)
@@ -168,7 +193,9 @@ def test_the_main_journey_evict_preempts_resumes_and_stop_releases_quota_and_met
     assert gpus_in_use(rich) == 0
     assert cluster.job(NS, second) is None and cluster.pods(NS) == []
     assert list(inst.run_segments.order_by("started_at").values_list("started_at", "ended_at")) == [
-        (at(0), at(4)), (at(5), at(6))]
+        (at(0), at(4)),
+        (at(5), at(6)),
+    ]
     # started minutes of use (DESIGN §4): 4 in the first segment (4 min 0 s) and 1 in the second (60 s) of
     # 16 A100 at 8.00 CNY per GPU-hour: 128 CNY/h × 5/60 h = 10.666667 CNY, rounded once
     assert billed(inst) == (5, 10_666_667)
@@ -183,8 +210,13 @@ def object_name_of(job: Any, number: int) -> str:
 
 
 def test_a_job_deleted_behind_the_portals_back_is_lost_within_two_reconciles_and_billed_to_last_seen(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
 ) -> None:
     """Relies on: ``kubectl delete job`` (Background propagation) removing the Job at once, 404 afterwards.
     Reconciles run at :30 of every minute, metering ticks at :45; the Job is deleted at 10:40."""
@@ -217,8 +249,14 @@ def test_a_job_deleted_behind_the_portals_back_is_lost_within_two_reconciles_and
 
 
 def test_stop_on_kubernetes_reaches_stopped_and_frees_the_quota(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any, settings: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
+    settings: Any,
 ) -> None:
     """Relies on: Foreground deletion keeping the Job while pods get their grace period (the runtime takes
     60 s for its final checkpoint here), then 404. Quota of 8 GPUs: the next 8-GPU launch must start."""
@@ -257,8 +295,14 @@ def status_of(inst: Any) -> str:
 
 @pytest.mark.parametrize("code", [64, 87])
 def test_exit_64_or_87_from_a_pod_is_never_retried(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any, code: int,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
+    code: int,
 ) -> None:
     """Relies on: container exit codes and termination messages; the FailJob rule on 64/87. The pod's
     launcher keeps the runtime's code under torchrun (tests/instances/test_kubernetes_backend.py)."""
@@ -277,8 +321,13 @@ def test_exit_64_or_87_from_a_pod_is_never_retried(
 
 
 def test_a_node_lost_mid_run_is_a_preemption_with_its_reason(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
 ) -> None:
     """Relies on: a NotReady node's pods failed by the taint manager after 300 s (DisruptionTarget)."""
     capture = django_capture_on_commit_callbacks
@@ -302,8 +351,14 @@ def test_a_node_lost_mid_run_is_a_preemption_with_its_reason(
 
 
 def test_a_pod_pending_past_the_timeout_fails_with_the_reason_in_words(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any, settings: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
+    settings: Any,
 ) -> None:
     """Relies on: the scheduler's FailedScheduling wording when something outside the portal holds the GPUs;
     the kubelet's ErrImagePull."""
@@ -311,9 +366,15 @@ def test_a_pod_pending_past_the_timeout_fails_with_the_reason_in_words(
 
     capture = django_capture_on_commit_callbacks
     settings.INSTANCES_PENDING_TIMEOUT_S = 600
-    squatter = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "squatter"}, "spec": {
-        "nodeName": "a100-0", "containers": [{"name": "c", "image": "x", "resources": {
-            "limits": {"nvidia.com/gpu": "8"}}}]}}
+    squatter = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "squatter"},
+        "spec": {
+            "nodeName": "a100-0",
+            "containers": [{"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "8"}}}],
+        },
+    }
     client.CoreV1Api(cluster.api_client()).create_namespaced_pod("other", squatter)
     inst = launch(rich, alice, licensed, capture, gpus=8)
     assert inst.placement == [["a100-0", 8]]  # the portal's own view thought it was free
@@ -325,31 +386,46 @@ def test_a_pod_pending_past_the_timeout_fails_with_the_reason_in_words(
     reconcile(k8s, capture, attempt.submitted_at + timedelta(minutes=10))
     inst.refresh_from_db()
 
-    assert waiting_reason == ("Waiting for capacity: no node with 8 free A100-80G-SXM GPUs (0/3 nodes are "
-                              "available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node "
-                              "affinity/selector.)")
+    assert waiting_reason == (
+        "Waiting for capacity: no node with 8 free A100-80G-SXM GPUs (0/3 nodes are "
+        "available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node "
+        "affinity/selector.)"
+    )
     assert inst.status == "failed"
     assert inst.status_reason == f"Did not start within 10 minutes: {waiting_reason}"[:300]
     assert inst.job.outcome == "failed"
     assert cluster.job(NS, object_name_of(inst.job, 1)) is None  # given up: the cluster job is deleted
 
 
-@pytest.mark.parametrize(("language", "reasons"), [
-    ("en", ["Waiting for capacity: no node with 8 free H100-80G-SXM GPUs (0/4 nodes are available: "
-            "4 Insufficient nvidia.com/gpu.)",
-            "The container image reg/x:1 cannot be pulled (Failed to pull image)",
-            "Out of memory: pod p-0 was killed (OOMKilled); use a smaller micro-batch or more GPUs",
-            "Preempted: pod p-1 was stopped (evicted by a node drain); resuming from the newest checkpoint",
-            "Node lost: pod p-1 on gpu-7 stopped answering; resuming from the newest checkpoint",
-            "The cluster job gp-a1 was deleted outside the portal"]),
-    ("zh-hans", ["等待算力：没有节点有 8 块空闲的 H100-80G-SXM GPU（0/4 nodes are available: "
-                 "4 Insufficient nvidia.com/gpu.）",
-                 "无法拉取容器镜像 reg/x:1（Failed to pull image）",
-                 "内存不足：Pod p-0 被终止（OOMKilled）；请减小 micro-batch 或使用更多 GPU",
-                 "已被抢占：Pod p-1 已停止（因节点排空被驱逐）；将从最新检查点恢复",
-                 "节点失联：gpu-7 上的 Pod p-1 已无响应；将从最新检查点恢复",
-                 "集群任务 gp-a1 已在门户之外被删除"]),
-])
+@pytest.mark.parametrize(
+    ("language", "reasons"),
+    [
+        (
+            "en",
+            [
+                "Waiting for capacity: no node with 8 free H100-80G-SXM GPUs (0/4 nodes are available: "
+                "4 Insufficient nvidia.com/gpu.)",
+                "The container image reg/x:1 cannot be pulled (Failed to pull image)",
+                "Out of memory: pod p-0 was killed (OOMKilled); use a smaller micro-batch or more GPUs",
+                "Preempted: pod p-1 was stopped (evicted by a node drain); resuming from the newest checkpoint",
+                "Node lost: pod p-1 on gpu-7 stopped answering; resuming from the newest checkpoint",
+                "The cluster job gp-a1 was deleted outside the portal",
+            ],
+        ),
+        (
+            "zh-hans",
+            [
+                "等待算力：没有节点有 8 块空闲的 H100-80G-SXM GPU（0/4 nodes are available: "
+                "4 Insufficient nvidia.com/gpu.）",
+                "无法拉取容器镜像 reg/x:1（Failed to pull image）",
+                "内存不足：Pod p-0 被终止（OOMKilled）；请减小 micro-batch 或使用更多 GPU",
+                "已被抢占：Pod p-1 已停止（因节点排空被驱逐）；将从最新检查点恢复",
+                "节点失联：gpu-7 上的 Pod p-1 已无响应；将从最新检查点恢复",
+                "集群任务 gp-a1 已在门户之外被删除",
+            ],
+        ),
+    ],
+)
 def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: list[str]) -> None:
     from django.utils import translation
 
@@ -357,8 +433,11 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
     from instances.k8s_reasons import status_reason
 
     statuses = [
-        JobStatus("pending", reason="unschedulable",
-                  details={"gpus": 8, "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."}),
+        JobStatus(
+            "pending",
+            reason="unschedulable",
+            details={"gpus": 8, "message": "0/4 nodes are available: 4 Insufficient nvidia.com/gpu."},
+        ),
         JobStatus("pending", reason="image_pull", details={"image": "reg/x:1", "message": "Failed to pull image"}),
         JobStatus("failed", 137, reason="oom_killed", details={"pod": "p-0"}),
         JobStatus("preempted", 85, reason="evicted", details={"pod": "p-1", "why": "EvictionByEvictionAPI"}),
@@ -370,8 +449,13 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
 
 
 def test_a_node_that_disappears_from_the_inventory_mid_run_preempts_and_resumes_elsewhere(
-    rich: Any, alice: Any, licensed: Any, k8s: KubernetesBackend, cluster: StandinCluster,
-    django_capture_on_commit_callbacks: Any, t0: Any,
+    rich: Any,
+    alice: Any,
+    licensed: Any,
+    k8s: KubernetesBackend,
+    cluster: StandinCluster,
+    django_capture_on_commit_callbacks: Any,
+    t0: Any,
 ) -> None:
     """Relies on: pod GC failing the pods of a deleted Node object (DisruptionTarget, DeletionByPodGC)."""
     from instances.models import Node
@@ -388,8 +472,7 @@ def test_a_node_that_disappears_from_the_inventory_mid_run_preempts_and_resumes_
     inst.refresh_from_db()
     inst.job.refresh_from_db()
 
-    assert (inst.job.attempts.get(number=1).state, inst.job.preempt_count, inst.job.crash_count) == (
-        "preempted", 1, 0)
+    assert (inst.job.attempts.get(number=1).state, inst.job.preempt_count, inst.job.crash_count) == ("preempted", 1, 0)
     assert (Node.objects.get(name=gone).gpus, inst.status) == (0, "provisioning")
     assert gone not in [name for name, _ in inst.placement] and len(inst.placement) == 2
     reconcile(k8s, capture, t0 + timedelta(minutes=2))

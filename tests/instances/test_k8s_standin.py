@@ -25,15 +25,24 @@ def cluster() -> Iterator[StandinCluster]:
         yield c
 
 
-def job_body(name: str = "j", *, parallelism: int = 2, rules: list[dict[str, Any]] | None = None,
-             backoff: int = 0, gpus: int = 8) -> dict[str, Any]:
+def job_body(
+    name: str = "j", *, parallelism: int = 2, rules: list[dict[str, Any]] | None = None, backoff: int = 0, gpus: int = 8
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "completionMode": "Indexed", "completions": parallelism, "parallelism": parallelism, "backoffLimit": backoff,
-        "template": {"metadata": {"labels": {"app": name}}, "spec": {
-            "restartPolicy": "Never", "terminationGracePeriodSeconds": 60,
-            "containers": [{"name": "trainer", "image": "img:1",
-                            "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}],
-        }},
+        "completionMode": "Indexed",
+        "completions": parallelism,
+        "parallelism": parallelism,
+        "backoffLimit": backoff,
+        "template": {
+            "metadata": {"labels": {"app": name}},
+            "spec": {
+                "restartPolicy": "Never",
+                "terminationGracePeriodSeconds": 60,
+                "containers": [
+                    {"name": "trainer", "image": "img:1", "resources": {"limits": {"nvidia.com/gpu": str(gpus)}}}
+                ],
+            },
+        },
     }
     if rules is not None:
         spec["podFailurePolicy"] = {"rules": rules}
@@ -70,7 +79,8 @@ def test_a_pod_that_fits_no_node_stays_pending_with_the_schedulers_words(cluster
 
     assert pod.status.phase == "Pending"
     assert [(e.reason, e.message) for e in events] == [
-        ("FailedScheduling", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")]
+        ("FailedScheduling", "0/2 nodes are available: 2 Insufficient nvidia.com/gpu.")
+    ]
 
 
 def test_eviction_sets_disruption_target_and_honours_the_grace_period(cluster: StandinCluster) -> None:
@@ -80,8 +90,9 @@ def test_eviction_sets_disruption_target_and_honours_the_grace_period(cluster: S
     batch.create_namespaced_job(NS, job_body(parallelism=1, rules=[]))
     name = core.list_namespaced_pod(NS).items[0].metadata.name
 
-    core.create_namespaced_pod_eviction(name, NS, {"apiVersion": "policy/v1", "kind": "Eviction",
-                                                   "metadata": {"name": name, "namespace": NS}})
+    core.create_namespaced_pod_eviction(
+        name, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": NS}}
+    )
     during = core.read_namespaced_pod(name, NS)
     cluster.advance(59)
     still = core.read_namespaced_pod(name, NS)
@@ -97,7 +108,9 @@ def test_eviction_sets_disruption_target_and_honours_the_grace_period(cluster: S
     assert gone.value.status == 404
     failed = batch.read_namespaced_job("j", NS)
     assert [(c.type, c.reason) for c in failed.status.conditions] == [
-        ("FailureTarget", "BackoffLimitExceeded"), ("Failed", "BackoffLimitExceeded")]
+        ("FailureTarget", "BackoffLimitExceeded"),
+        ("Failed", "BackoffLimitExceeded"),
+    ]
 
 
 def test_pod_failure_policy_ignore_does_not_count_against_backoff_limit(cluster: StandinCluster) -> None:
@@ -107,8 +120,9 @@ def test_pod_failure_policy_ignore_does_not_count_against_backoff_limit(cluster:
     batch.create_namespaced_job(NS, job_body(parallelism=1, rules=rules, backoff=0))
     first = core.list_namespaced_pod(NS).items[0].metadata.name
 
-    core.create_namespaced_pod_eviction(first, NS, {"apiVersion": "policy/v1", "kind": "Eviction",
-                                                    "metadata": {"name": first, "namespace": NS}})
+    core.create_namespaced_pod_eviction(
+        first, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": first, "namespace": NS}}
+    )
     job = batch.read_namespaced_job("j", NS)
     pods = core.list_namespaced_pod(NS).items
 
@@ -120,8 +134,10 @@ def test_pod_failure_policy_ignore_does_not_count_against_backoff_limit(cluster:
 def test_pod_failure_policy_fail_job_and_count(cluster: StandinCluster) -> None:
     """FailJob on an exit code ends the Job with the API server's message; Count uses up backoffLimit."""
     batch, core = apis(cluster)
-    rules = [{"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [64]}},
-             {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [0]}}]
+    rules = [
+        {"action": "FailJob", "onExitCodes": {"containerName": "trainer", "operator": "In", "values": [64]}},
+        {"action": "Count", "onExitCodes": {"operator": "NotIn", "values": [0]}},
+    ]
     batch.create_namespaced_job(NS, job_body("f", parallelism=1, rules=rules))
     batch.create_namespaced_job(NS, job_body("c", parallelism=1, rules=rules, backoff=1))
     fail_pod = cluster.pod(NS, "f-0-")["metadata"]["name"]
@@ -134,8 +150,9 @@ def test_pod_failure_policy_fail_job_and_count(cluster: StandinCluster) -> None:
 
     failed = batch.read_namespaced_job("f", NS).status.conditions[-1]
     assert (failed.type, failed.reason) == ("Failed", "PodFailurePolicy")
-    assert failed.message == (f"Container trainer for pod {NS}/{fail_pod} failed with exit code 64 matching "
-                              "FailJob rule at index 0")
+    assert failed.message == (
+        f"Container trainer for pod {NS}/{fail_pod} failed with exit code 64 matching FailJob rule at index 0"
+    )
     terminated = core.read_namespaced_pod(fail_pod, NS).status.container_statuses[0].state.terminated
     assert (terminated.exit_code, terminated.message) == (64, '{"exit_code": 64}')
     assert (counted.status.failed, counted.status.conditions) == (1, None)
@@ -173,8 +190,10 @@ def test_a_node_not_ready_past_the_toleration_fails_its_pods(cluster: StandinClu
     after = batch.read_namespaced_job("j", NS).status.conditions
 
     assert before is None
-    assert [(c.type, c.reason) for c in after] == [("FailureTarget", "PodFailurePolicy"),
-                                                   ("Failed", "PodFailurePolicy")]
+    assert [(c.type, c.reason) for c in after] == [
+        ("FailureTarget", "PodFailurePolicy"),
+        ("Failed", "PodFailurePolicy"),
+    ]
     assert "has condition DisruptionTarget matching FailJob rule at index 0" in after[-1].message
     assert core.list_namespaced_pod(NS).items == []  # FailJob terminated the healthy node's pod too
 
@@ -187,8 +206,9 @@ def test_bodies_are_validated_strictly_and_names_collide(cluster: StandinCluster
     batch.create_namespaced_job(NS, job_body())
 
     # the official client refuses to send a misspelled field, so this body goes to the handler as raw bytes
-    code, invalid, _ = cluster.handle("POST", f"/apis/batch/v1/namespaces/{NS}/jobs",
-                                      json.dumps(bad | {"metadata": {"name": "other"}}).encode())
+    code, invalid, _ = cluster.handle(
+        "POST", f"/apis/batch/v1/namespaces/{NS}/jobs", json.dumps(bad | {"metadata": {"name": "other"}}).encode()
+    )
     with pytest.raises(ApiException) as conflict:
         batch.create_namespaced_job(NS, job_body())
     with pytest.raises(ApiException) as missing:
@@ -225,9 +245,16 @@ def test_marketplace_deployments_become_ready_or_say_why_not(cluster: StandinClu
     export.mkdir(parents=True)
 
     def deployments(image: str) -> KubernetesDeployments:
-        return KubernetesDeployments(image=image, model_claim="app-models", model_root=tmp_path, model_subpath="apps",
-                                     namespace="apps", api_client=cluster.api_client(), poll_s=0.01,
-                                     ready_timeout_s=0.2)
+        return KubernetesDeployments(
+            image=image,
+            model_claim="app-models",
+            model_root=tmp_path,
+            model_subpath="apps",
+            namespace="apps",
+            api_client=cluster.api_client(),
+            poll_s=0.01,
+            ready_timeout_s=0.2,
+        )
 
     cluster.bad_images.add("registry.example/missing:1")
     started = deployments("registry.example/runtime:1").start(name="app-version-7", model_dir=export)

@@ -109,9 +109,7 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
     assert pod["subdomain"] == NAME
     assert pod["terminationGracePeriodSeconds"] == 600
     assert container["resources"]["limits"] == {"nvidia.com/gpu": "8"}
-    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
-        "nodeSelectorTerms"
-    ]
+    terms = pod["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms == [
         {
             "matchExpressions": [
@@ -124,7 +122,9 @@ def test_the_job_is_an_indexed_gang_on_the_placed_nodes() -> None:
         }
     ]
     assert (container["terminationMessagePath"], container["terminationMessagePolicy"]) == (
-        "/dev/termination-log", "FallbackToLogsOnError")
+        "/dev/termination-log",
+        "FallbackToLogsOnError",
+    )
     assert container["command"] == [
         "python",
         "-m",
@@ -187,7 +187,9 @@ def test_submit_status_checkpoint_and_stop_on_the_stand_in(cluster: StandinClust
 
     assert handle == f"k8s:{NS}/{NAME}"
     assert [(p["metadata"]["name"][:-6], p["spec"]["nodeName"]) for p in pods] == [
-        (f"{NAME}-0", "gpu-node-001"), (f"{NAME}-1", "gpu-node-002")]
+        (f"{NAME}-0", "gpu-node-001"),
+        (f"{NAME}-1", "gpu-node-002"),
+    ]
     assert (running.state, running.message) == ("running", "2 pod(s) running")
     assert notified == 1
     assert annotations.keys() == {"gpu-portal/checkpoint-requested-at"}
@@ -196,7 +198,11 @@ def test_submit_status_checkpoint_and_stop_on_the_stand_in(cluster: StandinClust
     assert [body["kind"] for method, _, body in sent if method == "POST"] == ["ConfigMap", "Service", "Job"]
     assert [body for method, _, body in sent if method == "POST"] == backend.manifests(gang_spec())
     assert next(body for method, last, body in sent if method == "DELETE" and last == NAME) == {
-        "apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground", "gracePeriodSeconds": 600}
+        "apiVersion": "v1",
+        "kind": "DeleteOptions",
+        "propagationPolicy": "Foreground",
+        "gracePeriodSeconds": 600,
+    }
     assert cluster.pods(NS) == [] and cluster.job(NS, NAME) is None
     assert [k for k, ns, _ in cluster.objects if ns == NS and k in ("Service", "ConfigMap", "Job")] == []
 
@@ -220,7 +226,8 @@ def test_an_evicted_pod_makes_the_attempt_preempted_not_crashed(cluster: Standin
     handle = backend.submit(gang_spec())
     victim = cluster.pod(NS, f"{NAME}-1-")["metadata"]["name"]
     client.CoreV1Api(cluster.api_client()).create_namespaced_pod_eviction(
-        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}})
+        victim, NS, {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": victim, "namespace": NS}}
+    )
 
     status = backend.status(handle)
 
@@ -278,7 +285,11 @@ def test_an_oom_killed_pod_says_so(cluster: StandinCluster) -> None:
     status = backend.status(handle)
 
     assert (status.state, status.exit_code, status.reason, status.details) == (
-        "failed", 137, "oom_killed", {"pod": pod})
+        "failed",
+        137,
+        "oom_killed",
+        {"pod": pod},
+    )
 
 
 def test_pending_pods_report_why_from_conditions_and_events(cluster: StandinCluster) -> None:
@@ -288,18 +299,22 @@ def test_pending_pods_report_why_from_conditions_and_events(cluster: StandinClus
     cluster.bad_images.add("registry.example/missing:1")
     busy = backend.submit(gang_spec(placement=(("gpu-node-001", 8),)))
     no_room = backend.submit(gang_spec(attempt=3, placement=(("gpu-node-001", 8),)))
-    bad_image = backend.submit(gang_spec(attempt=4, image="registry.example/missing:1",
-                                         placement=(("gpu-node-002", 8),)))
+    bad_image = backend.submit(
+        gang_spec(attempt=4, image="registry.example/missing:1", placement=(("gpu-node-002", 8),))
+    )
 
     waiting, pulling = backend.status(no_room), backend.status(bad_image)
 
     assert backend.status(busy).state == "running"
     assert (waiting.state, waiting.reason, waiting.details["gpus"]) == ("pending", "unschedulable", 8)
     assert waiting.details["message"] == (
-        "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, "
-        "2 node(s) didn't match Pod's node affinity/selector.")
+        "0/3 nodes are available: 1 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector."
+    )
     assert (pulling.state, pulling.reason, pulling.details["image"]) == (
-        "pending", "image_pull", "registry.example/missing:1")
+        "pending",
+        "image_pull",
+        "registry.example/missing:1",
+    )
     assert "Failed to pull image" in pulling.details["message"]
 
 
@@ -339,12 +354,17 @@ def test_the_pod_command_keeps_the_runtime_exit_code_under_torchrun(tmp_path: Pa
     with the config mounted from the ConfigMap and /dev/termination-log read by the kubelet."""
     backend = backend_for()
     argv = backend.job_manifest(gang_spec(placement=(("n", 2),), nproc_per_node=2))["spec"]["template"]["spec"][
-        "containers"][0]["command"]
+        "containers"
+    ][0]["command"]
     (tmp_path / "job.json").write_text('{"max_steps": "not a number"}')
     termination = tmp_path / "termination-log"
-    replace = {"/etc/gpu-portal": str(tmp_path), "/run/gpu-portal": str(tmp_path / "ws"),
-               "/dev/termination-log": str(termination),
-               f"{NAME}-0.{NAME}.{NS}.svc:29500": "127.0.0.1:0", "--rdzv-backend=c10d": "--standalone"}
+    replace = {
+        "/etc/gpu-portal": str(tmp_path),
+        "/run/gpu-portal": str(tmp_path / "ws"),
+        "/dev/termination-log": str(termination),
+        f"{NAME}-0.{NAME}.{NS}.svc:29500": "127.0.0.1:0",
+        "--rdzv-backend=c10d": "--standalone",
+    }
     local: list[str] = []
     for arg in argv:
         for old, new in replace.items():
@@ -373,9 +393,7 @@ def job_json(conditions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 def pod_json(i: int, phase: str, *, exit_code: int | None = None, disrupted: bool = False) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": phase, "conditions": []}
     if disrupted:
-        status["conditions"].append(
-            {"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}
-        )
+        status["conditions"].append({"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"})
     if exit_code is not None:
         status["containerStatuses"] = [
             {
@@ -406,20 +424,20 @@ def test_job_and_pod_states_map_to_job_states() -> None:
     assert job_status_from(job_json(), [pod_json(0, "Running", exit_code=None)]).state == "pending"
     assert job_status_from(job_json(), [pod_json(0, "Running"), pod_json(1, "Running")]).state == "running"
     assert job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=85)]).state == "preempted"
-    disrupted = job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=1),
-                                                   pod_json(1, "Failed", exit_code=85, disrupted=True)])
+    disrupted = job_status_from(
+        job_json(failed), [pod_json(0, "Failed", exit_code=1), pod_json(1, "Failed", exit_code=85, disrupted=True)]
+    )
     assert (disrupted.state, disrupted.exit_code, disrupted.reason) == ("preempted", 85, "evicted")
     assert disrupted.message == (
-        f"pod {NAME}-1-abcde disrupted (PreemptionByScheduler): resume from the newest checkpoint")
+        f"pod {NAME}-1-abcde disrupted (PreemptionByScheduler): resume from the newest checkpoint"
+    )
     mixed = job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=85), pod_json(1, "Failed", exit_code=1)])
     assert (mixed.state, mixed.exit_code) == ("failed", 1)  # a crash beats the peer it took down
     target = [{"type": "FailureTarget", "status": "True", "reason": "PodFailurePolicy", "message": "m"}]
     assert (job_status_from(job_json(target), [pod_json(0, "Running")]).state) == "running"
     ok = job_status_from(job_json(complete), [pod_json(0, "Succeeded", exit_code=0)])
     assert (ok.state, ok.exit_code, str(ok.finished_at)) == ("succeeded", 0, "2025-01-01 01:00:00+00:00")
-    bad = job_status_from(
-        job_json(failed), [pod_json(0, "Failed", exit_code=64), pod_json(1, "Failed", exit_code=1)]
-    )
+    bad = job_status_from(job_json(failed), [pod_json(0, "Failed", exit_code=64), pod_json(1, "Failed", exit_code=1)])
     assert (bad.state, bad.exit_code, bad.message) == (
         "failed",
         64,
@@ -433,9 +451,7 @@ def test_inventory_reads_gpu_nodes_types_blocks_and_cordons(httpserver: HTTPServ
     """A real cluster's nodes carry many more labels and conditions; GPU Feature Discovery sets the
     product label and the device plugin the allocatable count, which is all this reads."""
 
-    def node(
-        name: str, gpus: int | None, *, product: str = "NVIDIA-H100-80GB-HBM3", **extra: Any
-    ) -> dict[str, Any]:
+    def node(name: str, gpus: int | None, *, product: str = "NVIDIA-H100-80GB-HBM3", **extra: Any) -> dict[str, Any]:
         labels = {"nvidia.com/gpu.product": product, **extra.pop("labels", {})}
         alloc = {"cpu": "96"} | ({"nvidia.com/gpu": str(gpus)} if gpus is not None else {})
         return {
@@ -503,14 +519,27 @@ def test_the_pod_launcher_passes_the_kubelets_sigterm_on_and_reports_the_code(tm
     import time
 
     ready = tmp_path / "ready"
-    child = ("import pathlib, signal, sys, time\n"
-             "signal.signal(signal.SIGTERM, lambda *a: sys.exit(85))\n"
-             f"pathlib.Path({str(ready)!r}).write_text('up')\n"
-             "time.sleep(120)\n")
+    child = (
+        "import pathlib, signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(85))\n"
+        f"pathlib.Path({str(ready)!r}).write_text('up')\n"
+        "time.sleep(120)\n"
+    )
     termination = tmp_path / "termination-log"
-    proc = subprocess.Popen([sys.executable, "-m", "instances.backends.local_launcher",
-                             f"--workspace={tmp_path / 'ws'}", f"--termination-log={termination}",
-                             "--forward-signals", "--", sys.executable, "-c", child])
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "instances.backends.local_launcher",
+            f"--workspace={tmp_path / 'ws'}",
+            f"--termination-log={termination}",
+            "--forward-signals",
+            "--",
+            sys.executable,
+            "-c",
+            child,
+        ]
+    )
     for _ in range(600):  # wait for the child's handler, not for time to pass
         if ready.exists() or proc.poll() is not None:
             break
@@ -524,8 +553,9 @@ def test_the_pod_launcher_passes_the_kubelets_sigterm_on_and_reports_the_code(tm
 def test_logs_of_an_unreachable_cluster_are_a_backend_error() -> None:
     from instances.backends.base import BackendError
 
-    backend = KubernetesBackend(namespace=NS, api_client=client.ApiClient(client.Configuration(
-        host="http://127.0.0.1:9")))  # discard port: nothing listens
+    backend = KubernetesBackend(
+        namespace=NS, api_client=client.ApiClient(client.Configuration(host="http://127.0.0.1:9"))
+    )  # discard port: nothing listens
 
     with pytest.raises(BackendError, match=f"reading the log of {NAME} rank 0"):
         backend.logs(f"k8s:{NS}/{NAME}", rank=0)

@@ -14,8 +14,14 @@ from instances.backends.base import JobStatus
 def spec(**kw: Any) -> Any:
     from instances.services import LaunchSpec
 
-    base: dict[str, Any] = {"name": "j", "gpu_type": "cpu-local", "gpu_count": 2, "model_preset": "tiny",
-                            "engine": "fsdp", "hyperparameters": {"seq_len": 32, "micro_batch": 2, "max_steps": 10}}
+    base: dict[str, Any] = {
+        "name": "j",
+        "gpu_type": "cpu-local",
+        "gpu_count": 2,
+        "model_preset": "tiny",
+        "engine": "fsdp",
+        "hyperparameters": {"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+    }
     base.update(kw)
     return LaunchSpec(**base)
 
@@ -25,23 +31,32 @@ def counts() -> tuple[int, ...]:
     from datasets.models import DatasetMount
     from instances.models import Instance, JobAttempt, TrainingJob
 
-    return (Instance.objects.count(), TrainingJob.objects.count(), JobAttempt.objects.count(),
-            DatasetMount.objects.count(), LedgerTransaction.objects.count())
+    return (
+        Instance.objects.count(),
+        TrainingJob.objects.count(),
+        JobAttempt.objects.count(),
+        DatasetMount.objects.count(),
+        LedgerTransaction.objects.count(),
+    )
 
 
-@pytest.mark.parametrize(("changes", "code", "field"), [
-    ({"gpu_type": "B200-192G"}, "unknown_gpu_type", "gpu_type"),
-    ({"gpu_count": 0}, "invalid_gpu_count", "gpu_count"),
-    ({"gpu_count": 1025}, "invalid_gpu_count", "gpu_count"),
-    ({"gpu_type": "A100-80G-SXM", "gpu_count": 12}, "not_multiple", "gpu_count"),
-    ({"engine": "megatron"}, "invalid", "engine"),
-    ({"hyperparameters": {"seq_len": 0}}, "invalid", "hyperparameters"),
-    ({"hyperparameters": {"dropout": 0.1}}, "invalid", "hyperparameters"),
-    ({"image": "no-such-image"}, "unknown_image", "image"),
-    ({"dataset_version_ids": []}, "invalid", "dataset_version_ids"),
-])
-def test_bad_input_is_refused_with_nothing_created(funded: Any, alice: Any, licensed: Any, nodes: Any,
-                                                   changes: dict[str, Any], code: str, field: str) -> None:
+@pytest.mark.parametrize(
+    ("changes", "code", "field"),
+    [
+        ({"gpu_type": "B200-192G"}, "unknown_gpu_type", "gpu_type"),
+        ({"gpu_count": 0}, "invalid_gpu_count", "gpu_count"),
+        ({"gpu_count": 1025}, "invalid_gpu_count", "gpu_count"),
+        ({"gpu_type": "A100-80G-SXM", "gpu_count": 12}, "not_multiple", "gpu_count"),
+        ({"engine": "megatron"}, "invalid", "engine"),
+        ({"hyperparameters": {"seq_len": 0}}, "invalid", "hyperparameters"),
+        ({"hyperparameters": {"dropout": 0.1}}, "invalid", "hyperparameters"),
+        ({"image": "no-such-image"}, "unknown_image", "image"),
+        ({"dataset_version_ids": []}, "invalid", "dataset_version_ids"),
+    ],
+)
+def test_bad_input_is_refused_with_nothing_created(
+    funded: Any, alice: Any, licensed: Any, nodes: Any, changes: dict[str, Any], code: str, field: str
+) -> None:
     from instances.services import LaunchError, instance_launch
 
     before = counts()
@@ -58,29 +73,38 @@ def test_a_dataset_without_an_agreement_is_refused(funded: Any, alice: Any, data
     with pytest.raises(LaunchError) as err:
         instance_launch(organization=funded, user=alice, spec=spec(dataset_version_ids=[dataset_version.pk]))
     assert err.value.code == "dataset_agreement_required"
-    assert str(err.value) == (f"Dataset version {dataset_version.pk} is not available to your organization: "
-                              "accept its license first.")
+    assert str(err.value) == (
+        f"Dataset version {dataset_version.pk} is not available to your organization: accept its license first."
+    )
     assert counts() == before
 
 
-def test_a_balance_that_cannot_cover_ten_minutes_is_refused(alice_org: Any, alice: Any, dataset_version: Any,
-                                                             nodes: Any) -> None:
+def test_a_balance_that_cannot_cover_ten_minutes_is_refused(
+    alice_org: Any, alice: Any, dataset_version: Any, nodes: Any
+) -> None:
     from instances.services import LaunchError, instance_launch
 
     accept(alice_org, alice, dataset_version)
     before = counts()
     # 64 A100 at 8.00 CNY/GPU-hour: 10 minutes cost 85.33 CNY; the wallet is empty
     with pytest.raises(LaunchError) as err:
-        instance_launch(organization=alice_org, user=alice, spec=spec(
-            gpu_type="A100-80G-SXM", gpu_count=64, dataset_version_ids=[dataset_version.pk]))
+        instance_launch(
+            organization=alice_org,
+            user=alice,
+            spec=spec(gpu_type="A100-80G-SXM", gpu_count=64, dataset_version_ids=[dataset_version.pk]),
+        )
     assert err.value.code == "insufficient_funds"
-    assert str(err.value) == ("Your balance of 0.00 CNY does not cover the first 10 minutes (85.33 CNY). "
-                              "Top up your wallet first.")
+    assert str(err.value) == (
+        "Your balance of 0.00 CNY does not cover the first 10 minutes (85.33 CNY). Top up your wallet first."
+    )
     assert counts() == before
     fund(alice_org, 80)  # still 5.33 short
     with pytest.raises(LaunchError):
-        instance_launch(organization=alice_org, user=alice, spec=spec(
-            gpu_type="A100-80G-SXM", gpu_count=64, dataset_version_ids=[dataset_version.pk]))
+        instance_launch(
+            organization=alice_org,
+            user=alice,
+            spec=spec(gpu_type="A100-80G-SXM", gpu_count=64, dataset_version_ids=[dataset_version.pk]),
+        )
 
 
 def test_a_request_larger_than_the_quota_names_the_quota(funded: Any, alice: Any, licensed: Any, nodes: Any) -> None:
@@ -95,8 +119,13 @@ def test_a_request_larger_than_the_quota_names_the_quota(funded: Any, alice: Any
 
 
 def test_a_launch_is_placed_submitted_after_commit_and_mounts_its_dataset(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
-    django_capture_on_commit_callbacks: Any, settings: Any,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
 ) -> None:
     from billing.models import LedgerTransaction
     from datasets.selectors import mounts_for_consumer
@@ -124,7 +153,11 @@ def test_a_launch_is_placed_submitted_after_commit_and_mounts_its_dataset(
 
 
 def test_a_request_that_does_not_fit_waits_with_position_and_reason(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
 ) -> None:
     from instances.services import instance_launch
 
@@ -135,8 +168,14 @@ def test_a_request_that_does_not_fit_waits_with_position_and_reason(
     assert second.status_reason == "needs 1 free cpu-local node, 0 free"
 
 
-def test_stop_frees_capacity_for_the_queue(funded: Any, alice: Any, licensed: Any, nodes: Any,
-                                           fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any) -> None:
+def test_stop_frees_capacity_for_the_queue(
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from instances.services import instance_launch, instance_stop
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -153,8 +192,13 @@ def test_stop_frees_capacity_for_the_queue(funded: Any, alice: Any, licensed: An
 
 
 def test_a_crash_resumes_with_backoff_until_the_budget_is_spent_but_preemptions_do_not_count(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
-    django_capture_on_commit_callbacks: Any, settings: Any,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
 ) -> None:
     from datetime import timedelta
 
@@ -177,8 +221,7 @@ def test_a_crash_resumes_with_backoff_until_the_budget_is_spent_but_preemptions_
 
     end_current(JobStatus("preempted", 85, "preempted"), now)  # resumed at once, crash budget untouched
     job.refresh_from_db()
-    assert (job.instance.status, job.preempt_count, job.crash_count, job.attempts.count()) == (
-        "provisioning", 1, 0, 2)
+    assert (job.instance.status, job.preempt_count, job.crash_count, job.attempts.count()) == ("provisioning", 1, 0, 2)
     end_current(JobStatus("failed", 1, "crashed (exit code 1)"), now)
     job.refresh_from_db()
     assert (job.instance.status, job.crash_count, job.next_resume_at) == ("failed", 1, now + timedelta(seconds=30))
@@ -200,8 +243,14 @@ def test_a_crash_resumes_with_backoff_until_the_budget_is_spent_but_preemptions_
     assert job.attempts.count() == 4
 
 
-def test_a_lost_node_counts_as_a_preemption(funded: Any, alice: Any, licensed: Any, nodes: Any,
-                                            fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any) -> None:
+def test_a_lost_node_counts_as_a_preemption(
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from instances.services import instance_launch, instances_reconcile
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -212,11 +261,21 @@ def test_a_lost_node_counts_as_a_preemption(funded: Any, alice: Any, licensed: A
     inst.job.refresh_from_db()
     assert (inst.job.preempt_count, inst.job.crash_count, inst.attempts.count()) == (1, 0, 2)
     assert list(inst.transitions.values_list("to_status", flat=True)) == [
-        "scheduling", "provisioning", "preempted", "scheduling", "provisioning"]
+        "scheduling",
+        "provisioning",
+        "preempted",
+        "scheduling",
+        "provisioning",
+    ]
 
 
 def test_rollback_to_an_unknown_checkpoint_is_refused_and_changes_nothing(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend, charlie: Any,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    charlie: Any,
 ) -> None:
     from instances.models import Checkpoint
     from instances.services import RollbackError, instance_launch, job_rollback
@@ -235,7 +294,11 @@ def test_rollback_to_an_unknown_checkpoint_is_refused_and_changes_nothing(
 
 
 def test_rollback_stops_then_restarts_from_the_chosen_step_and_sets_later_checkpoints_aside(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     import json
@@ -251,7 +314,10 @@ def test_rollback_stops_then_restarts_from_the_chosen_step_and_sets_later_checkp
         job_rollback(job=job, checkpoint_id=cps[1].pk, acting_user=alice)
     job.refresh_from_db()
     assert list(job.checkpoints.order_by("step").values_list("step", "rolled_back")) == [
-        (4, False), (8, False), (12, True)]
+        (4, False),
+        (8, False),
+        (12, True),
+    ]
     assert fake_backend.stopped == [f"fake:job-{job.pk}:1"]
     assert job.instance.status == "provisioning"
     second = job.attempts.get(number=2)

@@ -138,9 +138,7 @@ def test_stop_reaches_every_process_and_leaves_no_orphan(backend: LocalBackend, 
     assert status.finished_at is not None and status.started_at is not None
 
 
-def test_processes_that_ignore_sigterm_are_killed_after_the_grace(
-    backend: LocalBackend, tmp_path: Path
-) -> None:
+def test_processes_that_ignore_sigterm_are_killed_after_the_grace(backend: LocalBackend, tmp_path: Path) -> None:
     handle = backend.submit(spec([PY, script(tmp_path, "stubborn.py", STUBBORN)]))
     _, ws = LocalBackend.parse_handle(handle)
     wait_for(lambda: len(pids_in(ws / "pids")) == 2, "two processes up")
@@ -280,9 +278,7 @@ def test_the_torchrun_command_line_is_built_from_the_spec(backend: LocalBackend,
 
 def test_bad_input_is_refused(backend: LocalBackend, tmp_path: Path) -> None:
     with pytest.raises(BackendError, match="is not a folder"):
-        backend.submit(
-            spec([PY, "-c", "pass"], dataset_mounts=(DatasetMount("x", str(tmp_path / "nope"), "/d"),))
-        )
+        backend.submit(spec([PY, "-c", "pass"], dataset_mounts=(DatasetMount("x", str(tmp_path / "nope"), "/d"),)))
     with pytest.raises(BackendError, match="either the runtime"):
         backend.submit(spec(None))
     with pytest.raises(UnknownHandle):

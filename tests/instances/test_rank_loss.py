@@ -15,15 +15,24 @@ from instances.runtime.exitcodes import EXIT_RANK_LOST, EXIT_STORE_UNAVAILABLE
 
 def test_exit_codes_of_lost_ranks_and_unavailable_stores_map_to_preempted() -> None:
     assert state_for_exit_code(EXIT_RANK_LOST) == (
-        "preempted", "rank lost (killed without an exit code: SIGKILL, OOM killer or node loss)")
+        "preempted",
+        "rank lost (killed without an exit code: SIGKILL, OOM killer or node loss)",
+    )
     assert state_for_exit_code(EXIT_STORE_UNAVAILABLE) == (
-        "preempted", "checkpoint store unavailable (transient I/O errors): resumed later")
+        "preempted",
+        "checkpoint store unavailable (transient I/O errors): resumed later",
+    )
     assert state_for_exit_code(EXIT_RANK_LOST, stop_requested=True) == ("stopped", "stopped (exit code 88)")
 
 
 def test_a_lost_rank_resumes_at_once_with_the_crash_count_unchanged(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend,
-    django_capture_on_commit_callbacks: Any, settings: Any,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    settings: Any,
 ) -> None:
     from django.utils import timezone
 
@@ -42,5 +51,9 @@ def test_a_lost_rank_resumes_at_once_with_the_crash_count_unchanged(
             instances_reconcile(now=now, backend=fake_backend)  # type: ignore[arg-type]
         job.refresh_from_db()
         assert (job.instance.status, job.preempt_count, job.crash_count, job.attempts.count()) == (
-            "provisioning", n, 0, n + 1)
+            "provisioning",
+            n,
+            0,
+            n + 1,
+        )
     assert job.attempts.get(number=1).exit_code == EXIT_RANK_LOST

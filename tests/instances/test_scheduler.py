@@ -33,9 +33,7 @@ H100 = "H100-80G-SXM"
 T0 = datetime(2025, 1, 1, tzinfo=UTC)
 
 
-def cluster(
-    per_block: dict[str, int], *, gpu_type: str = H100, size: int = 8, prefix: str = "n"
-) -> list[NodeView]:
+def cluster(per_block: dict[str, int], *, gpu_type: str = H100, size: int = 8, prefix: str = "n") -> list[NodeView]:
     """Whole free nodes: ``{"b0": 50, …}`` -> 50 nodes named ``n-b0-000`` … in block b0."""
     return [
         NodeView(f"{prefix}-{block}-{i:03d}", gpu_type, size, size, block)
@@ -50,7 +48,9 @@ def req(
     return PlacementRequest(rid, org, gpu_type, gpus, mode, T0 + timedelta(seconds=t))  # type: ignore[arg-type]
 
 
-NOT_MULTIPLE_12 = "requests of 8 or more GPUs take whole 8-GPU H100-80G-SXM nodes: ask for a multiple of 8 GPUs (8 or 16), not 12"  # noqa: E501 - the exact message
+NOT_MULTIPLE_12 = (
+    "requests of 8 or more GPUs take whole 8-GPU H100-80G-SXM nodes: ask for a multiple of 8 GPUs (8 or 16), not 12"
+)
 FOUR_BLOCKS = {"b0": 50, "b1": 50, "b2": 50, "b3": 50}
 
 
@@ -160,9 +160,7 @@ def test_small_requests_do_not_break_whole_nodes_needed_by_a_gang() -> None:
     # 2 whole nodes and one with 4 free: two 2-GPU requests share the partly used node, the gang still fits
     nodes = [*cluster({"b0": 2}), NodeView("p", H100, 8, 4, "b0")]
 
-    result = schedule_queue(
-        [req("s1", 2, t=0), req("s2", 2, t=1), req("gang", 16, t=2)], nodes, quotas={}, usage={}
-    )
+    result = schedule_queue([req("s1", 2, t=0), req("s2", 2, t=1), req("gang", 16, t=2)], nodes, quotas={}, usage={})
 
     assert [(p.request_id, p.assignments) for p in result.placements] == [
         ("s1", (("p", 2),)),
@@ -192,9 +190,7 @@ def test_cordoned_and_draining_nodes_are_never_used() -> None:
     ]
 
     assert place(req("one", 8), nodes) == Placement("one", (("ready", 8),), "b1")
-    assert place(req("two", 16), nodes) == Unplaceable(
-        "needs 2 free H100-80G-SXM nodes, 1 free", CODE_CAPACITY
-    )
+    assert place(req("two", 16), nodes) == Unplaceable("needs 2 free H100-80G-SXM nodes, 1 free", CODE_CAPACITY)
     assert place(req("small", 1), nodes) == Placement("small", (("ready", 1),), "b1")
     everything = schedule_queue([req(f"r{i}", 1, t=i) for i in range(20)], nodes, {}, {})
     assert {n for p in everything.placements for n in p.node_names} == {"ready"}
@@ -354,9 +350,7 @@ def test_a_request_larger_than_the_inventory_does_not_block_its_gpu_type() -> No
     result = schedule_queue([req("huge", 1024, t=0), req("small", 8, t=1)], cluster({"b0": 10}), {}, {})
 
     assert [p.request_id for p in result.placements] == ["small"]
-    assert [(w.request.request_id, w.position, w.code) for w in result.waiting] == [
-        ("huge", 1, CODE_EXCEEDS_INVENTORY)
-    ]
+    assert [(w.request.request_id, w.position, w.code) for w in result.waiting] == [("huge", 1, CODE_EXCEEDS_INVENTORY)]
 
 
 def test_a_pass_never_gives_a_gpu_twice() -> None:
@@ -387,9 +381,14 @@ def _answers(index: CapacityIndex, gpu_types: list[str]) -> list[object]:
 def inventories_and_ops(draw: st.DrawFn) -> tuple[list[NodeView], list[tuple[int, int, bool]]]:
     count = draw(st.integers(1, 24))
     nodes = [
-        NodeView(f"n{draw(st.integers(0, 999)):03d}-{i}", draw(st.sampled_from([H100, "A100"])),
-                 total := draw(st.sampled_from([8, 8, 8, 4])), draw(st.integers(0, total)),
-                 draw(st.sampled_from(["b0", "b1", "b2"])), draw(st.sampled_from(["ready", "ready", "cordoned"])))
+        NodeView(
+            f"n{draw(st.integers(0, 999)):03d}-{i}",
+            draw(st.sampled_from([H100, "A100"])),
+            total := draw(st.sampled_from([8, 8, 8, 4])),
+            draw(st.integers(0, total)),
+            draw(st.sampled_from(["b0", "b1", "b2"])),
+            draw(st.sampled_from(["ready", "ready", "cordoned"])),
+        )
         for i in range(count)
     ]
     ops = draw(st.lists(st.tuples(st.integers(0, count - 1), st.integers(1, 8), st.booleans()), max_size=40))
@@ -421,8 +420,10 @@ def test_an_index_updated_by_placements_and_releases_answers_like_a_fresh_rebuil
                 free[node.name] += gpus
         fresh = CapacityIndex([dataclasses.replace(n, gpus_free=free[n.name]) for n in nodes])
         assert _answers(kept, types) == _answers(fresh, types)
-    queue = [req(f"q{j}", g, t=j, gpu_type=t) for j, (g, t) in enumerate([(1, H100), (8, H100), (2, "A100"),
-                                                                          (16, H100), (4, "A100"), (3, H100)])]
+    queue = [
+        req(f"q{j}", g, t=j, gpu_type=t)
+        for j, (g, t) in enumerate([(1, H100), (8, H100), (2, "A100"), (16, H100), (4, "A100"), (3, H100)])
+    ]
     fresh = CapacityIndex([dataclasses.replace(n, gpus_free=free[n.name]) for n in nodes])
     assert schedule_queue(queue, kept, {}, {}) == schedule_queue(queue, fresh, {}, {})
 

@@ -26,8 +26,15 @@ def queued(org: Any, gpu_type: str, gpus: int, t: int, *, mode: str = "container
     from instances.models import GpuType, Instance
 
     return Instance.objects.create(
-        organization=org, name=name or f"i{t}", kind="interactive", gpu_type=GpuType.objects.get(code=gpu_type),
-        gpu_count=gpus, mode=mode, status="scheduling", submitted_at=T0 + timedelta(seconds=t))
+        organization=org,
+        name=name or f"i{t}",
+        kind="interactive",
+        gpu_type=GpuType.objects.get(code=gpu_type),
+        gpu_count=gpus,
+        mode=mode,
+        status="scheduling",
+        submitted_at=T0 + timedelta(seconds=t),
+    )
 
 
 def a100_nodes(count: int, *, block: str = "rack-1") -> list[Any]:
@@ -40,8 +47,10 @@ def a100_nodes(count: int, *, block: str = "rack-1") -> list[Any]:
 def state(org: Any) -> list[tuple[str, str, Any, Any]]:
     from instances.models import Instance
 
-    return [(i.name, i.status, i.queue_position, i.placement)
-            for i in Instance.objects.filter(organization=org).order_by("submitted_at")]
+    return [
+        (i.name, i.status, i.queue_position, i.placement)
+        for i in Instance.objects.filter(organization=org).order_by("submitted_at")
+    ]
 
 
 def pass_queries(org: Any, small: int) -> tuple[int, list[tuple[str, str, Any, Any]]]:
@@ -97,12 +106,15 @@ def test_the_gang_waits_with_its_position_and_reason(catalog: Any, alice_org: An
     gang = Instance.objects.get(name="gang")
     assert (gang.queue_position, gang.status_reason) == (1, "needs 10 free A100-80G-SXM nodes, 9 free")
     placed = Instance.objects.get(name="i0")
-    assert AuditEvent.objects.filter(action="instances.instance.provisioning", object_id=str(placed.pk)).get().extra \
-        == {"from": "scheduling", "to": "provisioning", "reason": "placed on a100-00"}
+    assert AuditEvent.objects.filter(
+        action="instances.instance.provisioning", object_id=str(placed.pk)
+    ).get().extra == {"from": "scheduling", "to": "provisioning", "reason": "placed on a100-00"}
 
 
 def test_the_kept_index_follows_releases_cordons_and_new_nodes(
-    catalog: Any, alice_org: Any, django_capture_on_commit_callbacks: Any,
+    catalog: Any,
+    alice_org: Any,
+    django_capture_on_commit_callbacks: Any,
 ) -> None:
     from instances import scheduling_pass
     from instances.models import Instance, Node
@@ -146,12 +158,24 @@ def test_bulk_rows_are_written_in_order_and_bad_input_writes_nothing(catalog: An
     from instances.models import Instance, InstanceTransition
 
     a, b = queued(alice_org, "A100-80G-SXM", 1, 0), queued(alice_org, "A100-80G-SXM", 2, 1)
-    pks = rows_insert(InstanceTransition, 2, {"instance_id": [b.pk, a.pk], "from_status": ["pending"] * 2,
-                                              "to_status": ["scheduling"] * 2, "reason": ["x", "y"]})
+    pks = rows_insert(
+        InstanceTransition,
+        2,
+        {
+            "instance_id": [b.pk, a.pk],
+            "from_status": ["pending"] * 2,
+            "to_status": ["scheduling"] * 2,
+            "reason": ["x", "y"],
+        },
+    )
     rows = InstanceTransition.objects.filter(pk__in=pks).order_by("pk").values_list("instance_id", "reason", "actor_id")
     assert list(rows) == [(b.pk, "x", None), (a.pk, "y", None)]
-    rows_update(Instance, [b.pk, a.pk], {"queue_position": [7, 8], "placement": [[["n", 1]], []]},
-                where={"status": "scheduling"})
+    rows_update(
+        Instance,
+        [b.pk, a.pk],
+        {"queue_position": [7, 8], "placement": [[["n", 1]], []]},
+        where={"status": "scheduling"},
+    )
     after = Instance.objects.order_by("pk").values_list("queue_position", "placement")
     assert list(after) == [(8, []), (7, [["n", 1]])]
     with pytest.raises(ValueError, match="one value per row"):

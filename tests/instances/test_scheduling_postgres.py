@@ -51,8 +51,15 @@ def test_four_concurrent_passes_never_place_a_node_twice(alice_org: Any) -> None
     for i in range(6):
         Node.objects.create(name=f"a100-{i}", gpu_type=a100, gpus=8, block=f"rack-{i % 2}")
     for i in range(20):  # 6 whole nodes for 20 whole-node requests: 14 must wait
-        Instance.objects.create(organization=alice_org, name=f"w{i}", kind="interactive", gpu_type=a100,
-                                gpu_count=8, mode="bare_metal", status="scheduling")
+        Instance.objects.create(
+            organization=alice_org,
+            name=f"w{i}",
+            kind="interactive",
+            gpu_type=a100,
+            gpu_count=8,
+            mode="bare_metal",
+            status="scheduling",
+        )
     inventory_cache_clear()
 
     def one_pass(i: int) -> list[int]:
@@ -70,6 +77,7 @@ def test_four_concurrent_passes_never_place_a_node_twice(alice_org: Any) -> None
             gpus_per_node[name] += gpus
     assert gpus_per_node == {f"a100-{i}": 8 for i in range(6)}
     assert JobAttempt.objects.count() == 6
-    assert sorted(Instance.objects.filter(status="scheduling").values_list("queue_position", flat=True)) \
-        == list(range(1, 15))
+    assert sorted(Instance.objects.filter(status="scheduling").values_list("queue_position", flat=True)) == list(
+        range(1, 15)
+    )
     inventory_cache_clear()

@@ -29,8 +29,12 @@ from portal.marketplace.models import AppCall
 from portal.services import api_token_create
 
 pytestmark = pytest.mark.django_db
-SCHEMA_IN = {"type": "object", "required": ["text"], "properties": {"text": {"type": "string", "maxLength": 50}},
-             "additionalProperties": False}
+SCHEMA_IN = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {"text": {"type": "string", "maxLength": 50}},
+    "additionalProperties": False,
+}
 SCHEMA_OUT = {"type": "object", "required": ["output"]}
 
 
@@ -41,11 +45,28 @@ def caller(charlie):
     return org
 
 
-def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000, visibility=AppVisibility.PUBLIC,
-         lineage=None, settings=None):
-    app = services.app_create(publisher=alice_org, user=alice, name="Contract review", category="legal",
-                              description="Finds risky clauses.", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
-                              price_per_call_micros=price, visibility=visibility)
+def _app(
+    alice,
+    alice_org,
+    *,
+    kind=ServingKind.ECHO,
+    url="",
+    price=500_000,
+    visibility=AppVisibility.PUBLIC,
+    lineage=None,
+    settings=None,
+):
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Contract review",
+        category="legal",
+        description="Finds risky clauses.",
+        input_schema=SCHEMA_IN,
+        output_schema=SCHEMA_OUT,
+        price_per_call_micros=price,
+        visibility=visibility,
+    )
     version, secret = services.app_version_add(app=app, user=alice, kind=kind, endpoint_url=url, lineage=lineage)
     return app, version, secret
 
@@ -67,12 +88,14 @@ def _api(user, org) -> APIClient:
     return client
 
 
-def test_a_call_is_charged_once_and_the_publisher_gets_its_share_in_the_same_transaction(alice, alice_org, caller,
-                                                                                          charlie):
+def test_a_call_is_charged_once_and_the_publisher_gets_its_share_in_the_same_transaction(
+    alice, alice_org, caller, charlie
+):
     app, _, _ = _app(alice, alice_org)
     _publish(app, alice)
-    response = _api(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "第一条 合同"}, format="json",
-                                          HTTP_IDEMPOTENCY_KEY="k1")
+    response = _api(charlie, caller).post(
+        f"/api/v1/apps/{app.slug}/invoke", {"text": "第一条 合同"}, format="json", HTTP_IDEMPOTENCY_KEY="k1"
+    )
     assert response.status_code == 200, response.json()
     body = response.json()
     assert body["output"] == {"output": {"text": "第一条 合同"}} and body["cost"] == "0.500000"
@@ -80,8 +103,9 @@ def test_a_call_is_charged_once_and_the_publisher_gets_its_share_in_the_same_tra
     assert wallet_balance(organization=alice_org).paid_micros == 350_000  # 70 %
     txn = LedgerTransaction.objects.get(kind="app_call")
     legs = sorted(txn.entries.values_list("account__code", "amount_micros"))
-    assert legs == sorted([(f"org:{caller.pk}:paid", -500_000), (f"org:{alice_org.pk}:paid", 350_000),
-                           ("system:revenue", 150_000)])
+    assert legs == sorted(
+        [(f"org:{caller.pk}:paid", -500_000), (f"org:{alice_org.pk}:paid", 350_000), ("system:revenue", 150_000)]
+    )
     assert LedgerEntry.objects.aggregate(s=Sum("amount_micros"))["s"] == 0
 
 
@@ -89,8 +113,14 @@ def test_retries_with_the_same_key_run_and_cost_once_even_after_an_injected_fail
     app, _, _ = _app(alice, alice_org)
     _publish(app, alice)
     with pytest.raises(services.CallFailed, match="nothing was charged"):
-        calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k",
-                         fail_after_reserve=RuntimeError("worker crashed after reserving"))
+        calls.app_invoke(
+            app=app,
+            caller=caller,
+            user=charlie,
+            payload={"text": "a"},
+            idempotency_key="k",
+            fail_after_reserve=RuntimeError("worker crashed after reserving"),
+        )
     assert AppCall.objects.get().status == CallStatus.FAILED
     assert wallet_balance(organization=caller).total_micros == 10_000_000
     first = calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"}, idempotency_key="k")
@@ -143,10 +173,13 @@ def test_an_external_endpoint_gets_signed_requests(alice, alice_org, caller, cha
     assert mac == hmac.new(secret.encode(), f"{ts}.".encode() + seen["body"], hashlib.sha256).hexdigest()
 
 
-@pytest.mark.parametrize(("answer", "code", "status"), [
-    ("timeout", "backend_timeout", 504), ("500", "backend_error", 502), ("invalid", "backend_error", 502)])
+@pytest.mark.parametrize(
+    ("answer", "code", "status"),
+    [("timeout", "backend_timeout", 504), ("500", "backend_error", 502), ("invalid", "backend_error", 502)],
+)
 def test_a_backend_that_fails_times_out_or_answers_invalid_output_costs_nothing(
-        alice, alice_org, caller, charlie, httpserver, settings, answer, code, status):
+    alice, alice_org, caller, charlie, httpserver, settings, answer, code, status
+):
     settings.APP_ALLOW_HTTP_ENDPOINTS = True
     settings.APP_CALL_TIMEOUT_S = 1
 
@@ -178,8 +211,15 @@ def test_a_call_the_wallet_cannot_cover_is_refused_with_402(alice, alice_org, ch
 
 
 def test_publishing_is_refused_when_a_training_license_forbids_commercial_use_but_allowed_private(alice, alice_org):
-    lineage = [{"dataset": "Legal corpus", "license": "Research only v1", "commercial_use": False,
-                "derivative_models": True, "attribution": "Data: Legal corpus"}]
+    lineage = [
+        {
+            "dataset": "Legal corpus",
+            "license": "Research only v1",
+            "commercial_use": False,
+            "derivative_models": True,
+            "attribution": "Data: Legal corpus",
+        }
+    ]
     app, _, _ = _app(alice, alice_org, lineage=lineage)
     with pytest.raises(services.LicenseForbidsPublishing, match=r"Research only v1.*does not allow commercial use"):
         services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
@@ -199,8 +239,12 @@ def test_outsiders_cannot_invoke_a_private_app_nor_read_another_publishers_usage
     app, _, _ = _app(alice, alice_org, visibility=AppVisibility.PRIVATE)
     _publish(app, alice)
     client = _api(charlie, caller)
-    for method, url in [("post", f"/api/v1/apps/{app.slug}/invoke"), ("get", f"/api/v1/apps/{app.slug}"),
-                        ("get", f"/api/v1/apps/{app.slug}/revenue"), ("get", f"/api/v1/apps/{app.slug}/versions")]:
+    for method, url in [
+        ("post", f"/api/v1/apps/{app.slug}/invoke"),
+        ("get", f"/api/v1/apps/{app.slug}"),
+        ("get", f"/api/v1/apps/{app.slug}/revenue"),
+        ("get", f"/api/v1/apps/{app.slug}/versions"),
+    ]:
         response = getattr(client, method)(url, {"text": "a"}, format="json") if method == "post" else client.get(url)
         assert response.status_code == 404, url
     assert AppCall.objects.count() == 0
@@ -220,8 +264,9 @@ def test_the_console_try_it_form_bills_like_the_api(client, alice, alice_org, ca
     client.force_login(charlie)
     page = client.get(reverse("app_detail", args=[caller.slug, app.slug]))
     assert page.status_code == 200 and "0.500000 CNY" in page.content.decode()
-    result = client.post(reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"text": "hi"}'},
-                         HTTP_HX_REQUEST="true").content.decode()
+    result = client.post(
+        reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"text": "hi"}'}, HTTP_HX_REQUEST="true"
+    ).content.decode()
     assert 'data-testid="try-output"' in result and "hi" in result
     assert wallet_balance(organization=caller).total_micros == 9_500_000
     bad = client.post(reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"txt": 1}'}).content.decode()
@@ -232,8 +277,16 @@ def test_the_console_try_it_form_bills_like_the_api(client, alice, alice_org, ca
 
 
 def test_app_slugs_never_hide_other_routes(alice, alice_org):
-    app = services.app_create(publisher=alice_org, user=alice, name="Publish", category="general", description="",
-                              input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0)
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Publish",
+        category="general",
+        description="",
+        input_schema=SCHEMA_IN,
+        output_schema=SCHEMA_OUT,
+        price_per_call_micros=0,
+    )
     assert app.slug == "publish-app"
 
 
@@ -241,18 +294,38 @@ def test_chinese_names_get_pinyin_slugs_and_duplicates_a_number(alice, alice_org
     from portal.services import organization_create
 
     def create(name):
-        return services.app_create(publisher=alice_org, user=alice, name=name, category="legal", description="",
-                                   input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0).slug
+        return services.app_create(
+            publisher=alice_org,
+            user=alice,
+            name=name,
+            category="legal",
+            description="",
+            input_schema=SCHEMA_IN,
+            output_schema=SCHEMA_OUT,
+            price_per_call_micros=0,
+        ).slug
 
     assert [create("法律助手"), create("法律助手"), create("医疗问答 v2"), create("!!!")] == [
-        "fa-lv-zhu-shou", "fa-lv-zhu-shou-2", "yi-liao-wen-da-v2", "app"]
+        "fa-lv-zhu-shou",
+        "fa-lv-zhu-shou-2",
+        "yi-liao-wen-da-v2",
+        "app",
+    ]
     assert organization_create(name="法律团队", owner=alice).slug == "fa-lv-tuan-dui"
 
 
 def test_endpoints_on_private_or_link_local_addresses_are_refused(alice, alice_org, settings):
     settings.APP_ALLOW_HTTP_ENDPOINTS = False
-    app = services.app_create(publisher=alice_org, user=alice, name="Probe", category="general", description="",
-                              input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT, price_per_call_micros=0)
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Probe",
+        category="general",
+        description="",
+        input_schema=SCHEMA_IN,
+        output_schema=SCHEMA_OUT,
+        price_per_call_micros=0,
+    )
     for url in ["https://169.254.169.254/latest", "https://127.0.0.1/x", "https://10.0.0.8/x", "https://[::1]/x"]:
         with pytest.raises(services.MarketplaceError, match="is not a public address"):
             services.app_version_add(app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url=url)
@@ -266,10 +339,18 @@ def test_a_refused_endpoint_in_the_console_creates_no_app(client, alice, alice_o
 
     settings.APP_ALLOW_HTTP_ENDPOINTS = False
     client.force_login(alice)
-    response = client.post(reverse("app_create", args=[alice_org.slug]), {
-        "name": "bad", "category": "general", "price_per_call": "0", "visibility": "private",
-        "input_schema": json.dumps(SCHEMA_IN), "output_schema": json.dumps(SCHEMA_OUT),
-        "endpoint_url": "https://169.254.169.254/latest"})
+    response = client.post(
+        reverse("app_create", args=[alice_org.slug]),
+        {
+            "name": "bad",
+            "category": "general",
+            "price_per_call": "0",
+            "visibility": "private",
+            "input_schema": json.dumps(SCHEMA_IN),
+            "output_schema": json.dumps(SCHEMA_OUT),
+            "endpoint_url": "https://169.254.169.254/latest",
+        },
+    )
     assert response.status_code == 400 and "is not a public address" in response.content.decode()
     assert App.objects.count() == 0
 
@@ -322,8 +403,9 @@ def test_an_open_reservation_holds_its_price_against_a_second_call(alice, alice_
     assert wallet_balance(organization=alice_org).paid_micros == 350_000
 
 
-def test_a_wallet_emptied_during_the_call_releases_it_and_charges_nothing(alice, alice_org, caller, charlie,
-                                                                          monkeypatch):
+def test_a_wallet_emptied_during_the_call_releases_it_and_charges_nothing(
+    alice, alice_org, caller, charlie, monkeypatch
+):
     """GPU metering may spend the wallet while a call runs: the posting then fails, the call is released."""
     app, _, _ = _app(alice, alice_org)
     _publish(app, alice)
@@ -349,8 +431,14 @@ def test_the_monthly_cap_counts_succeeded_and_open_calls_of_this_month(alice, al
     _publish(app, alice)
     for key in ("a", "b"):
         calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": key}, idempotency_key=key)
-    AppCall.objects.create(app=app, caller=caller, request_sha256="0" * 64, status=CallStatus.SUCCEEDED,
-                           price_micros=5_000_000, created_at=calls.month_start(timezone.now()) - timedelta(seconds=1))
+    AppCall.objects.create(
+        app=app,
+        caller=caller,
+        request_sha256="0" * 64,
+        status=CallStatus.SUCCEEDED,
+        price_micros=5_000_000,
+        created_at=calls.month_start(timezone.now()) - timedelta(seconds=1),
+    )
     with pytest.raises(services.MonthlyCapReached):  # 1.00 this month + 0.50 > 1.20; last month's 5.00 not counted
         calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "c"}, idempotency_key="c")
     assert AppCall.objects.filter(idempotency_key="c").count() == 0

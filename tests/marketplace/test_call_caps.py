@@ -19,9 +19,17 @@ SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type"
 def echo_app(charlie):
     """A public echo app at 0.50 CNY a call, published by charlie's organization."""
     org = charlie.organizations.get()
-    app = services.app_create(publisher=org, user=charlie, name="Echo", category="general", description="",
-                              input_schema=SCHEMA, output_schema={"type": "object"}, price_per_call_micros=500_000,
-                              visibility=AppVisibility.PUBLIC)
+    app = services.app_create(
+        publisher=org,
+        user=charlie,
+        name="Echo",
+        category="general",
+        description="",
+        input_schema=SCHEMA,
+        output_schema={"type": "object"},
+        price_per_call_micros=500_000,
+        visibility=AppVisibility.PUBLIC,
+    )
     services.app_version_add(app=app, user=charlie, kind=ServingKind.ECHO)
     services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=charlie)
     return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
@@ -47,7 +55,9 @@ def test_the_organizations_own_cap_overrides_the_platform_default(alice, funded,
     assert result.call.status == CallStatus.SUCCEEDED
     audit = AuditEvent.objects.filter(action="marketplace.call_cap_set").order_by("id")
     assert list(audit.values_list("extra", flat=True)) == [
-        {"from_micros": None, "to_micros": 1_200_000}, {"from_micros": 1_200_000, "to_micros": None}]
+        {"from_micros": None, "to_micros": 1_200_000},
+        {"from_micros": 1_200_000, "to_micros": None},
+    ]
 
 
 def test_only_owners_and_admins_set_the_cap_and_a_cap_must_be_positive(client, alice, bob, funded):
@@ -70,8 +80,14 @@ def test_only_owners_and_admins_set_the_cap_and_a_cap_must_be_positive(client, a
 def test_the_calls_page_lists_the_organizations_calls_with_their_cost(client, alice, funded, echo_app, charlie):
     calls.app_invoke(app=echo_app, caller=funded, user=alice, payload={"text": "ok"}, idempotency_key="ok")
     with pytest.raises(services.CallFailed):
-        calls.app_invoke(app=echo_app, caller=funded, user=alice, payload={"text": "x"}, idempotency_key="bad",
-                         fail_after_reserve=RuntimeError("crash"))
+        calls.app_invoke(
+            app=echo_app,
+            caller=funded,
+            user=alice,
+            payload={"text": "x"},
+            idempotency_key="bad",
+            fail_after_reserve=RuntimeError("crash"),
+        )
     client.force_login(alice)
     html = client.get(f"/o/{funded.slug}/apps/calls/").content.decode()
     assert html.count('data-testid="call-row"') == 2

@@ -35,9 +35,17 @@ def caller(charlie):
 
 def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000):
     """A public app of alice's organization, reviewed and published."""
-    app = services.app_create(publisher=alice_org, user=alice, name="Echo", category="general", description="",
-                              input_schema=SCHEMA, output_schema={"type": "object"}, price_per_call_micros=price,
-                              visibility=AppVisibility.PUBLIC)
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Echo",
+        category="general",
+        description="",
+        input_schema=SCHEMA,
+        output_schema={"type": "object"},
+        price_per_call_micros=price,
+        visibility=AppVisibility.PUBLIC,
+    )
     services.app_version_add(app=app, user=alice, kind=kind, endpoint_url=url)
     services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
     return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=None, staff=True)
@@ -45,8 +53,10 @@ def _app(alice, alice_org, *, kind=ServingKind.ECHO, url="", price=500_000):
 
 def _client(user, org) -> APIClient:
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(
-        user=user, organization=org, name="t", scope=TokenScope.WRITE).plaintext)
+    client.credentials(
+        HTTP_AUTHORIZATION="Bearer "
+        + api_token_create(user=user, organization=org, name="t", scope=TokenScope.WRITE).plaintext
+    )
     return client
 
 
@@ -56,19 +66,24 @@ def test_nan_or_infinity_in_a_request_is_refused_before_anything_is_reserved(ali
     membership_add(organization=alice_org, user=bob, role=Role.ADMIN, acting_user=None)  # write tokens: admins
     client = _client(bob, alice_org)
     for body in ('{"text": "x", "n": NaN}', '{"text": "x", "n": -Infinity}'):
-        response = client.post(f"/api/v1/apps/{app.slug}/invoke", body, content_type="application/json",
-                               HTTP_IDEMPOTENCY_KEY="nan")
+        response = client.post(
+            f"/api/v1/apps/{app.slug}/invoke", body, content_type="application/json", HTTP_IDEMPOTENCY_KEY="nan"
+        )
         assert response.status_code == 400, response.content
-        assert response.json()["error"]["code"] == "invalid_json" and "is not a JSON value" in response.json()[
-            "error"]["message"]
+        assert (
+            response.json()["error"]["code"] == "invalid_json"
+            and "is not a JSON value" in response.json()["error"]["message"]
+        )
     assert AppCall.objects.count() == 0
 
 
-def test_a_backend_answering_nan_costs_nothing_and_holds_nothing(alice, alice_org, caller, charlie, httpserver,
-                                                                  settings):
+def test_a_backend_answering_nan_costs_nothing_and_holds_nothing(
+    alice, alice_org, caller, charlie, httpserver, settings
+):
     settings.APP_ALLOW_HTTP_ENDPOINTS = True
     httpserver.expect_request("/x", method="POST").respond_with_handler(
-        lambda request: Response('{"output": NaN}', content_type="application/json"))
+        lambda request: Response('{"output": NaN}', content_type="application/json")
+    )
     app = _app(alice, alice_org, kind=ServingKind.EXTERNAL, url=httpserver.url_for("/x"))
     with pytest.raises(services.CallFailed, match="not JSON"):
         calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"})
@@ -97,13 +112,15 @@ def test_a_posting_that_fails_releases_the_reservation(alice, alice_org, caller,
 
 def test_an_idempotency_key_over_200_characters_is_refused_with_400(alice, alice_org, caller, charlie):
     app = _app(alice, alice_org)
-    response = _client(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json",
-                                             HTTP_IDEMPOTENCY_KEY="k" * 201)
+    response = _client(charlie, caller).post(
+        f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json", HTTP_IDEMPOTENCY_KEY="k" * 201
+    )
     assert response.status_code == 400
     assert response.json()["error"]["code"] == "invalid_idempotency_key"
     assert AppCall.objects.count() == 0
-    ok = _client(charlie, caller).post(f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json",
-                                       HTTP_IDEMPOTENCY_KEY="k" * 200)
+    ok = _client(charlie, caller).post(
+        f"/api/v1/apps/{app.slug}/invoke", {"text": "a"}, format="json", HTTP_IDEMPOTENCY_KEY="k" * 200
+    )
     assert ok.status_code == 200 and ok.json()["cost"] == "0.500000"
     assert AppCall.objects.get().idempotency_key == "k" * 200
     assert wallet_balance(organization=caller).total_micros == 9_500_000
@@ -115,10 +132,12 @@ def test_stale_reservations_are_released_and_stop_holding_money(alice, alice_org
     wallet_top_up(organization=caller, amount_micros=600_000, idempotency_key="small")
     app = _app(alice, alice_org)
     now = timezone.now()
-    old = AppCall.objects.create(app=app, caller=caller, request_sha256="0" * 64, price_micros=500_000,
-                                 reserved_at=now - timedelta(seconds=151))
-    fresh = AppCall.objects.create(app=app, caller=caller, request_sha256="1" * 64, price_micros=50_000,
-                                   reserved_at=now - timedelta(seconds=149))
+    old = AppCall.objects.create(
+        app=app, caller=caller, request_sha256="0" * 64, price_micros=500_000, reserved_at=now - timedelta(seconds=151)
+    )
+    fresh = AppCall.objects.create(
+        app=app, caller=caller, request_sha256="1" * 64, price_micros=50_000, reserved_at=now - timedelta(seconds=149)
+    )
     with pytest.raises(services.CallRefused):  # 0.60 − 0.55 held < 0.50
         calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "a"})
     assert tasks.app_calls_release_stale() == 1
@@ -139,7 +158,9 @@ def test_a_publisher_calling_its_own_app_pays_only_the_platforms_part(alice, ali
     assert wallet_balance(organization=alice_org).total_micros == 850_000
     txn = LedgerTransaction.objects.get(kind="app_call")
     assert sorted(txn.entries.values_list("account__code", "amount_micros")) == [
-        (f"org:{alice_org.pk}:paid", -150_000), ("system:revenue", 150_000)]
+        (f"org:{alice_org.pk}:paid", -150_000),
+        ("system:revenue", 150_000),
+    ]
 
 
 def test_try_it_refuses_input_over_the_request_limit(client, alice, alice_org, caller, charlie, settings):

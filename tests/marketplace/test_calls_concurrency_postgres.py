@@ -32,9 +32,17 @@ SCHEMA = {"type": "object", "required": ["text"], "properties": {"text": {"type"
 def _published_app(price_micros: int):
     publisher = user_signup(email="pub@example.com", password="correct horse battery 9")
     org = organization_for_user(user=publisher)
-    app = services.app_create(publisher=org, user=publisher, name="Echo", category="general", description="",
-                              input_schema=SCHEMA, output_schema={"type": "object"},
-                              price_per_call_micros=price_micros, visibility=AppVisibility.PRIVATE)
+    app = services.app_create(
+        publisher=org,
+        user=publisher,
+        name="Echo",
+        category="general",
+        description="",
+        input_schema=SCHEMA,
+        output_schema={"type": "object"},
+        price_per_call_micros=price_micros,
+        visibility=AppVisibility.PRIVATE,
+    )
     services.app_version_add(app=app, user=publisher, kind=ServingKind.ECHO)
     return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=publisher), org
 
@@ -56,8 +64,12 @@ def test_eight_parallel_calls_against_money_for_three_charge_exactly_three(monke
         return forward(**kw)
 
     monkeypatch.setattr(calls.serving, "forward", slow_forward)
-    results = _race(8, lambda i: calls.app_invoke(app=app, caller=caller, user=user, payload={"text": str(i)},
-                                                  idempotency_key=f"k{i}"))
+    results = _race(
+        8,
+        lambda i: calls.app_invoke(
+            app=app, caller=caller, user=user, payload={"text": str(i)}, idempotency_key=f"k{i}"
+        ),
+    )
     ok = [r for r in results if isinstance(r, calls.CallResult)]
     refused = [r for r in results if isinstance(r, services.CallRefused)]
     assert (len(ok), len(refused)) == (3, 5), results
@@ -80,8 +92,12 @@ def test_the_same_key_from_six_threads_runs_and_costs_once(monkeypatch):
         return forward(**kw)
 
     monkeypatch.setattr(calls.serving, "forward", counting_forward)
-    results = _race(6, lambda i: calls.app_invoke(app=app, caller=caller, user=user, payload={"text": "same"},
-                                                  idempotency_key="one-key"))
+    results = _race(
+        6,
+        lambda i: calls.app_invoke(
+            app=app, caller=caller, user=user, payload={"text": "same"}, idempotency_key="one-key"
+        ),
+    )
     done = [r for r in results if isinstance(r, calls.CallResult)]
     busy = [r for r in results if isinstance(r, services.CallInProgress)]
     assert len(done) + len(busy) == 6 and len(ran) == 1, results

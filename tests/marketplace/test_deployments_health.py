@@ -51,8 +51,13 @@ class FakeDeployments:
             self.failures -= 1
             raise RuntimeError("the model server exited with code 1: out of memory")
         serial = len(self.started)
-        dep = {"backend": "fake", "name": name, "url": f"http://fake/{name}/{serial}", "model_dir": str(model_dir),
-               "serial": serial}
+        dep = {
+            "backend": "fake",
+            "name": name,
+            "url": f"http://fake/{name}/{serial}",
+            "model_dir": str(model_dir),
+            "serial": serial,
+        }
         self.running[name] = dep
         self.hung.discard(name)
         return dep
@@ -92,9 +97,16 @@ def fake(monkeypatch: pytest.MonkeyPatch) -> FakeDeployments:
 def _app(org: Any, user: Any, name: str = "Legal drafting") -> Any:
     from portal.marketplace import services
 
-    return services.app_create(publisher=org, user=user, name=name, category="legal", description="",
-                               input_schema=services.TEXT_INPUT_SCHEMA, output_schema=services.TEXT_OUTPUT_SCHEMA,
-                               price_per_call_micros=0)
+    return services.app_create(
+        publisher=org,
+        user=user,
+        name=name,
+        category="legal",
+        description="",
+        input_schema=services.TEXT_INPUT_SCHEMA,
+        output_schema=services.TEXT_OUTPUT_SCHEMA,
+        price_per_call_micros=0,
+    )
 
 
 def _served_version(app: Any, backend: Any, model_dir: Path) -> Any:
@@ -104,27 +116,42 @@ def _served_version(app: Any, backend: Any, model_dir: Path) -> Any:
     from portal.marketplace.deployments import checkpoint_version_activate
     from portal.marketplace.models import AppVersion
 
-    version, _ = services.app_version_add(app=app, user=None, kind=ServingKind.CHECKPOINT,
-                                          checkpoint_ref="instances.checkpoint:1", status=VersionStatus.BUILDING)
+    version, _ = services.app_version_add(
+        app=app,
+        user=None,
+        kind=ServingKind.CHECKPOINT,
+        checkpoint_ref="instances.checkpoint:1",
+        status=VersionStatus.BUILDING,
+    )
     deployment = backend.start(name=f"app-version-{version.pk}", model_dir=model_dir)
-    AppVersion.objects.filter(pk=version.pk).update(artifact_path=str(model_dir),
-                                                    deployment={**deployment, "stage": "serving"})
+    AppVersion.objects.filter(pk=version.pk).update(
+        artifact_path=str(model_dir), deployment={**deployment, "stage": "serving"}
+    )
     return checkpoint_version_activate(version_id=version.pk)
 
 
 def _actions(version: Any) -> list[str]:
     from portal.models import AuditEvent
 
-    return list(AuditEvent.objects.filter(object_type="portal.appversion", object_id=str(version.pk))
-                .order_by("pk").values_list("action", flat=True))
+    return list(
+        AuditEvent.objects.filter(object_type="portal.appversion", object_id=str(version.pk))
+        .order_by("pk")
+        .values_list("action", flat=True)
+    )
 
 
 # --- activation stops the superseded server ------------------------------------------------------------------
 
 
 def test_publishing_a_new_checkpoint_version_stops_the_previous_versions_server_after_commit(
-        settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any,
-        monkeypatch: pytest.MonkeyPatch, django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any,
+    tmp_path: Path,
+    fake: FakeDeployments,
+    alice: Any,
+    alice_org: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from instances import serving as inference
     from portal.marketplace import services
 
@@ -136,14 +163,21 @@ def test_publishing_a_new_checkpoint_version_stops_the_previous_versions_server_
     settings.DATA_DIR = tmp_path
     cp = _job_with_checkpoint(alice_org, alice, _dataset_version(commercial_use=True), location=str(tmp_path))
     with django_capture_on_commit_callbacks(execute=True):
-        app = services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
-                                                   checkpoint_id=cp.pk, name="Legal drafting", category="legal")
+        app = services.app_publish_from_checkpoint(
+            organization=alice_org,
+            user=alice,
+            job_id=cp.job_id,
+            checkpoint_id=cp.pk,
+            name="Legal drafting",
+            category="legal",
+        )
     v1 = app.versions.get()
     assert (v1.status, v1.active, v1.deployment["stage"]) == ("ready", True, "serving")
 
     with django_capture_on_commit_callbacks(execute=False) as enqueued:
-        services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
-                                             checkpoint_id=cp.pk, app_slug=app.slug)
+        services.app_publish_from_checkpoint(
+            organization=alice_org, user=alice, job_id=cp.job_id, checkpoint_id=cp.pk, app_slug=app.slug
+        )
     with django_capture_on_commit_callbacks(execute=False) as after_activation:
         enqueued[0]()  # the build task (eager): export, start v2's server, activate v2
     assert fake.stopped == []  # nothing is stopped before the activation commits
@@ -161,15 +195,21 @@ def test_publishing_a_new_checkpoint_version_stops_the_previous_versions_server_
 
 
 def test_an_external_endpoint_version_has_nothing_to_stop_when_a_checkpoint_version_replaces_it(
-        settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any,
-        django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any,
+    tmp_path: Path,
+    fake: FakeDeployments,
+    alice: Any,
+    alice_org: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from portal.marketplace import services
     from portal.marketplace.choices import ServingKind
 
     settings.APP_ALLOW_HTTP_ENDPOINTS = True
     app = _app(alice_org, alice)
-    external, _ = services.app_version_add(app=app, user=alice, kind=ServingKind.EXTERNAL,
-                                           endpoint_url="http://publisher.example/answer")
+    external, _ = services.app_version_add(
+        app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url="http://publisher.example/answer"
+    )
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         checkpoint = _served_version(app, fake, tmp_path)
 
@@ -181,8 +221,8 @@ def test_an_external_endpoint_version_has_nothing_to_stop_when_a_checkpoint_vers
 
 
 def test_a_failed_stop_after_activation_leaves_the_new_version_active_and_the_check_stops_the_old_server(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any,
-        django_capture_on_commit_callbacks: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from portal.marketplace import tasks
 
     app = _app(alice_org, alice)
@@ -206,7 +246,8 @@ def test_a_failed_stop_after_activation_leaves_the_new_version_active_and_the_ch
 
 
 def test_a_dead_server_is_restarted_from_the_same_export_and_the_restart_is_recorded(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from portal.marketplace import tasks
 
     version = _served_version(_app(alice_org, alice), fake, tmp_path)
@@ -233,7 +274,8 @@ def test_a_dead_server_is_restarted_from_the_same_export_and_the_restart_is_reco
 
 
 def test_a_server_that_runs_but_fails_healthz_is_killed_and_restarted(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from portal.marketplace import tasks
 
     version = _served_version(_app(alice_org, alice), fake, tmp_path)
@@ -249,7 +291,8 @@ def test_a_server_that_runs_but_fails_healthz_is_killed_and_restarted(
 
 
 def test_after_three_failed_restarts_in_a_row_the_deployment_is_unhealthy_and_left_alone(
-        settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from portal.marketplace import tasks
 
     settings.APP_SERVER_MAX_RESTARTS = 3
@@ -267,12 +310,16 @@ def test_after_three_failed_restarts_in_a_row_the_deployment_is_unhealthy_and_le
     assert (d["stage"], d["restart_failures"], d["last_error"], d.get("restarts", 0)) == ("unhealthy", 3, error, 0)
     assert d["unhealthy_reason"] == f"3 restarts in a row failed; last: {error}"
     assert (version.active, version.status) == (True, "ready")  # calls fail (nothing charged) until republished
-    assert _actions(version)[-3:] == ["marketplace.version_restart_failed", "marketplace.version_restart_failed",
-                                      "marketplace.version_unhealthy"]
+    assert _actions(version)[-3:] == [
+        "marketplace.version_restart_failed",
+        "marketplace.version_restart_failed",
+        "marketplace.version_unhealthy",
+    ]
 
 
-def test_a_good_check_resets_the_failure_streak(tmp_path: Path, fake: FakeDeployments, alice: Any,
-                                                alice_org: Any) -> None:
+def test_a_good_check_resets_the_failure_streak(
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from portal.marketplace import tasks
 
     version = _served_version(_app(alice_org, alice), fake, tmp_path)
@@ -289,7 +336,8 @@ def test_a_good_check_resets_the_failure_streak(tmp_path: Path, fake: FakeDeploy
 
 
 def test_a_second_check_running_while_the_first_restarts_does_nothing(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     """Two beat ticks at once: the second finds the row claimed (``restarting``) and skips it. On PostgreSQL the
     claim is taken under ``SELECT … FOR UPDATE``; here the second run starts inside the first's restart."""
     from portal.marketplace import tasks
@@ -309,7 +357,8 @@ def test_a_second_check_running_while_the_first_restarts_does_nothing(
 
 
 def test_an_expired_claim_of_a_dead_worker_is_taken_over(
-        settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    settings: Any, tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from datetime import timedelta
 
     from django.utils import timezone
@@ -321,8 +370,14 @@ def test_an_expired_claim_of_a_dead_worker_is_taken_over(
     version = _served_version(_app(alice_org, alice), fake, tmp_path)
     fake.kill(version.deployment["name"])
     stale = (timezone.now() - timedelta(seconds=901)).isoformat()
-    AppVersion.objects.filter(pk=version.pk).update(deployment={
-        **version.deployment, "stage": "restarting", "restart_claim": "dead-worker", "restart_claimed_at": stale})
+    AppVersion.objects.filter(pk=version.pk).update(
+        deployment={
+            **version.deployment,
+            "stage": "restarting",
+            "restart_claim": "dead-worker",
+            "restart_claimed_at": stale,
+        }
+    )
 
     assert tasks.app_deployments_check()["restarted"] == 1
     version.refresh_from_db()
@@ -330,7 +385,8 @@ def test_an_expired_claim_of_a_dead_worker_is_taken_over(
 
 
 def test_suspended_apps_undeployed_versions_and_other_kinds_are_not_checked(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     from portal.marketplace import services, tasks
     from portal.marketplace.choices import AppState, ServingKind
     from portal.marketplace.models import App
@@ -351,7 +407,8 @@ def test_suspended_apps_undeployed_versions_and_other_kinds_are_not_checked(
 
 
 def test_a_superseded_version_whose_server_still_runs_is_stopped_by_the_check(
-        tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any) -> None:
+    tmp_path: Path, fake: FakeDeployments, alice: Any, alice_org: Any
+) -> None:
     """Behind the stop after commit: a worker that died between the commit and the stop, or an external
     version that replaced a checkpoint version (``app_version_add``), leaves a server the check stops."""
     from portal.marketplace import services, tasks
@@ -366,7 +423,10 @@ def test_a_superseded_version_whose_server_still_runs_is_stopped_by_the_check(
     old.refresh_from_db()
     assert counts["stopped"] == 1 and fake.running == {}
     assert (old.active, old.deployment["stage"], old.deployment["stopped_reason"]) == (
-        False, "stopped", "no longer the active version")
+        False,
+        "stopped",
+        "no longer the active version",
+    )
     assert tasks.app_deployments_check()["stopped"] == 0
 
 
@@ -389,21 +449,35 @@ def tiny_export(tmp_path: Path) -> Path:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=300, special_tokens=["<eos>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=300, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     out = tmp_path / "apps" / "legal" / "v1"
     model = build_model("tiny", vocab_size=tok.get_vocab_size(), seq_len=64, seed=0)
     model.save_pretrained(out, safe_serialization=True)
     tok.save(str(out / TOKENIZER_FILE))
-    (out / EXPORT_INFO).write_text(json.dumps({
-        "format": EXPORT_FORMAT, "step": 0, "model": "tiny", "vocab_size": tok.get_vocab_size(),
-        "eos_id": tok.token_to_id("<eos>"), "max_position_embeddings": int(model.config.max_position_embeddings)}))
+    (out / EXPORT_INFO).write_text(
+        json.dumps(
+            {
+                "format": EXPORT_FORMAT,
+                "step": 0,
+                "model": "tiny",
+                "vocab_size": tok.get_vocab_size(),
+                "eos_id": tok.token_to_id("<eos>"),
+                "max_position_embeddings": int(model.config.max_position_embeddings),
+            }
+        )
+    )
     return out
 
 
 @pytest.mark.slow
 def test_a_killed_local_model_server_is_restarted_by_the_task_and_the_version_answers_again(
-        settings: Any, tmp_path: Path, tiny_export: Path, alice: Any, alice_org: Any) -> None:
+    settings: Any, tmp_path: Path, tiny_export: Path, alice: Any, alice_org: Any
+) -> None:
     from instances import serving as inference
     from portal.marketplace import services, tasks
     from portal.marketplace.deployments import deployment_backend
@@ -446,8 +520,8 @@ def test_a_killed_local_model_server_is_restarted_by_the_task_and_the_version_an
 
 
 def test_the_app_page_shows_the_publisher_each_versions_server_state(
-        settings: Any, tmp_path: Path, client: Any, fake: FakeDeployments, alice: Any, alice_org: Any,
-        charlie: Any) -> None:
+    settings: Any, tmp_path: Path, client: Any, fake: FakeDeployments, alice: Any, alice_org: Any, charlie: Any
+) -> None:
     from portal.marketplace import tasks
 
     settings.APP_SERVER_MAX_RESTARTS = 1
@@ -462,8 +536,10 @@ def test_the_app_page_shows_the_publisher_each_versions_server_state(
     client.force_login(charlie)
 
     assert '<td data-testid="deployment-state"><span class="badge">Serving</span></td>' in serving
-    assert ('<td data-testid="deployment-state"><span class="badge danger">Unhealthy, no longer restarted</span>'
-            in unhealthy)
+    assert (
+        '<td data-testid="deployment-state"><span class="badge danger">Unhealthy, no longer restarted</span>'
+        in unhealthy
+    )
     assert "1 restarts in a row failed; last: RuntimeError: the model server exited with code 1" in unhealthy
     assert client.get(url).status_code == 404
     assert client.get(f"/o/{charlie.organizations.get().slug}/apps/{version.app.slug}/").status_code == 404

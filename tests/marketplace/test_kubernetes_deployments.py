@@ -41,8 +41,16 @@ NOT_FOUND = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 
 
 def deployments_for(server: HTTPServer, root: Path, **options: Any) -> KubernetesDeployments:
     api = client.ApiClient(client.Configuration(host=server.url_for("").rstrip("/")))
-    return KubernetesDeployments(image=IMAGE, model_claim="app-models", model_root=root, model_subpath="apps",
-                                 namespace=NS, api_client=api, poll_s=0.01, **options)
+    return KubernetesDeployments(
+        image=IMAGE,
+        model_claim="app-models",
+        model_root=root,
+        model_subpath="apps",
+        namespace=NS,
+        api_client=api,
+        poll_s=0.01,
+        **options,
+    )
 
 
 def echo(status: int) -> Any:
@@ -56,13 +64,19 @@ def echo(status: int) -> Any:
     return handler
 
 
-def deployment_json(ready: int, conditions: list[dict[str, Any]] | None = None, generation: int = 1,
-                    observed: int = 1) -> dict[str, Any]:
-    body = kubernetes_manifests(name=NAME, namespace=NS, image=IMAGE, model_claim="app-models",
-                                model_path="apps/legal/v1")[0]
+def deployment_json(
+    ready: int, conditions: list[dict[str, Any]] | None = None, generation: int = 1, observed: int = 1
+) -> dict[str, Any]:
+    body = kubernetes_manifests(
+        name=NAME, namespace=NS, image=IMAGE, model_claim="app-models", model_path="apps/legal/v1"
+    )[0]
     body["metadata"]["generation"] = generation
-    body["status"] = {"observedGeneration": observed, "replicas": 1, "readyReplicas": ready,
-                      "conditions": conditions or []}
+    body["status"] = {
+        "observedGeneration": observed,
+        "replicas": 1,
+        "readyReplicas": ready,
+        "conditions": conditions or [],
+    }
     return body
 
 
@@ -74,7 +88,8 @@ def export(tmp_path: Path) -> Path:
 
 
 def test_start_applies_the_deployment_and_service_waits_for_a_ready_replica_and_returns_the_service_url(
-        httpserver: HTTPServer, tmp_path: Path, export: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path, export: Path
+) -> None:
     httpserver.expect_ordered_request(DEPLOY, method="POST").respond_with_handler(echo(201))
     httpserver.expect_ordered_request(SVC, method="POST").respond_with_handler(echo(201))
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}/status", method="GET").respond_with_json(deployment_json(0))
@@ -86,9 +101,16 @@ def test_start_applies_the_deployment_and_service_waits_for_a_ready_replica_and_
     httpserver.check_assertions()
     started_at = result.pop("started_at")
     assert isinstance(started_at, int) and started_at > 0
-    assert result == {"backend": "kubernetes", "name": NAME, "namespace": NS, "url": f"http://{NAME}.{NS}.svc",
-                      "model_dir": str(export.resolve()), "model_claim": "app-models",
-                      "model_path": "apps/legal/v1", "image": IMAGE}
+    assert result == {
+        "backend": "kubernetes",
+        "name": NAME,
+        "namespace": NS,
+        "url": f"http://{NAME}.{NS}.svc",
+        "model_dir": str(export.resolve()),
+        "model_claim": "app-models",
+        "model_path": "apps/legal/v1",
+        "image": IMAGE,
+    }
     sent = [json.loads(req.get_data()) for req, _ in httpserver.log[:2]]
     assert sent == deployments.manifests(name=NAME, model_dir=export)
     for manifest in sent:
@@ -97,21 +119,25 @@ def test_start_applies_the_deployment_and_service_waits_for_a_ready_replica_and_
     assert container["command"][4:6] == ["--model-dir", "/models/apps/legal/v1"]
     assert container["image"] == IMAGE
     assert sent[0]["spec"]["template"]["spec"]["volumes"] == [
-        {"name": "models", "persistentVolumeClaim": {"claimName": "app-models", "readOnly": True}}]
+        {"name": "models", "persistentVolumeClaim": {"claimName": "app-models", "readOnly": True}}
+    ]
     assert "annotations" not in sent[0]["spec"]["template"]["metadata"]  # a first start rolls nothing
 
 
 def test_a_retried_start_replaces_the_deployment_and_patches_the_service_on_409(
-        httpserver: HTTPServer, tmp_path: Path, export: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path, export: Path
+) -> None:
     """A real API server answers AlreadyExists exactly so; it would also bump the generation on a changed spec."""
     httpserver.expect_ordered_request(DEPLOY, method="POST").respond_with_json(CONFLICT, status=409)
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}", method="PUT").respond_with_handler(echo(200))
     httpserver.expect_ordered_request(SVC, method="POST").respond_with_json(CONFLICT, status=409)
     httpserver.expect_ordered_request(f"{SVC}/{NAME}", method="PATCH").respond_with_handler(echo(200))
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}/status", method="GET").respond_with_json(
-        deployment_json(1, generation=2, observed=1))  # the controller has not seen the new spec yet
+        deployment_json(1, generation=2, observed=1)
+    )  # the controller has not seen the new spec yet
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}/status", method="GET").respond_with_json(
-        deployment_json(1, generation=2, observed=2))
+        deployment_json(1, generation=2, observed=2)
+    )
     deployments = deployments_for(httpserver, tmp_path)
 
     result = deployments.start(name=NAME, model_dir=export)
@@ -120,8 +146,13 @@ def test_a_retried_start_replaces_the_deployment_and_patches_the_service_on_409(
     assert result["url"] == f"http://{NAME}.{NS}.svc"
     requests = [req for req, _ in httpserver.log]
     assert [(r.method, r.path) for r in requests] == [
-        ("POST", DEPLOY), ("PUT", f"{DEPLOY}/{NAME}"), ("POST", SVC), ("PATCH", f"{SVC}/{NAME}"),
-        ("GET", f"{DEPLOY}/{NAME}/status"), ("GET", f"{DEPLOY}/{NAME}/status")]
+        ("POST", DEPLOY),
+        ("PUT", f"{DEPLOY}/{NAME}"),
+        ("POST", SVC),
+        ("PATCH", f"{SVC}/{NAME}"),
+        ("GET", f"{DEPLOY}/{NAME}/status"),
+        ("GET", f"{DEPLOY}/{NAME}/status"),
+    ]
     manifests = deployments.manifests(name=NAME, model_dir=export)
     assert json.loads(requests[1].get_data()) == manifests[0]
     assert json.loads(requests[3].get_data()) == manifests[1]
@@ -129,7 +160,8 @@ def test_a_retried_start_replaces_the_deployment_and_patches_the_service_on_409(
 
 
 def test_a_start_of_a_deployment_that_is_ready_sends_nothing(
-        httpserver: HTTPServer, tmp_path: Path, export: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path, export: Path
+) -> None:
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}/status", method="GET").respond_with_json(deployment_json(1))
     deployments = deployments_for(httpserver, tmp_path)
     running = {"backend": "kubernetes", "name": NAME, "namespace": NS, "url": "http://x", "started_at": 1}
@@ -160,22 +192,43 @@ def test_restarting_a_dead_deployment_rolls_new_pods(httpserver: HTTPServer, tmp
 
 
 def test_no_ready_replica_in_time_is_a_clear_error_and_the_objects_are_deleted(
-        httpserver: HTTPServer, tmp_path: Path, export: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path, export: Path
+) -> None:
     """A real cluster reports the same conditions and waiting reasons; the timeout here is 0 s."""
-    conditions = [{"type": "Available", "status": "False", "reason": "MinimumReplicasUnavailable",
-                   "message": "Deployment does not have minimum availability."},
-                  {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ok"}]
-    pod = {"metadata": {"name": f"{NAME}-5d9c-abcde", "namespace": NS}, "spec": {"containers": []},
-           "status": {"phase": "Pending", "containerStatuses": [{
-               "name": "server", "image": IMAGE, "imageID": "", "ready": False, "restartCount": 0,
-               "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}}}]}}
+    conditions = [
+        {
+            "type": "Available",
+            "status": "False",
+            "reason": "MinimumReplicasUnavailable",
+            "message": "Deployment does not have minimum availability.",
+        },
+        {"type": "Progressing", "status": "True", "reason": "ReplicaSetUpdated", "message": "ok"},
+    ]
+    pod = {
+        "metadata": {"name": f"{NAME}-5d9c-abcde", "namespace": NS},
+        "spec": {"containers": []},
+        "status": {
+            "phase": "Pending",
+            "containerStatuses": [
+                {
+                    "name": "server",
+                    "image": IMAGE,
+                    "imageID": "",
+                    "ready": False,
+                    "restartCount": 0,
+                    "state": {"waiting": {"reason": "ImagePullBackOff", "message": "Back-off pulling image"}},
+                }
+            ],
+        },
+    }
     httpserver.expect_ordered_request(DEPLOY, method="POST").respond_with_handler(echo(201))
     httpserver.expect_ordered_request(SVC, method="POST").respond_with_handler(echo(201))
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}/status", method="GET").respond_with_json(
-        deployment_json(0, conditions))
+        deployment_json(0, conditions)
+    )
     httpserver.expect_ordered_request(
-        PODS, method="GET", query_string={"labelSelector": f"gpu-portal/deployment={NAME}"}).respond_with_json(
-        {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
+        PODS, method="GET", query_string={"labelSelector": f"gpu-portal/deployment={NAME}"}
+    ).respond_with_json({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": [pod]})
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}", method="DELETE").respond_with_json({"kind": "Status"})
     httpserver.expect_ordered_request(f"{SVC}/{NAME}", method="DELETE").respond_with_json({"kind": "Status"})
 
@@ -186,11 +239,13 @@ def test_no_ready_replica_in_time_is_a_clear_error_and_the_objects_are_deleted(
     assert str(failed.value) == (
         f"deployment {NS}/{NAME} had no ready replica within 0 s: Available=False (MinimumReplicasUnavailable: "
         f"Deployment does not have minimum availability.); pod {NAME}-5d9c-abcde: ImagePullBackOff "
-        "(Back-off pulling image)")
+        "(Back-off pulling image)"
+    )
 
 
 def test_stop_deletes_the_deployment_and_service_and_404_means_already_gone(
-        httpserver: HTTPServer, tmp_path: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}", method="DELETE").respond_with_json({"kind": "Status"})
     httpserver.expect_ordered_request(f"{SVC}/{NAME}", method="DELETE").respond_with_json({"kind": "Status"})
     httpserver.expect_ordered_request(f"{DEPLOY}/{NAME}", method="DELETE").respond_with_json(NOT_FOUND, status=404)
@@ -206,13 +261,15 @@ def test_stop_deletes_the_deployment_and_service_and_404_means_already_gone(
 
 
 def test_alive_means_a_ready_replica_and_a_deleted_deployment_is_not_alive(
-        httpserver: HTTPServer, tmp_path: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
     status = f"{DEPLOY}/{NAME}/status"
     httpserver.expect_ordered_request(status, method="GET").respond_with_json(deployment_json(1))
     httpserver.expect_ordered_request(status, method="GET").respond_with_json(deployment_json(0))
     httpserver.expect_ordered_request(status, method="GET").respond_with_json(NOT_FOUND, status=404)
     httpserver.expect_ordered_request(status, method="GET").respond_with_json(
-        {"kind": "Status", "code": 403, "reason": "Forbidden"}, status=403)
+        {"kind": "Status", "code": 403, "reason": "Forbidden"}, status=403
+    )
     deployments = deployments_for(httpserver, tmp_path)
     deployment = {"backend": "kubernetes", "name": NAME, "namespace": NS}
 
@@ -224,7 +281,8 @@ def test_alive_means_a_ready_replica_and_a_deleted_deployment_is_not_alive(
 
 
 def test_an_export_outside_the_model_claim_or_a_bad_name_is_refused_before_any_call(
-        httpserver: HTTPServer, tmp_path: Path) -> None:
+    httpserver: HTTPServer, tmp_path: Path
+) -> None:
     deployments = deployments_for(httpserver, tmp_path / "claim")
 
     with pytest.raises(DeploymentError, match=r"is not under .*, where the claim app-models is mounted"):

@@ -56,19 +56,41 @@ def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(texts, trainers.BpeTrainer(vocab_size=1024, special_tokens=["<eos>"],
-                                                       initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tok.train_from_iterator(
+        texts,
+        trainers.BpeTrainer(
+            vocab_size=1024, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+        ),
+    )
     shards = root / SHARDS_REL
     shards.mkdir(parents=True)
     tok.save(str(shards / "tokenizer.json"))
-    with ShardWriter(shards, vocab_size=tok.get_vocab_size(), eos_id=tok.token_to_id("<eos>"), shard_tokens=50_000,
-                     tokenizer_file="tokenizer.json") as w:
+    with ShardWriter(
+        shards,
+        vocab_size=tok.get_vocab_size(),
+        eos_id=tok.token_to_id("<eos>"),
+        shard_tokens=50_000,
+        tokenizer_file="tokenizer.json",
+    ) as w:
         for enc in tok.encode_batch(texts):
             w.add_document(enc.ids)
-    cfg = {"model": "tiny", "data": [str(shards)], "checkpoint_dir": str(root / "checkpoints"), "seq_len": 64,
-           "micro_batch": 8, "max_steps": STEPS, "seed": 7, "lr": 3e-3, "warmup_steps": 4, "engine": "ddp",
-           "checkpoint_every_minutes": 0, "checkpoint_every_steps": STEPS, "keep_last": 1, "log_every_steps": 10,
-           "async_save": False}
+    cfg = {
+        "model": "tiny",
+        "data": [str(shards)],
+        "checkpoint_dir": str(root / "checkpoints"),
+        "seq_len": 64,
+        "micro_batch": 8,
+        "max_steps": STEPS,
+        "seed": 7,
+        "lr": 3e-3,
+        "warmup_steps": 4,
+        "engine": "ddp",
+        "checkpoint_every_minutes": 0,
+        "checkpoint_every_steps": STEPS,
+        "keep_last": 1,
+        "log_every_steps": 10,
+        "async_save": False,
+    }
     job = Job(cfg, root / "work", nproc=1)
     assert job.wait(timeout=180) == 0, job.output()
     events = [json.loads(line) for line in (root / "work" / "events.jsonl").read_text().splitlines()]
@@ -90,15 +112,26 @@ def _dataset_version(*, commercial_use: bool, shard_rel: str = SHARDS_REL, slug:
     if not (folder / "index.json").exists():
         with ShardWriter(folder, vocab_size=300, eos_id=0) as w:
             w.add_document([5, 6, 7])
-    lv = license_version_create(slug=f"{slug}-license", name="Legal corpus license", text="Training use.",
-                                commercial_use=commercial_use, redistribution=False, derivative_models=True,
-                                attribution_text=ATTRIBUTION)
+    lv = license_version_create(
+        slug=f"{slug}-license",
+        name="Legal corpus license",
+        text="Training use.",
+        commercial_use=commercial_use,
+        redistribution=False,
+        derivative_models=True,
+        attribution_text=ATTRIBUTION,
+    )
     ds = dataset_create(slug=slug, name="Chinese laws", domain="legal", description="Laws and regulations.")
     return dataset_version_create(
-        dataset=ds, license_version=lv,
+        dataset=ds,
+        license_version=lv,
         statistics={"documents": 1, "bytes": 1, "characters": 1, "tokens": 4, "language": "zh", "files": []},
-        deid_report={}, deid_status="deidentified", shard_dir=shard_rel, tokenizer_path=f"{shard_rel}/tokenizer.json",
-        source_files=[{"file": "legal.jsonl", "bytes": 1, "sha256": "0" * 64}])
+        deid_report={},
+        deid_status="deidentified",
+        shard_dir=shard_rel,
+        tokenizer_path=f"{shard_rel}/tokenizer.json",
+        source_files=[{"file": "legal.jsonl", "bytes": 1, "sha256": "0" * 64}],
+    )
 
 
 def _job_with_checkpoint(org: Any, user: Any, version: Any, *, location: str, step: int = STEPS) -> Any:
@@ -109,13 +142,27 @@ def _job_with_checkpoint(org: Any, user: Any, version: Any, *, location: str, st
     from instances.models import Checkpoint, GpuType, Instance, TrainingJob
 
     lv = required_license_version(version)
-    agreement_accept(organization=org, user=user, license_version=lv, shown_text_sha256=text_sha256(lv.text),
-                     ip="127.0.0.1", user_agent="pytest", dataset=version.dataset)
+    agreement_accept(
+        organization=org,
+        user=user,
+        license_version=lv,
+        shown_text_sha256=text_sha256(lv.text),
+        ip="127.0.0.1",
+        user_agent="pytest",
+        dataset=version.dataset,
+    )
     gpu, _ = GpuType.objects.get_or_create(code="cpu-local", defaults={"name": "CPU slot", "memory_gib": 0})
-    instance = Instance.objects.create(organization=org, created_by=user, name="legal-tiny", gpu_type=gpu,
-                                       gpu_count=1, status="stopped")
-    job = TrainingJob.objects.create(instance=instance, organization=org, name="legal-tiny", model_preset="tiny",
-                                     engine="ddp", dataset_version_ids=[version.pk])
+    instance = Instance.objects.create(
+        organization=org, created_by=user, name="legal-tiny", gpu_type=gpu, gpu_count=1, status="stopped"
+    )
+    job = TrainingJob.objects.create(
+        instance=instance,
+        organization=org,
+        name="legal-tiny",
+        model_preset="tiny",
+        engine="ddp",
+        dataset_version_ids=[version.pk],
+    )
     mount_attach(organization=org, user=user, version_id=version.pk, consumer=f"instances.trainingjob:{job.pk}")
     return Checkpoint.objects.create(job=job, step=step, location=location, size_bytes=1, loss=5.0)
 
@@ -143,8 +190,14 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.slow
 def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_with_generated_text(
-        trained: dict[str, Any], settings: Any, alice: Any, alice_org: Any, bob: Any, charlie: Any,
-        django_capture_on_commit_callbacks: Any) -> None:
+    trained: dict[str, Any],
+    settings: Any,
+    alice: Any,
+    alice_org: Any,
+    bob: Any,
+    charlie: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
     from billing.models import LedgerTransaction
     from billing.selectors import wallet_balance
     from billing.services import wallet_top_up
@@ -156,9 +209,18 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
     version_ds = _dataset_version(commercial_use=True)
     cp = _job_with_checkpoint(alice_org, alice, version_ds, location=trained["checkpoint"])
     with django_capture_on_commit_callbacks(execute=True):
-        response = _api(alice, alice_org).post("/api/v1/apps/publish", {
-            "job_id": cp.job_id, "checkpoint_id": cp.pk, "name": "Legal drafting", "category": "legal",
-            "price_per_call": "0.010000", "visibility": "private"}, format="json")
+        response = _api(alice, alice_org).post(
+            "/api/v1/apps/publish",
+            {
+                "job_id": cp.job_id,
+                "checkpoint_id": cp.pk,
+                "name": "Legal drafting",
+                "category": "legal",
+                "price_per_call": "0.010000",
+                "visibility": "private",
+            },
+            format="json",
+        )
     assert response.status_code == 202, response.json()
     assert response.json()["version"]["status"] == "building"
     app = App.objects.get(slug=response.json()["app"]["slug"])
@@ -168,15 +230,25 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
         export = Path(version.artifact_path)
         assert export == trained["root"] / "apps" / app.slug / "v1"
         assert {"config.json", "model.safetensors", "tokenizer.json", "export.json"} <= {
-            p.name for p in export.iterdir()}
+            p.name for p in export.iterdir()
+        }
         assert json.loads((export / "export.json").read_text())["step"] == STEPS
         pid = version.deployment["pid"]
         assert _alive(pid) and version.deployment["stage"] == "serving"
         assert version.checkpoint_ref == f"instances.checkpoint:{cp.pk}"
-        assert version.lineage == [{
-            "dataset": "Chinese laws", "dataset_slug": "legal-laws", "dataset_version": 1,
-            "dataset_version_id": version_ds.pk, "license": "Legal corpus license", "license_version": 1,
-            "commercial_use": True, "derivative_models": True, "attribution": ATTRIBUTION}]
+        assert version.lineage == [
+            {
+                "dataset": "Chinese laws",
+                "dataset_slug": "legal-laws",
+                "dataset_version": 1,
+                "dataset_version_id": version_ds.pk,
+                "license": "Legal corpus license",
+                "license_version": 1,
+                "commercial_use": True,
+                "derivative_models": True,
+                "attribution": ATTRIBUTION,
+            }
+        ]
         assert app.attributions == [ATTRIBUTION]
 
         # a second delivery of the build task changes nothing (no second server)
@@ -206,8 +278,9 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
         assert LedgerTransaction.objects.filter(kind="app_call").count() == 1
         assert wallet_balance(organization=alice_org).total_micros == 997_000  # its own app: 0.01 less its 70 % share
 
-        outsider = _api(charlie, charlie.organizations.get()).post(f"/api/v1/apps/{app.slug}/invoke", payload,
-                                                                  format="json")
+        outsider = _api(charlie, charlie.organizations.get()).post(
+            f"/api/v1/apps/{app.slug}/invoke", payload, format="json"
+        )
         assert outsider.status_code == 404 and AppCall.objects.count() == 1
     finally:
         services.app_version_undeploy(version=App.objects.get(pk=app.pk).versions.get())
@@ -219,7 +292,8 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
 
 
 def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_commercial_use_and_private_is_allowed(
-        settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from portal.marketplace import services
     from portal.marketplace.choices import AppState
 
@@ -229,8 +303,15 @@ def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_co
     for label, visibility, price in (("public", "public", 0), ("paid", "private", 10_000), ("private", "private", 0)):
         with django_capture_on_commit_callbacks(execute=False) as queued:
             apps[label] = services.app_publish_from_checkpoint(
-                organization=alice_org, user=alice, job_id=cp.job_id, checkpoint_id=cp.pk, name=f"Legal {label}",
-                category="legal", visibility=visibility, price_per_call_micros=price)
+                organization=alice_org,
+                user=alice,
+                job_id=cp.job_id,
+                checkpoint_id=cp.pk,
+                name=f"Legal {label}",
+                category="legal",
+                visibility=visibility,
+                price_per_call_micros=price,
+            )
         assert len(queued) == 1  # the build task, enqueued after commit
         version = apps[label].versions.get()
         assert version.lineage[0]["commercial_use"] is False and version.status == "building"
@@ -250,22 +331,30 @@ def test_publishing_public_or_paid_is_refused_when_a_training_license_forbids_co
     # the same model as a new version of a published paid app of the organization is refused, nothing written
     from portal.marketplace.models import App, AppVersion
 
-    paid_app = services.app_create(publisher=alice_org, user=alice, name="Paid echo", category="legal",
-                                   description="", input_schema={"type": "object"}, output_schema={"type": "object"},
-                                   price_per_call_micros=10_000, visibility="private")
+    paid_app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Paid echo",
+        category="legal",
+        description="",
+        input_schema={"type": "object"},
+        output_schema={"type": "object"},
+        price_per_call_micros=10_000,
+        visibility="private",
+    )
     services.app_version_add(app=paid_app, user=alice, kind="echo")
     services.app_transition(app=paid_app, to=AppState.PUBLISHED, acting_user=alice)
     with pytest.raises(services.LicenseForbidsPublishing, match=re.escape(reason)):
-        services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
-                                             checkpoint_id=cp.pk, app_slug=paid_app.slug)
-    assert list(AppVersion.objects.filter(app=paid_app).values_list("number", "kind", "active")) == [
-        (1, "echo", True)]
+        services.app_publish_from_checkpoint(
+            organization=alice_org, user=alice, job_id=cp.job_id, checkpoint_id=cp.pk, app_slug=paid_app.slug
+        )
+    assert list(AppVersion.objects.filter(app=paid_app).values_list("number", "kind", "active")) == [(1, "echo", True)]
     assert App.objects.get(pk=paid_app.pk).state == "published"
 
 
 def test_the_publish_page_shows_the_licenses_and_the_job_page_links_to_it(
-        settings: Any, tmp_path: Path, client: Any, alice: Any, alice_org: Any,
-        django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any, tmp_path: Path, client: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from portal.marketplace.models import App
 
     settings.DATA_DIR = tmp_path
@@ -278,9 +367,17 @@ def test_the_publish_page_shows_the_licenses_and_the_job_page_links_to_it(
     assert html.count('data-testid="lineage-row"') == 1 and 'data-testid="license-problems"' in html
     assert ATTRIBUTION in html
     with django_capture_on_commit_callbacks(execute=False):
-        response = client.post(url, {"name": "Clause finder", "category": "legal", "description": "",
-                                     "price_per_call": "0", "price_per_1k_tokens": "0.002",
-                                     "visibility": "private"})
+        response = client.post(
+            url,
+            {
+                "name": "Clause finder",
+                "category": "legal",
+                "description": "",
+                "price_per_call": "0",
+                "price_per_1k_tokens": "0.002",
+                "visibility": "private",
+            },
+        )
     app = App.objects.get()
     assert response.status_code == 302 and response["Location"] == f"/o/{alice_org.slug}/apps/{app.slug}/"
     assert (app.price_per_call_micros, app.price_per_1k_tokens_micros) == (0, 2_000)
@@ -292,14 +389,16 @@ def test_the_publish_page_shows_the_licenses_and_the_job_page_links_to_it(
 
 
 def test_an_outsider_cannot_publish_someone_elses_checkpoint(
-        settings: Any, tmp_path: Path, client: Any, alice: Any, alice_org: Any, charlie: Any) -> None:
+    settings: Any, tmp_path: Path, client: Any, alice: Any, alice_org: Any, charlie: Any
+) -> None:
     from portal.marketplace.models import App, AppVersion
 
     settings.DATA_DIR = tmp_path
     cp = _job_with_checkpoint(alice_org, alice, _dataset_version(commercial_use=True), location=str(tmp_path))
     charlie_org = charlie.organizations.get()
-    response = _api(charlie, charlie_org).post("/api/v1/apps/publish", {
-        "job_id": cp.job_id, "checkpoint_id": cp.pk, "name": "Stolen"}, format="json")
+    response = _api(charlie, charlie_org).post(
+        "/api/v1/apps/publish", {"job_id": cp.job_id, "checkpoint_id": cp.pk, "name": "Stolen"}, format="json"
+    )
     assert response.status_code == 404 and response.json()["error"]["code"] == "not_found"
     client.force_login(charlie)
     assert client.get(f"/o/{charlie_org.slug}/apps/publish/{cp.job_id}/{cp.pk}/").status_code == 404
@@ -308,7 +407,8 @@ def test_an_outsider_cannot_publish_someone_elses_checkpoint(
 
 
 def test_a_build_that_fails_records_its_stage_and_cause_and_the_app_cannot_go_live(
-        settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any) -> None:
+    settings: Any, tmp_path: Path, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     from portal.marketplace import services
     from portal.marketplace.choices import AppState
 
@@ -318,12 +418,14 @@ def test_a_build_that_fails_records_its_stage_and_cause_and_the_app_cannot_go_li
     (partial / "__0_0.distcp").write_bytes(b"\0" * 16)  # shards without DCP's .metadata commit marker
     cp = _job_with_checkpoint(alice_org, alice, _dataset_version(commercial_use=True), location=str(partial))
     with django_capture_on_commit_callbacks(execute=True):
-        app = services.app_publish_from_checkpoint(organization=alice_org, user=alice, job_id=cp.job_id,
-                                                   checkpoint_id=cp.pk, name="Broken", category="legal")
+        app = services.app_publish_from_checkpoint(
+            organization=alice_org, user=alice, job_id=cp.job_id, checkpoint_id=cp.pk, name="Broken", category="legal"
+        )
     version = app.versions.get()
     assert (version.status, version.active) == ("failed", False)
-    assert version.error == (f"export: ExportError: checkpoint {partial} is not complete (no .metadata): "
-                             "it cannot be exported")
+    assert version.error == (
+        f"export: ExportError: checkpoint {partial} is not complete (no .metadata): it cannot be exported"
+    )
     assert version.deployment["failed_stage"] == "export"
     assert not (tmp_path / "apps" / app.slug / "v1").exists()
     with pytest.raises(services.MarketplaceError, match="no ready version"):
@@ -340,9 +442,14 @@ def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, g
     the schema checks field names, types and structure."""
     from instances.serving import kubernetes_manifests
 
-    manifests = kubernetes_manifests(name="app-legal-drafting-v1", namespace="apps", gpus=gpus,
-                                     image="registry.example/gpu-portal-runtime:1.0", model_claim="app-models",
-                                     model_path="legal-drafting/v1")
+    manifests = kubernetes_manifests(
+        name="app-legal-drafting-v1",
+        namespace="apps",
+        gpus=gpus,
+        image="registry.example/gpu-portal-runtime:1.0",
+        model_claim="app-models",
+        model_path="legal-drafting/v1",
+    )
     assert [m["kind"] for m in manifests] == ["Deployment", "Service"]
     for manifest in manifests:
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]

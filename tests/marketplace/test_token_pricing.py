@@ -23,8 +23,11 @@ from portal.marketplace.models import AppCall
 from portal.services import api_token_create
 
 pytestmark = pytest.mark.django_db
-SCHEMA_IN = {"type": "object", "required": ["text"],
-             "properties": {"text": {"type": "string"}, "max_new_tokens": {"type": "integer"}}}
+SCHEMA_IN = {
+    "type": "object",
+    "required": ["text"],
+    "properties": {"text": {"type": "string"}, "max_new_tokens": {"type": "integer"}},
+}
 SCHEMA_OUT = {"type": "object", "required": ["output"]}
 
 
@@ -59,10 +62,18 @@ def endpoint(httpserver, settings, monkeypatch):
 
 
 def _app(alice, alice_org, url, *, per_call=100_000, per_1k=2_000_000, visibility=AppVisibility.PUBLIC, lineage=None):
-    app = services.app_create(publisher=alice_org, user=alice, name="Clause finder", category="legal",
-                              description="", input_schema=SCHEMA_IN, output_schema=SCHEMA_OUT,
-                              price_per_call_micros=per_call, price_per_1k_tokens_micros=per_1k,
-                              visibility=visibility)
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="Clause finder",
+        category="legal",
+        description="",
+        input_schema=SCHEMA_IN,
+        output_schema=SCHEMA_OUT,
+        price_per_call_micros=per_call,
+        price_per_1k_tokens_micros=per_1k,
+        visibility=visibility,
+    )
     services.app_version_add(app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url=url, lineage=lineage)
     if visibility == AppVisibility.PUBLIC:
         services.app_transition(app=app, to=AppState.IN_REVIEW, acting_user=alice)
@@ -70,14 +81,16 @@ def _app(alice, alice_org, url, *, per_call=100_000, per_1k=2_000_000, visibilit
     return services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
 
 
-def test_a_call_holds_its_token_allowance_and_is_charged_for_the_tokens_reported(alice, alice_org, caller, charlie,
-                                                                                  endpoint):
+def test_a_call_holds_its_token_allowance_and_is_charged_for_the_tokens_reported(
+    alice, alice_org, caller, charlie, endpoint
+):
     app = _app(alice, alice_org, endpoint["url"])
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(
-        user=charlie, organization=caller, name="t", scope=TokenScope.WRITE).plaintext)
-    response = client.post(f"/api/v1/apps/{app.slug}/invoke", {"text": "第三条", "max_new_tokens": 100},
-                           format="json")
+    client.credentials(
+        HTTP_AUTHORIZATION="Bearer "
+        + api_token_create(user=charlie, organization=caller, name="t", scope=TokenScope.WRITE).plaintext
+    )
+    response = client.post(f"/api/v1/apps/{app.slug}/invoke", {"text": "第三条", "max_new_tokens": 100}, format="json")
     assert response.status_code == 200, response.json()
     body = response.json()
     # held while running: 0.10 + 2.00 × 100 / 1000 = 0.30 CNY
@@ -86,12 +99,17 @@ def test_a_call_holds_its_token_allowance_and_is_charged_for_the_tokens_reported
     assert (body["cost"], body["billed_tokens"]) == ("0.174000", 37)
     call = AppCall.objects.get()
     assert (call.status, call.price_micros, call.publisher_share_micros, call.billed_tokens) == (
-        CallStatus.SUCCEEDED, 174_000, 121_800, 37)
+        CallStatus.SUCCEEDED,
+        174_000,
+        121_800,
+        37,
+    )
     assert wallet_balance(organization=caller).total_micros == 9_826_000
     assert wallet_balance(organization=alice_org).paid_micros == 121_800
     txn = LedgerTransaction.objects.get(kind="app_call")
-    assert sorted(txn.entries.values_list("account__code", "amount_micros")) == sorted([
-        (f"org:{caller.pk}:paid", -174_000), (f"org:{alice_org.pk}:paid", 121_800), ("system:revenue", 52_200)])
+    assert sorted(txn.entries.values_list("account__code", "amount_micros")) == sorted(
+        [(f"org:{caller.pk}:paid", -174_000), (f"org:{alice_org.pk}:paid", 121_800), ("system:revenue", 52_200)]
+    )
     assert txn.metadata["tokens"] == 37
     assert client.get("/api/v1/apps/calls").json()["results"][0]["billed_tokens"] == 37
     assert client.get(f"/api/v1/apps/{app.slug}").json()["price_per_1k_tokens"] == "2.000000"
@@ -105,8 +123,9 @@ def test_tokens_beyond_the_allowance_are_not_charged(alice, alice_org, caller, c
     assert wallet_balance(organization=caller).total_micros == 9_700_000
 
 
-def test_without_max_new_tokens_the_allowance_is_the_setting_and_charges_round_up(alice, alice_org, caller, charlie,
-                                                                                 endpoint, settings):
+def test_without_max_new_tokens_the_allowance_is_the_setting_and_charges_round_up(
+    alice, alice_org, caller, charlie, endpoint, settings
+):
     settings.APP_MAX_BILLED_TOKENS = 500
     endpoint["body"] = {"output": "x", "tokens": 1}
     app = _app(alice, alice_org, endpoint["url"], per_call=0, per_1k=1_500)
@@ -129,8 +148,22 @@ def test_an_output_without_a_token_count_is_invalid_and_costs_nothing(alice, ali
 
 
 def test_a_token_price_alone_makes_an_app_paid_for_the_license_check(alice, alice_org, endpoint):
-    lineage = [{"dataset": "Legal corpus", "license": "Research only v1", "commercial_use": False,
-                "derivative_models": True, "attribution": ""}]
+    lineage = [
+        {
+            "dataset": "Legal corpus",
+            "license": "Research only v1",
+            "commercial_use": False,
+            "derivative_models": True,
+            "attribution": "",
+        }
+    ]
     with pytest.raises(services.LicenseForbidsPublishing, match="does not allow commercial use"):
-        _app(alice, alice_org, endpoint["url"], per_call=0, per_1k=1_000, visibility=AppVisibility.PRIVATE,
-             lineage=lineage)
+        _app(
+            alice,
+            alice_org,
+            endpoint["url"],
+            per_call=0,
+            per_1k=1_000,
+            visibility=AppVisibility.PRIVATE,
+            lineage=lineage,
+        )

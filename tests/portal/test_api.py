@@ -22,8 +22,13 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def funded(alice_org):
-    credit_grant_create(organization=alice_org, amount_micros=10_000_000,
-                        expires_at=timezone.now() + timedelta(days=30), kind=GrantKind.TRIAL, idempotency_key="trial")
+    credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.TRIAL,
+        idempotency_key="trial",
+    )
     wallet_top_up(organization=alice_org, amount_micros=5_000_000, idempotency_key="topup:1")
     for i in range(3):
         wallet_spend(organization=alice_org, amount_micros=1_000_000, idempotency_key=f"spend:{i}")
@@ -84,8 +89,9 @@ def test_a_revoked_token_is_refused_with_401(alice, funded):
     assert client.delete(f"/api/v1/tokens/{created.token.pk}").status_code == 200
     response = client.get("/api/v1/wallet")
     assert response.status_code == 401
-    assert response.json() == {"error": {"code": "authentication_failed",
-                                         "message": "Invalid or revoked API token.", "details": None}}
+    assert response.json() == {
+        "error": {"code": "authentication_failed", "message": "Invalid or revoked API token.", "details": None}
+    }
     assert response["WWW-Authenticate"] == 'Bearer realm="api"'
 
 
@@ -115,8 +121,9 @@ def test_a_read_token_cannot_revoke(alice, alice_org):
 
 def test_charlie_gets_404_for_alices_wallet_ledger_and_tokens_in_the_api(alice, alice_org, charlie):
     alice_token = api_token_create(user=alice, organization=alice_org, name="a", scope=TokenScope.WRITE)
-    charlie_token = api_token_create(user=charlie, organization=charlie.organizations.get(), name="c",
-                                     scope=TokenScope.WRITE).plaintext
+    charlie_token = api_token_create(
+        user=charlie, organization=charlie.organizations.get(), name="c", scope=TokenScope.WRITE
+    ).plaintext
     client = _client(charlie_token)
     for url in ("/api/v1/wallet", "/api/v1/wallet/ledger"):
         response = client.get(url, {"organization": alice_org.slug})

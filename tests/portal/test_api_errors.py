@@ -21,8 +21,10 @@ def api(alice: Any, alice_org: Any) -> APIClient:
 
     call_command("seed_catalog", verbosity=0)
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION="Bearer " + api_token_create(
-        user=alice, organization=alice_org, name="t", scope=TokenScope.WRITE).plaintext)
+    client.credentials(
+        HTTP_AUTHORIZATION="Bearer "
+        + api_token_create(user=alice, organization=alice_org, name="t", scope=TokenScope.WRITE).plaintext
+    )
     return client
 
 
@@ -39,17 +41,30 @@ def _envelope(response: Any, status: int, code: str | None = None) -> dict[str, 
 def _instance(alice_org: Any, alice: Any) -> Any:
     from instances.models import GpuType, Instance, TrainingJob
 
-    inst = Instance.objects.create(organization=alice_org, created_by=alice, name="i", kind="training",
-                                   gpu_type=GpuType.objects.get(code="cpu-local"), gpu_count=1, mode="container")
+    inst = Instance.objects.create(
+        organization=alice_org,
+        created_by=alice,
+        name="i",
+        kind="training",
+        gpu_type=GpuType.objects.get(code="cpu-local"),
+        gpu_count=1,
+        mode="container",
+    )
     TrainingJob.objects.create(instance=inst, organization=alice_org, name="j", model_preset="tiny", engine="ddp")
     return inst
 
 
 def test_format_suffixes_on_actions_are_404_not_500(api, alice, alice_org):
     inst = _instance(alice_org, alice)
-    for url in (f"/api/v1/instances/{inst.pk}/stop.json", f"/api/v1/jobs/{inst.job.pk}/stop.json",
-                f"/api/v1/jobs/{inst.job.pk}/restart.json", f"/api/v1/jobs/{inst.job.pk}/checkpoints.json",
-                f"/api/v1/jobs/{inst.job.pk}/logs.json", f"/api/v1/instances/{inst.pk}.json", "/api/v1/jobs.json"):
+    for url in (
+        f"/api/v1/instances/{inst.pk}/stop.json",
+        f"/api/v1/jobs/{inst.job.pk}/stop.json",
+        f"/api/v1/jobs/{inst.job.pk}/restart.json",
+        f"/api/v1/jobs/{inst.job.pk}/checkpoints.json",
+        f"/api/v1/jobs/{inst.job.pk}/logs.json",
+        f"/api/v1/instances/{inst.pk}.json",
+        "/api/v1/jobs.json",
+    ):
         method = api.post if url.endswith(("stop.json", "restart.json")) else api.get
         _envelope(method(url, format="json"), 404, "not_found")
     inst.refresh_from_db()
@@ -84,16 +99,23 @@ def test_deeply_nested_json_is_a_400_and_creates_nothing(api, url):
 
 
 def test_nul_and_nan_in_a_json_body_are_400(api):
-    for body in ('{"gpu_type": "cpu-local\\u0000", "gpu_count": 1, "command": ["x"]}',
-                 '{"gpu_type": "cpu-local", "gpu_count": NaN, "command": ["x"]}',
-                 '{"gpu_type": "cpu-local", "gpu_count": 1, "command": ["x"], "k\\u0000": 1}'):
+    for body in (
+        '{"gpu_type": "cpu-local\\u0000", "gpu_count": 1, "command": ["x"]}',
+        '{"gpu_type": "cpu-local", "gpu_count": NaN, "command": ["x"]}',
+        '{"gpu_type": "cpu-local", "gpu_count": 1, "command": ["x"], "k\\u0000": 1}',
+    ):
         _envelope(api.post("/api/v1/instances", body, content_type="application/json"), 400, "parse_error")
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("checkpoint_every_minutes", 10**12), ("checkpoint_every_steps", 10**12), ("keep_last", 10**6),
-    ("checkpoint_every_minutes", -1),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("checkpoint_every_minutes", 10**12),
+        ("checkpoint_every_steps", 10**12),
+        ("keep_last", 10**6),
+        ("checkpoint_every_minutes", -1),
+    ],
+)
 def test_huge_or_negative_checkpoint_intervals_are_400(api, field, value):
     from instances.models import Instance
 
@@ -103,14 +125,24 @@ def test_huge_or_negative_checkpoint_intervals_are_400(api, field, value):
     assert Instance.objects.count() == 0
 
 
-@pytest.mark.parametrize(("name", "value", "why"), [
-    ("lr", 10.0, "between"), ("lr", 0, "between"), ("seq_len", 10**9, "between"), ("micro_batch", 0, "between"),
-    ("max_steps", 10**12, "between"), ("grad_accum", 1.5, "whole number"), ("lr", "fast", "number"),
-    ("warmup_stepz", 1, "Unknown hyperparameter"), ("async_save", 3, "true or false"),
-    ("mixed_precision", "fp8", "must be one of"),
-])
-def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike(api, alice, alice_org, name,
-                                                                                 value, why):
+@pytest.mark.parametrize(
+    ("name", "value", "why"),
+    [
+        ("lr", 10.0, "between"),
+        ("lr", 0, "between"),
+        ("seq_len", 10**9, "between"),
+        ("micro_batch", 0, "between"),
+        ("max_steps", 10**12, "between"),
+        ("grad_accum", 1.5, "whole number"),
+        ("lr", "fast", "number"),
+        ("warmup_stepz", 1, "Unknown hyperparameter"),
+        ("async_save", 3, "true or false"),
+        ("mixed_precision", "fp8", "must be one of"),
+    ],
+)
+def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike(
+    api, alice, alice_org, name, value, why
+):
     from instances.forms import JobLaunchForm
     from instances.services import LaunchError, LaunchSpec
     from instances.services.launch import _validate_training
@@ -121,9 +153,19 @@ def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike
     with pytest.raises(LimitError, match=why):
         hyperparameters_validate({name: value})
     with pytest.raises(LaunchError, match=why):
-        _validate_training(alice_org, LaunchSpec(kind="training", name="j", gpu_type="cpu-local", gpu_count=1,
-                                                 model_preset="tiny", engine="ddp", hyperparameters={name: value},
-                                                 dataset_version_ids=[1]))
+        _validate_training(
+            alice_org,
+            LaunchSpec(
+                kind="training",
+                name="j",
+                gpu_type="cpu-local",
+                gpu_count=1,
+                model_preset="tiny",
+                engine="ddp",
+                hyperparameters={name: value},
+                dataset_version_ids=[1],
+            ),
+        )
     if name in JobLaunchForm.base_fields and not isinstance(value, str):
         form = JobLaunchForm(data={name: value}, organization=alice_org)
         assert not form.is_valid() and name in form.errors
@@ -158,8 +200,7 @@ def test_docs_and_schema_answer_other_methods_with_405_in_the_envelope(api):
 
 def test_the_runtime_callback_answers_other_methods_in_the_envelope(api):
     _envelope(api.get("/api/v1/runtime/jobs/1/events"), 405, "method_not_allowed")
-    _envelope(api.post("/api/v1/runtime/jobs/1/events", "[" * 50_000, content_type="application/json"), 400,
-              "invalid")
+    _envelope(api.post("/api/v1/runtime/jobs/1/events", "[" * 50_000, content_type="application/json"), 400, "invalid")
 
 
 def test_an_app_call_with_a_nul_in_its_input_is_a_400_and_costs_nothing(api, alice, alice_org):
@@ -169,9 +210,16 @@ def test_an_app_call_with_a_nul_in_its_input_is_a_400_and_costs_nothing(api, ali
     from portal.marketplace.models import AppCall
 
     wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="t")
-    app = services.app_create(publisher=alice_org, user=alice, name="echo", category="general", description="",
-                              input_schema={"type": "object"}, output_schema={"type": "object"},
-                              price_per_call_micros=10_000)
+    app = services.app_create(
+        publisher=alice_org,
+        user=alice,
+        name="echo",
+        category="general",
+        description="",
+        input_schema={"type": "object"},
+        output_schema={"type": "object"},
+        price_per_call_micros=10_000,
+    )
     services.app_version_add(app=app, user=alice, kind=ServingKind.ECHO)
     services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
     response = api.post(f"/api/v1/apps/{app.slug}/invoke", '{"text": "a\\u0000b"}', content_type="application/json")
@@ -196,8 +244,12 @@ def test_the_schema_documents_bounds_errors_and_idempotency_keys():
             assert {"400", "401", "403", "404", "429"} <= codes, (method, path)
             if method == "post":
                 assert {"402", "409", "413", "422"} <= codes, (method, path)
-    honours_key = {("/api/v1/instances", "post"), ("/api/v1/jobs", "post"), ("/api/v1/apps/publish", "post"),
-                   ("/api/v1/apps/{slug}/invoke", "post")}
+    honours_key = {
+        ("/api/v1/instances", "post"),
+        ("/api/v1/jobs", "post"),
+        ("/api/v1/apps/publish", "post"),
+        ("/api/v1/apps/{slug}/invoke", "post"),
+    }
     for path, method in honours_key:
         params = schema["paths"][path][method].get("parameters", [])
         assert any(p["name"] == "Idempotency-Key" and p["in"] == "header" for p in params), path

@@ -87,17 +87,21 @@ def test_billing_imports_no_higher_floor_at_module_level() -> None:
         f"{path.relative_to(ROOT)}:{line} imports {name}"
         for path in sorted((ROOT / "billing").rglob("*.py"))
         if "migrations" not in path.parts
-        for line, name in _modules(ast.parse(path.read_text(encoding="utf-8")), module=_module_name(path),
-                                   top_level_only=True)
+        for line, name in _modules(
+            ast.parse(path.read_text(encoding="utf-8")), module=_module_name(path), top_level_only=True
+        )
         if any(name == f or name.startswith(f"{f}.") for f in forbidden)
     ]
     assert offenders == []
 
 
-@pytest.mark.parametrize("start", [
-    *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "instances" / "runtime").rglob("*.py")),
-    "instances/serving/server.py",
-])
+@pytest.mark.parametrize(
+    "start",
+    [
+        *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "instances" / "runtime").rglob("*.py")),
+        "instances/serving/server.py",
+    ],
+)
 def test_the_runtime_and_the_model_server_never_import_django(start: str) -> None:
     assert _django_imports(ROOT / start) == []
 

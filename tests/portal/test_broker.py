@@ -28,8 +28,13 @@ TRANSPORT = "portal.broker:Transport"  # the value of CELERY_BROKER_TRANSPORT in
 
 
 def _options(folder: str) -> dict[str, Any]:
-    return {"data_folder_in": folder, "data_folder_out": folder, "control_folder": folder + "-control",
-            "polling_interval": 0.01, "store_processed": False}
+    return {
+        "data_folder_in": folder,
+        "data_folder_out": folder,
+        "control_folder": folder + "-control",
+        "polling_interval": 0.01,
+        "store_processed": False,
+    }
 
 
 def _produce(folder: str, count: int) -> None:
@@ -113,10 +118,13 @@ def test_a_partial_file_is_invisible_to_the_consumer(tmp_path: Path) -> None:
 
 def test_the_embedded_settings_select_the_atomic_transport_for_celery(tmp_path: Path) -> None:
     """The Celery app under the embedded settings (what runportal's worker, beat and web load) uses it."""
-    code = ("from portal.celery import app; c = app.connection_for_write(); "
-            "print(type(c.transport).__module__, type(c.transport).__name__, c.transport_options['data_folder_in'])")
+    code = (
+        "from portal.celery import app; c = app.connection_for_write(); "
+        "print(type(c.transport).__module__, type(c.transport).__name__, c.transport_options['data_folder_in'])"
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
     env.update(DJANGO_SETTINGS_MODULE="portal.settings.base", PORTAL_DATA_DIR=str(tmp_path))
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True,
-                         timeout=60, check=True).stdout.split()
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60, check=True
+    ).stdout.split()
     assert out == ["portal.broker", "Transport", str(tmp_path / "celery" / "out")]

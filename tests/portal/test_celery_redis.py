@@ -28,29 +28,58 @@ ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = [
     pytest.mark.django_db(transaction=True),
-    pytest.mark.skipif(connection.vendor != "postgresql" or not REDIS,
-                       reason="needs PostgreSQL and REDIS_TEST_URL (set by .ci/run)"),
+    pytest.mark.skipif(
+        connection.vendor != "postgresql" or not REDIS, reason="needs PostgreSQL and REDIS_TEST_URL (set by .ci/run)"
+    ),
 ]
 
 
 @pytest.fixture
 def worker(tmp_path):
     db = connection.settings_dict
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings.base", "CELERY_BROKER_URL": REDIS,
-           "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
-           "PORTAL_DATA_DIR": str(tmp_path)}
-    proc = subprocess.Popen([sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool", "solo",
-                             "-Q", "control", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings.base",
+        "CELERY_BROKER_URL": REDIS,
+        "DATABASE_URL": f"postgres://{db['USER']}@{db['HOST']}:{db['PORT']}/{db['NAME']}",
+        "PORTAL_DATA_DIR": str(tmp_path),
+    }
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "portal",
+            "worker",
+            "--pool",
+            "solo",
+            "-Q",
+            "control",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"test-{os.getpid()}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     yield proc
     proc.terminate()
     proc.wait(20)
 
 
 def test_a_worker_on_redis_expires_a_grant_once_even_when_the_task_is_sent_twice(alice_org, worker):
-    grant = credit_grant_create(organization=alice_org, amount_micros=10_000_000,
-                                expires_at=timezone.now() + timedelta(days=1), kind=GrantKind.TRIAL,
-                                idempotency_key="trial")
+    grant = credit_grant_create(
+        organization=alice_org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=1),
+        kind=GrantKind.TRIAL,
+        idempotency_key="trial",
+    )
     CreditGrant.objects.filter(pk=grant.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     sender = Celery(broker=REDIS, set_as_current=False)  # the portal's app stays the current one for other tests
     sender.send_task("billing.tasks.expire_credit_grants", queue="control")  # control-plane work (settings)

@@ -11,14 +11,20 @@ SERIES = [("usage", "GPU usage"), ("app_call", "App call")]
 
 
 def test_columns_stack_bottom_up_scaled_to_the_largest_total():
-    chart = stacked_bar_chart([("d1", [1_000_000, 3_000_000]), ("d2", [0, 0]), ("d3", [0, 2_000_000])],
-                              series=SERIES, fmt=format_cny, unit="CNY", total_label="Total", width=300, height=60)
+    chart = stacked_bar_chart(
+        [("d1", [1_000_000, 3_000_000]), ("d2", [0, 0]), ("d3", [0, 2_000_000])],
+        series=SERIES,
+        fmt=format_cny,
+        unit="CNY",
+        total_label="Total",
+        width=300,
+        height=60,
+    )
     # drawing height 60 - 20 = 40 for 4.00 CNY; the base line is at y = 60 - 14 = 46; slots of 100, bars of 80
     assert chart.segments == [
         Segment(x=10, y=36, width=80, height=10, series="usage", title="d1 · GPU usage: 1.00 CNY (Total 4.00 CNY)"),
         Segment(x=10, y=6, width=80, height=30, series="app_call", title="d1 · App call: 3.00 CNY (Total 4.00 CNY)"),
-        Segment(x=210, y=26, width=80, height=20, series="app_call",
-                title="d3 · App call: 2.00 CNY (Total 2.00 CNY)"),
+        Segment(x=210, y=26, width=80, height=20, series="app_call", title="d3 · App call: 2.00 CNY (Total 2.00 CNY)"),
     ]
     assert chart.legend == SERIES and chart.max_label == "4.00 CNY"
 

@@ -24,15 +24,18 @@ def test_an_owner_creates_a_team_and_adds_an_existing_account(client, alice, cha
     assert team.wallet.paid_account.balance_micros == 0
     client.post(reverse("members", args=[team.slug]), {"email": "Charlie@Example.com", "role": "member"})
     assert list(team.memberships.order_by("role").values_list("user__email", "role")) == [
-        ("charlie@example.com", "member"), ("alice@example.com", "owner")]
+        ("charlie@example.com", "member"),
+        ("alice@example.com", "owner"),
+    ]
 
 
 def test_unknown_addresses_personal_orgs_and_non_managers_are_refused(client, alice, alice_org, team, bob, charlie):
     client.force_login(alice)
     response = client.post(reverse("members", args=[team.slug]), {"email": "nobody@example.com", "role": "member"})
     assert response.status_code == 400 and "No account uses nobody@example.com" in response.content.decode()
-    response = client.post(reverse("members", args=[alice_org.slug]), {"email": "charlie@example.com",
-                                                                       "role": "member"})
+    response = client.post(
+        reverse("members", args=[alice_org.slug]), {"email": "charlie@example.com", "role": "member"}
+    )
     assert "A personal organization has only its owner" in response.content.decode()
     client.post(reverse("members", args=[team.slug]), {"email": "bob@example.com", "role": "member"})
     client.force_login(bob)

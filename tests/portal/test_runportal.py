@@ -52,8 +52,9 @@ class Run:
             time.sleep(0.2)
 
     def pids(self, name: str) -> list[int]:
-        return [int(m.group(1)) for line in list(self.lines)
-                if (m := re.fullmatch(rf"started {name} \(pid (\d+)\)", line))]
+        return [
+            int(m.group(1)) for line in list(self.lines) if (m := re.fullmatch(rf"started {name} \(pid (\d+)\)", line))
+        ]
 
     def web_status(self) -> int:
         """The status of ``GET /login/`` on the served address; 0 when nothing answers."""
@@ -88,9 +89,15 @@ def _start(tmp_path: Path, *extra: str) -> Run:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
     env.update(DJANGO_SETTINGS_MODULE="portal.settings.base", PORTAL_DATA_DIR=str(tmp_path), PYTHONUNBUFFERED="1")
-    proc = subprocess.Popen([sys.executable, "manage.py", "runportal", *extra, "--addr", f"127.0.0.1:{port}"],
-                            cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "manage.py", "runportal", *extra, "--addr", f"127.0.0.1:{port}"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     return Run(proc, port)
 
 
@@ -111,23 +118,31 @@ def runportal(tmp_path: Path) -> Iterator[Run]:
 
 def test_a_killed_worker_is_restarted_while_the_web_server_keeps_answering(runportal: Run) -> None:
     run = runportal
-    run.wait_for(lambda: run.web_status() == 200 and run.output().count(" ready.") == 2,
-                 "web server answering and both workers (control, bulk) ready")
+    run.wait_for(
+        lambda: run.web_status() == 200 and run.output().count(" ready.") == 2,
+        "web server answering and both workers (control, bulk) ready",
+    )
     [web] = run.pids("web")
     [worker] = run.pids("worker")
 
     os.kill(worker, signal.SIGKILL)
     run.wait_for(lambda: len(run.pids("worker")) == 2, "new worker", timeout=30)
-    assert f"worker exited with {-signal.SIGKILL}; restarting it (restart 1 of at most 5 within 10 minutes)" \
-        in run.lines
+    assert (
+        f"worker exited with {-signal.SIGKILL}; restarting it (restart 1 of at most 5 within 10 minutes)" in run.lines
+    )
     assert run.web_status() == 200  # while the new worker starts
     new_worker = run.pids("worker")[1]
     assert new_worker != worker and not _alive(worker)
 
     # The new worker consumes the broker: beat sends instances.tasks.reconcile every 10 s.
     restarted_at = len(run.lines)
-    run.wait_for(lambda: any(re.search(r"Task instances\.tasks\.reconcile\[.*\] succeeded", line)
-                             for line in run.lines[restarted_at:]), "task run by the new worker", timeout=90)
+    run.wait_for(
+        lambda: any(
+            re.search(r"Task instances\.tasks\.reconcile\[.*\] succeeded", line) for line in run.lines[restarted_at:]
+        ),
+        "task run by the new worker",
+        timeout=90,
+    )
     assert run.web_status() == 200
     assert run.pids("web") == [web] and _alive(web)
     assert "stopping the rest" not in run.output()
@@ -179,8 +194,7 @@ def test_a_worker_that_keeps_dying_stops_everything_after_five_restarts(
             signal.signal(sig, handler)
     assert str(failure.value) == "worker exited with 3 after 5 restarts within 10 minutes; giving up, stopping the rest"
     assert [name for name, _ in started] == ["web", "worker", "bulk", "beat", *["worker"] * 5]
-    assert [proc.poll() for _, proc in started] == [-signal.SIGTERM, 3, -signal.SIGTERM, -signal.SIGTERM,
-                                                    3, 3, 3, 3, 3]
+    assert [proc.poll() for _, proc in started] == [-signal.SIGTERM, 3, -signal.SIGTERM, -signal.SIGTERM, 3, 3, 3, 3, 3]
 
 
 CORPORA = ROOT.parent / "shared" / "corpora"
@@ -193,14 +207,20 @@ def test_the_control_queue_runs_while_corpus_imports_occupy_the_bulk_worker(tmp_
     and the reconcile / placement pass on "control" run meanwhile, and the console says so."""
     run = _start(tmp_path)
     try:
-        def imports_done() -> int:
-            return sum(bool(re.search(r"Task datasets\.tasks\.import_corpus\[.*\] succeeded", line))
-                       for line in run.lines)
 
-        run.wait_for(lambda: "compute node registered: launches can start now" in run.lines,
-                     "node registered while imports run")
-        run.wait_for(lambda: any(re.search(r"Task instances\.tasks\.reconcile\[.*\] succeeded", line)
-                                 for line in run.lines), "a reconcile pass (it places waiting instances)", timeout=60)
+        def imports_done() -> int:
+            return sum(
+                bool(re.search(r"Task datasets\.tasks\.import_corpus\[.*\] succeeded", line)) for line in run.lines
+            )
+
+        run.wait_for(
+            lambda: "compute node registered: launches can start now" in run.lines, "node registered while imports run"
+        )
+        run.wait_for(
+            lambda: any(re.search(r"Task instances\.tasks\.reconcile\[.*\] succeeded", line) for line in run.lines),
+            "a reconcile pass (it places waiting instances)",
+            timeout=60,
+        )
         queued = sum(bool(re.search(r"import_corpus\[.*\] received", line)) for line in run.lines)
         from datasets.pipeline import corpus_files
 

@@ -56,13 +56,13 @@ schema = _load()  # the schema page is public and reads no table, so it loads at
 
 
 @schema.parametrize()
-@settings(max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None,
-          suppress_health_check=list(HealthCheck))
+@settings(
+    max_examples=MAX_EXAMPLES, deadline=None, derandomize=True, database=None, suppress_health_check=list(HealthCheck)
+)
 def test_every_operation_answers_as_documented(case: Any, token: str) -> None:
     from schemathesis.checks import not_a_server_error
 
     case.call_and_validate(
         headers={"Authorization": f"Bearer {token}", "Host": "localhost"},
-        checks=[not_a_server_error, status_code_conformance, content_type_conformance,
-                response_schema_conformance],
+        checks=[not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance],
     )

@@ -24,8 +24,9 @@ PROD_ENV = {
 
 def _run(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     base = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_"))}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env},
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env={**base, **env}, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_production_settings_pass_check_deploy_with_no_warnings():

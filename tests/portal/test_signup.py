@@ -149,8 +149,9 @@ def test_a_wrong_password_is_refused_and_repeated_failures_lock_out(client, alic
 
 
 def test_login_with_the_right_password_reaches_the_dashboard(client, alice):
-    response = client.post(reverse("login"), {"username": "alice@example.com", "password": "correct horse battery 9"},
-                           follow=True)
+    response = client.post(
+        reverse("login"), {"username": "alice@example.com", "password": "correct horse battery 9"}, follow=True
+    )
     assert response.status_code == 200
     assert response.redirect_chain[-1][0] == reverse("dashboard", args=[organization_for_user(user=alice).slug])
 
@@ -171,8 +172,10 @@ def test_a_post_without_csrf_is_refused_and_writes_nothing():
     from django.test import Client
 
     csrf_client = Client(enforce_csrf_checks=True)
-    response = csrf_client.post(reverse("signup"), {"email": "eve@example.com", "password1": "correct horse battery 9",
-                                                    "password2": "correct horse battery 9"})
+    response = csrf_client.post(
+        reverse("signup"),
+        {"email": "eve@example.com", "password1": "correct horse battery 9", "password2": "correct horse battery 9"},
+    )
     assert response.status_code == 403
     assert not User.objects.filter(email="eve@example.com").exists()
 
@@ -182,8 +185,13 @@ def test_login_and_lockout_ignore_the_case_of_the_address(client, alice):
     response = client.post(url, {"username": "ALICE@Example.com", "password": "correct horse battery 9"})
     assert response.status_code == 302 and client.session["_auth_user_id"] == str(alice.pk)
     client.logout()
-    for variant in ["Alice@example.com", "ALICE@EXAMPLE.COM", "alice@example.com", "aLiCe@example.com",
-                    "alice@EXAMPLE.com"]:
+    for variant in [
+        "Alice@example.com",
+        "ALICE@EXAMPLE.COM",
+        "alice@example.com",
+        "aLiCe@example.com",
+        "alice@EXAMPLE.com",
+    ]:
         client.post(url, {"username": variant, "password": "wrong"})
     assert client.post(url, {"username": "Alice@Example.com", "password": "wrong"}).status_code == 429
     locked = client.post(url, {"username": "ALICE@example.com", "password": "correct horse battery 9"})

@@ -3,10 +3,17 @@
 from portal.celery import app
 
 EXPECTED = {
-    "billing.tasks.expire_credit_grants", "billing.tasks.metering_tick", "datasets.tasks.import_corpus",
-    "datasets.tasks.upload_stage", "instances.tasks.reconcile", "instances.tasks.launch_attempt",
-    "instances.tasks.stop_instance", "instances.tasks.checkpoint_timers", "instances.tasks.sync_inventory",
-    "portal.marketplace.tasks.app_version_build", "portal.webhooks.tasks.webhook_deliver",
+    "billing.tasks.expire_credit_grants",
+    "billing.tasks.metering_tick",
+    "datasets.tasks.import_corpus",
+    "datasets.tasks.upload_stage",
+    "instances.tasks.reconcile",
+    "instances.tasks.launch_attempt",
+    "instances.tasks.stop_instance",
+    "instances.tasks.checkpoint_timers",
+    "instances.tasks.sync_inventory",
+    "portal.marketplace.tasks.app_version_build",
+    "portal.webhooks.tasks.webhook_deliver",
     "portal.webhooks.tasks.webhook_deliveries_sweep",
 }
 

@@ -41,8 +41,14 @@ def team(alice: Any) -> Any:
     """alice's team organization "acme" with 20.00 CNY (10.00 paid, 10.00 granted)."""
     org = organization_create(name="acme", owner=alice)
     wallet_top_up(organization=org, amount_micros=10_000_000, idempotency_key="acme:topup")
-    credit_grant_create(organization=org, amount_micros=10_000_000, expires_at=timezone.now() + timedelta(days=30),
-                        kind=GrantKind.STAFF, idempotency_key="acme:grant", reason="test")
+    credit_grant_create(
+        organization=org,
+        amount_micros=10_000_000,
+        expires_at=timezone.now() + timedelta(days=30),
+        kind=GrantKind.STAFF,
+        idempotency_key="acme:grant",
+        reason="test",
+    )
     return org
 
 
@@ -150,9 +156,12 @@ def test_a_token_never_acts_for_another_organization(team, alice, alice_org):
     before = _snapshot()
     q = f"?organization={team.slug}"
     requests = [
-        ("get", "/api/v1/wallet" + q, None), ("get", "/api/v1/wallet/ledger" + q, None),
-        ("get", "/api/v1/instances" + q, None), ("get", "/api/v1/jobs" + q, None),
-        ("get", "/api/v1/usage" + q, None), ("get", "/api/v1/apps/calls" + q, None),
+        ("get", "/api/v1/wallet" + q, None),
+        ("get", "/api/v1/wallet/ledger" + q, None),
+        ("get", "/api/v1/instances" + q, None),
+        ("get", "/api/v1/jobs" + q, None),
+        ("get", "/api/v1/usage" + q, None),
+        ("get", "/api/v1/apps/calls" + q, None),
         ("post", "/api/v1/instances" + q, {"gpu_type": "cpu-local", "gpu_count": 1, "command": ["true"]}),
         ("post", "/api/v1/wallet/top-ups" + q, TOP_UP),
     ]
@@ -184,21 +193,23 @@ def test_a_write_token_of_a_demoted_member_acts_as_read_even_if_the_row_was_not_
     created = api_token_create(user=bob_in_team, organization=team, name="w", scope=TokenScope.WRITE)
     Membership.objects.filter(organization=team, user=bob_in_team).update(role=Role.MEMBER)  # behind the service
     assert _api(created.plaintext).get("/api/v1/me").json()["token_scope"] == "read"
-    response = _api(created.plaintext).post("/api/v1/instances", {"gpu_type": "x", "gpu_count": 1,
-                                                                   "command": ["true"]}, format="json")
+    response = _api(created.plaintext).post(
+        "/api/v1/instances", {"gpu_type": "x", "gpu_count": 1, "command": ["true"]}, format="json"
+    )
     assert response.status_code == 403
 
 
 def test_deactivating_a_user_revokes_every_token(team, alice, alice_org, bob_in_team):
-    tokens = [api_token_create(user=bob_in_team, organization=org, name="t", scope=TokenScope.READ)
-              for org in (team, bob_in_team.organizations.get(personal=True))]
+    tokens = [
+        api_token_create(user=bob_in_team, organization=org, name="t", scope=TokenScope.READ)
+        for org in (team, bob_in_team.organizations.get(personal=True))
+    ]
     user_deactivate(user=bob_in_team, acting_user=alice)
     for created in tokens:
         created.token.refresh_from_db()
         assert created.token.revoked_at is not None
         assert _api(created.plaintext).get("/api/v1/me").status_code == 401
-    assert AuditEvent.objects.filter(action="portal.api_token_revoke",
-                                     extra__reason="user_deactivated").count() == 2
+    assert AuditEvent.objects.filter(action="portal.api_token_revoke", extra__reason="user_deactivated").count() == 2
 
 
 def test_unticking_active_in_the_admin_revokes_tokens_too(team, bob_in_team):
@@ -226,7 +237,9 @@ def test_a_member_cannot_make_themselves_admin_and_an_admin_cannot_touch_owners(
     with pytest.raises(MembershipError):
         membership_remove(membership=Membership.objects.get(organization=team, user=alice), acting_user=bob_in_team)
     assert dict(Membership.objects.filter(organization=team).values_list("user__email", "role")) == {
-        "alice@example.com": "owner", "bob@example.com": "admin"}
+        "alice@example.com": "owner",
+        "bob@example.com": "admin",
+    }
 
 
 def test_the_last_owner_cannot_be_demoted(team, alice):
@@ -257,14 +270,24 @@ def crew(team: Any, alice: Any) -> dict[str, Any]:
         scope = TokenScope.WRITE if role_allows_write(role) else TokenScope.READ
         browser = Client()
         browser.force_login(user)
-        people[role] = {"user": user, "api": _api(api_token_create(user=user, organization=team, name="t",
-                                                                   scope=scope).plaintext), "console": browser}
+        people[role] = {
+            "user": user,
+            "api": _api(api_token_create(user=user, organization=team, name="t", scope=scope).plaintext),
+            "console": browser,
+        }
     cpu = GpuType.objects.get(code="cpu-local")
     someone_else = _make_user("someone@example.com", "someone")
     membership_add(organization=team, user=someone_else, role=Role.MEMBER, acting_user=alice)
     people["instance_factory"] = lambda: Instance.objects.create(
-        organization=team, created_by=someone_else, name="theirs", kind="interactive", gpu_type=cpu, gpu_count=1,
-        mode="container", command=["sleep", "1"])
+        organization=team,
+        created_by=someone_else,
+        name="theirs",
+        kind="interactive",
+        gpu_type=cpu,
+        gpu_count=1,
+        mode="container",
+        command=["sleep", "1"],
+    )
     return people
 
 
@@ -297,11 +320,12 @@ def test_each_role_can_do_exactly_what_the_table_says(role, crew, team):
         assert (response.status_code != 403, instance.status == "stopped") == (allowed, allowed), (channel, role)
 
     # launch (a GPU type that does not exist: allowed roles get past the permission check to a 400)
-    api = me["api"].post("/api/v1/instances", {"gpu_type": "NOPE", "gpu_count": 1, "command": ["true"]},
-                         format="json")
+    api = me["api"].post("/api/v1/instances", {"gpu_type": "NOPE", "gpu_count": 1, "command": ["true"]}, format="json")
     assert api.status_code == (400 if _expect(role, Action.INSTANCES_LAUNCH, write=True) else 403), api.json()
-    console = me["console"].post(f"/o/{slug}/instances/new/", {"gpu_type": "cpu-local", "gpu_count": 1,
-                                                                "mode": "container", "command": "sleep 1"})
+    console = me["console"].post(
+        f"/o/{slug}/instances/new/",
+        {"gpu_type": "cpu-local", "gpu_count": 1, "mode": "container", "command": "sleep 1"},
+    )
     launched = Instance.objects.filter(created_by=me["user"]).count()
     if action_allowed(role, Action.INSTANCES_LAUNCH):
         assert (console.status_code, launched) in ((302, 1), (400, 0))  # launched, or refused for money
@@ -316,14 +340,23 @@ def test_each_role_can_do_exactly_what_the_table_says(role, crew, team):
     assert console.status_code == (302 if action_allowed(role, Action.WALLET_TOP_UP) else 403)
 
     # publish an app from a checkpoint (an unknown job: allowed roles reach that 404)
-    api = me["api"].post("/api/v1/apps/publish", {"job_id": 999999, "checkpoint_id": 999999, "name": "x"},
-                         format="json")
+    api = me["api"].post(
+        "/api/v1/apps/publish", {"job_id": 999999, "checkpoint_id": 999999, "name": "x"}, format="json"
+    )
     assert api.status_code == (404 if _expect(role, Action.APPS_PUBLISH, write=True) else 403), api.json()
     from portal.marketplace.models import App
 
-    console = me["console"].post(f"/o/{slug}/apps/new/", {
-        "name": f"app of {role}", "category": "general", "price_per_call": "0", "visibility": "private",
-        "input_schema": '{"type": "object"}', "output_schema": '{"type": "object"}'})
+    console = me["console"].post(
+        f"/o/{slug}/apps/new/",
+        {
+            "name": f"app of {role}",
+            "category": "general",
+            "price_per_call": "0",
+            "visibility": "private",
+            "input_schema": '{"type": "object"}',
+            "output_schema": '{"type": "object"}',
+        },
+    )
     made = App.objects.filter(publisher=team, created_by=me["user"]).count()
     assert (console.status_code, made) == ((302, 1) if action_allowed(role, Action.APPS_PUBLISH) else (403, 0))
 

@@ -20,8 +20,13 @@ def hook(alice: Any, alice_org: Any, httpserver: Any, loopback: None) -> tuple[A
     from portal.webhooks.choices import EventType
     from portal.webhooks.services import webhook_endpoint_create
 
-    return webhook_endpoint_create(organization=alice_org, user=alice, url=httpserver.url_for("/hook"),
-                                   event_types=list(EventType.values), description="alice's receiver")
+    return webhook_endpoint_create(
+        organization=alice_org,
+        user=alice,
+        url=httpserver.url_for("/hook"),
+        event_types=list(EventType.values),
+        description="alice's receiver",
+    )
 
 
 @pytest.fixture
@@ -37,8 +42,11 @@ def api_client(db: Any) -> Any:
         from portal.permissions import Action, allowed_actions
 
         # the strongest token the user's role may hold (members: read only)
-        scope = (TokenScope.WRITE if Action.TOKENS_CREATE_WRITE in allowed_actions(user=user, organization=organization)
-                 else TokenScope.READ)
+        scope = (
+            TokenScope.WRITE
+            if Action.TOKENS_CREATE_WRITE in allowed_actions(user=user, organization=organization)
+            else TokenScope.READ
+        )
         token = api_token_create(user=user, organization=organization, name="t", scope=scope)
         client.credentials(HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
         return client

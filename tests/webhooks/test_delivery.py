@@ -39,8 +39,14 @@ def _receiver(httpserver, answers, secrets=None):
         header = request.headers["Webhook-Signature"]
         for secret in secrets or []:
             stripe.WebhookSignature.verify_header(body, header, secret, 300)  # raises on a bad signature
-        received.append({"id": request.headers["Webhook-Id"], "event": request.headers["Webhook-Event"],
-                         "signature": header, "body": body})
+        received.append(
+            {
+                "id": request.headers["Webhook-Id"],
+                "event": request.headers["Webhook-Event"],
+                "signature": header,
+                "body": body,
+            }
+        )
         code = next(codes)
         if code == 200:
             accepted.setdefault(request.headers["Webhook-Id"], []).append(json.loads(body))
@@ -57,14 +63,18 @@ def _emit(alice_org, capture, event_type="instance.state_changed", data=DATA):
 
 
 def test_a_receiver_down_three_times_gets_the_event_once_after_four_attempts(
-        alice_org, hook, httpserver, django_capture_on_commit_callbacks):
+    alice_org, hook, httpserver, django_capture_on_commit_callbacks
+):
     endpoint, secret = hook
     accepted, received = _receiver(httpserver, [500, 500, 500, 200], secrets=[secret])
     with time_machine.travel(T0, tick=False) as clock:
         event = _emit(alice_org, django_capture_on_commit_callbacks)
         delivery = WebhookDelivery.objects.get(event=event, endpoint=endpoint)
         assert (delivery.status, delivery.attempt_count, delivery.next_attempt_at) == (
-            DeliveryStatus.PENDING, 1, T0 + timedelta(seconds=60))
+            DeliveryStatus.PENDING,
+            1,
+            T0 + timedelta(seconds=60),
+        )
         clock.shift(timedelta(seconds=59))
         assert tasks.webhook_deliveries_sweep() == 0  # not yet due
         for wait_s in (1, 120, 240):  # backoff 60 s, 120 s, 240 s after the 1st, 2nd, 3rd failure
@@ -74,10 +84,18 @@ def test_a_receiver_down_three_times_gets_the_event_once_after_four_attempts(
         assert tasks.webhook_deliveries_sweep() == 0  # delivered: nothing more is sent
 
     delivery.refresh_from_db()
-    assert (delivery.status, delivery.attempt_count, delivery.last_status_code, delivery.next_attempt_at,
-            delivery.delivered_at) == (DeliveryStatus.SUCCEEDED, 4, 200, None, T0 + timedelta(seconds=420))
-    attempts = list(WebhookAttempt.objects.filter(delivery=delivery).values_list(
-        "number", "started_at", "status_code", "error", "response_excerpt"))
+    assert (
+        delivery.status,
+        delivery.attempt_count,
+        delivery.last_status_code,
+        delivery.next_attempt_at,
+        delivery.delivered_at,
+    ) == (DeliveryStatus.SUCCEEDED, 4, 200, None, T0 + timedelta(seconds=420))
+    attempts = list(
+        WebhookAttempt.objects.filter(delivery=delivery).values_list(
+            "number", "started_at", "status_code", "error", "response_excerpt"
+        )
+    )
     assert attempts == [
         (1, T0, 500, "HTTP 500", "receiver down"),
         (2, T0 + timedelta(seconds=60), 500, "HTTP 500", "receiver down"),
@@ -88,14 +106,21 @@ def test_a_receiver_down_three_times_gets_the_event_once_after_four_attempts(
     # four requests of one event (same id), one accepted
     assert [r["id"] for r in received] == [event.public_id] * 4
     assert list(accepted) == [event.public_id]
-    assert accepted[event.public_id] == [{
-        "id": event.public_id, "type": "instance.state_changed", "created": int(T0.timestamp()),
-        "organization": alice_org.slug, "data": DATA}]
+    assert accepted[event.public_id] == [
+        {
+            "id": event.public_id,
+            "type": "instance.state_changed",
+            "created": int(T0.timestamp()),
+            "organization": alice_org.slug,
+            "data": DATA,
+        }
+    ]
     assert event.public_id.startswith("evt_") and len(event.public_id) == 28
 
 
 def test_the_signature_is_stripes_scheme_and_refuses_a_wrong_secret_or_a_changed_body(
-        alice_org, hook, httpserver, django_capture_on_commit_callbacks):
+    alice_org, hook, httpserver, django_capture_on_commit_callbacks
+):
     _endpoint, secret = hook
     _accepted, received = _receiver(httpserver, [200])
     with time_machine.travel(T0, tick=False):
@@ -110,19 +135,24 @@ def test_the_signature_is_stripes_scheme_and_refuses_a_wrong_secret_or_a_changed
         with pytest.raises(stripe.SignatureVerificationError):
             stripe.WebhookSignature.verify_header(request["body"], request["signature"], "whsec_wrong", 300)
         with pytest.raises(stripe.SignatureVerificationError):
-            stripe.WebhookSignature.verify_header(request["body"].replace("llama", "llamb"), request["signature"],
-                                                  secret, 300)
+            stripe.WebhookSignature.verify_header(
+                request["body"].replace("llama", "llamb"), request["signature"], secret, 300
+            )
 
 
 def test_after_rotation_both_secrets_verify_for_24_hours_then_only_the_new_one(
-        alice, alice_org, hook, httpserver, django_capture_on_commit_callbacks):
+    alice, alice_org, hook, httpserver, django_capture_on_commit_callbacks
+):
     endpoint, old = hook
     _accepted, received = _receiver(httpserver, [200, 200, 200])
     with time_machine.travel(T0, tick=False) as clock:
         endpoint, new = webhook_endpoint_rotate(endpoint=endpoint, user=alice)
         assert new != old and new.startswith("whsec_")
         assert (endpoint.secret, endpoint.previous_secret, endpoint.previous_secret_expires_at) == (
-            new, old, T0 + timedelta(hours=24))
+            new,
+            old,
+            T0 + timedelta(hours=24),
+        )
         _emit(alice_org, django_capture_on_commit_callbacks)
         during = received[-1]
         assert during["signature"].count("v1=") == 2
@@ -140,7 +170,8 @@ def test_after_rotation_both_secrets_verify_for_24_hours_then_only_the_new_one(
 
 
 def test_a_receiver_down_for_three_days_ends_failed_after_twenty_attempts(
-        alice_org, hook, httpserver, django_capture_on_commit_callbacks):
+    alice_org, hook, httpserver, django_capture_on_commit_callbacks
+):
     _receiver(httpserver, [503] * 100)
     with time_machine.travel(T0, tick=False) as clock:
         event = _emit(alice_org, django_capture_on_commit_callbacks)
@@ -156,8 +187,9 @@ def test_a_receiver_down_for_three_days_ends_failed_after_twenty_attempts(
     assert (last.number, last.started_at, last.status_code) == (20, T0 + timedelta(seconds=246_660), 503)
 
 
-def test_a_receiver_that_refuses_connections_loses_nothing(alice, alice_org, loopback,
-                                                             django_capture_on_commit_callbacks):
+def test_a_receiver_that_refuses_connections_loses_nothing(
+    alice, alice_org, loopback, django_capture_on_commit_callbacks
+):
     from pytest_httpserver import HTTPServer
 
     from portal.webhooks.services import webhook_endpoint_create
@@ -165,15 +197,19 @@ def test_a_receiver_that_refuses_connections_loses_nothing(alice, alice_org, loo
     server = HTTPServer(host="127.0.0.1", port=0)  # the test's own receiver: it is stopped and started again
     server.start()
     try:
-        endpoint, _ = webhook_endpoint_create(organization=alice_org, user=alice, url=server.url_for("/hook"),
-                                              event_types=["job.finished"])
+        endpoint, _ = webhook_endpoint_create(
+            organization=alice_org, user=alice, url=server.url_for("/hook"), event_types=["job.finished"]
+        )
         server.stop()  # nobody listens on the port now
         with time_machine.travel(T0, tick=False):
             event = _emit(alice_org, django_capture_on_commit_callbacks, "job.finished", {"job_id": 1})
         delivery = WebhookDelivery.objects.get(event=event)
         attempt = delivery.attempts.get()
         assert (delivery.status, attempt.status_code, attempt.error) == (
-            DeliveryStatus.PENDING, None, "connection failed: ConnectionError")
+            DeliveryStatus.PENDING,
+            None,
+            "connection failed: ConnectionError",
+        )
         server.start()  # back on the same port
         assert server.url_for("/hook") == endpoint.url
         accepted, _ = _receiver(server, [200])
@@ -190,8 +226,11 @@ def test_a_receiver_that_refuses_connections_loses_nothing(alice, alice_org, loo
 def test_a_task_run_twice_sends_once(alice_org, hook, httpserver):
     _accepted, received = _receiver(httpserver, [200, 200])
     with time_machine.travel(T0, tick=False):
-        webhook_emit(organization=alice_org, event_type="wallet.balance_low",
-                     data={"balance_micros": 1, "threshold_micros": 10_000_000, "currency": "CNY"})
+        webhook_emit(
+            organization=alice_org,
+            event_type="wallet.balance_low",
+            data={"balance_micros": 1, "threshold_micros": 10_000_000, "currency": "CNY"},
+        )
         delivery = WebhookDelivery.objects.get()  # on_commit not run: as if the first enqueue was lost
         assert tasks.webhook_deliver(delivery.pk) == "succeeded"
         assert tasks.webhook_deliver(delivery.pk) == "not_due"
@@ -200,7 +239,8 @@ def test_a_task_run_twice_sends_once(alice_org, hook, httpserver):
 
 
 def test_redeliver_through_the_api_and_the_console_sends_the_same_event_again(
-        alice, alice_org, hook, httpserver, api_client, django_capture_on_commit_callbacks):
+    alice, alice_org, hook, httpserver, api_client, django_capture_on_commit_callbacks
+):
     accepted, received = _receiver(httpserver, [200, 200, 200])
     event = _emit(alice_org, django_capture_on_commit_callbacks)
     delivery = WebhookDelivery.objects.get(event=event)
@@ -236,8 +276,9 @@ def test_emit_costs_one_query_when_nothing_subscribes(alice_org, charlie, django
 def test_an_endpoint_gets_only_the_types_it_subscribed_to(alice, alice_org, loopback, httpserver):
     from portal.webhooks.services import webhook_endpoint_create
 
-    endpoint, _ = webhook_endpoint_create(organization=alice_org, user=alice, url=httpserver.url_for("/hook"),
-                                          event_types=["job.finished"])
+    endpoint, _ = webhook_endpoint_create(
+        organization=alice_org, user=alice, url=httpserver.url_for("/hook"), event_types=["job.finished"]
+    )
     webhook_emit(organization=alice_org, event_type="job.failed", data={"job_id": 1})
     assert WebhookEvent.objects.count() == 0
     webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})

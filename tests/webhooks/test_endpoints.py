@@ -29,6 +29,7 @@ PUBLIC = "93.184.215.14"  # a globally routable address (example.com's)
 def resolver(monkeypatch):
     """DNS stand-in: ``*.example`` names resolve to the address in their first label (``10-0-0-5.example`` →
     10.0.0.5); everything else to a public address. No network."""
+
     def fake_getaddrinfo(host, port, *args, **kwargs):
         try:
             address = str(ipaddress.ip_address(host))  # a literal address resolves to itself
@@ -44,17 +45,20 @@ def _nothing_written():
     assert not AuditEvent.objects.filter(action__startswith="webhooks.").exists()
 
 
-@pytest.mark.parametrize(("url", "message"), [
-    ("https://127.0.0.1/hook", "is not a public address (127.0.0.1)"),
-    ("https://169.254.169.254/latest/meta-data/", "is not a public address (169.254.169.254)"),
-    ("https://10-0-0-5.example/hook", "10-0-0-5.example is not a public address (10.0.0.5)"),
-    ("https://192-168-1-20.example:8443/hook", "is not a public address (192.168.1.20)"),
-    ("https://[::1]/hook", "is not a public address (::1)"),
-    ("http://hooks.partner.com/hook", "must be an https:// URL"),
-    ("ftp://hooks.partner.com/hook", "is not a valid https:// URL"),
-    ("https://hooks.partner.com/" + "a" * 500, "longer than 500 characters"),
-    ("", "Enter the endpoint's URL"),
-])
+@pytest.mark.parametrize(
+    ("url", "message"),
+    [
+        ("https://127.0.0.1/hook", "is not a public address (127.0.0.1)"),
+        ("https://169.254.169.254/latest/meta-data/", "is not a public address (169.254.169.254)"),
+        ("https://10-0-0-5.example/hook", "10-0-0-5.example is not a public address (10.0.0.5)"),
+        ("https://192-168-1-20.example:8443/hook", "is not a public address (192.168.1.20)"),
+        ("https://[::1]/hook", "is not a public address (::1)"),
+        ("http://hooks.partner.com/hook", "must be an https:// URL"),
+        ("ftp://hooks.partner.com/hook", "is not a valid https:// URL"),
+        ("https://hooks.partner.com/" + "a" * 500, "longer than 500 characters"),
+        ("", "Enter the endpoint's URL"),
+    ],
+)
 def test_a_private_or_malformed_url_is_refused_and_nothing_is_written(alice, alice_org, resolver, url, message):
     with pytest.raises(WebhookError, match=re.escape(message)):
         webhook_endpoint_create(organization=alice_org, user=alice, url=url, event_types=["job.finished"])
@@ -62,36 +66,59 @@ def test_a_private_or_malformed_url_is_refused_and_nothing_is_written(alice, ali
 
 
 def test_the_api_refuses_a_metadata_address_with_the_envelope(alice, alice_org, api_client):
-    response = api_client(alice, alice_org).post("/api/v1/webhooks/endpoints", {
-        "url": "https://169.254.169.254/latest/meta-data/", "event_types": ["job.finished"]}, format="json")
+    response = api_client(alice, alice_org).post(
+        "/api/v1/webhooks/endpoints",
+        {"url": "https://169.254.169.254/latest/meta-data/", "event_types": ["job.finished"]},
+        format="json",
+    )
     assert response.status_code == 400
-    assert response.json() == {"error": {
-        "code": "invalid", "details": None,
-        "message": "The endpoint host 169.254.169.254 is not a public address (169.254.169.254)."}}
+    assert response.json() == {
+        "error": {
+            "code": "invalid",
+            "details": None,
+            "message": "The endpoint host 169.254.169.254 is not a public address (169.254.169.254).",
+        }
+    }
     _nothing_written()
 
 
-@pytest.mark.parametrize(("types", "message"), [
-    ([], "Pick at least one event type"), (["job.exploded"], "Unknown event type job.exploded"),
-    ("job.finished", "Pick at least one event type")])
+@pytest.mark.parametrize(
+    ("types", "message"),
+    [
+        ([], "Pick at least one event type"),
+        (["job.exploded"], "Unknown event type job.exploded"),
+        ("job.finished", "Pick at least one event type"),
+    ],
+)
 def test_unknown_or_missing_event_types_are_refused(alice, alice_org, resolver, types, message):
     with pytest.raises(WebhookError, match=message):
-        webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
-                                event_types=types)
+        webhook_endpoint_create(
+            organization=alice_org, user=alice, url="https://hooks.partner.com/x", event_types=types
+        )
     _nothing_written()
 
 
 def test_an_owner_registers_an_endpoint_and_sees_the_secret_once(alice, alice_org, resolver, api_client):
     client = api_client(alice, alice_org)
-    response = client.post("/api/v1/webhooks/endpoints", {
-        "url": " https://hooks.partner.com/gpu ", "description": "prod",
-        "event_types": ["wallet.balance_low", "instance.state_changed", "wallet.balance_low"]}, format="json")
+    response = client.post(
+        "/api/v1/webhooks/endpoints",
+        {
+            "url": " https://hooks.partner.com/gpu ",
+            "description": "prod",
+            "event_types": ["wallet.balance_low", "instance.state_changed", "wallet.balance_low"],
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     endpoint = WebhookEndpoint.objects.get()
     assert body["secret"] == endpoint.secret and body["secret"].startswith("whsec_") and len(body["secret"]) == 49
     assert (body["id"], body["url"], body["description"], body["event_types"]) == (
-        endpoint.pk, "https://hooks.partner.com/gpu", "prod", ["instance.state_changed", "wallet.balance_low"])
+        endpoint.pk,
+        "https://hooks.partner.com/gpu",
+        "prod",
+        ["instance.state_changed", "wallet.balance_low"],
+    )
     listed = client.get("/api/v1/webhooks/endpoints").json()["results"]
     assert [e["id"] for e in listed] == [endpoint.pk] and "secret" not in listed[0]
     assert "secret" not in client.get(f"/api/v1/webhooks/endpoints/{endpoint.pk}").json()
@@ -110,29 +137,36 @@ def test_an_owner_registers_an_endpoint_and_sees_the_secret_once(alice, alice_or
 
 def test_an_admin_may_register_but_a_plain_member_may_not(alice, alice_org, bob, charlie, resolver, api_client):
     with pytest.raises(WebhookForbidden, match="Only owners and admins"):
-        webhook_endpoint_create(organization=alice_org, user=bob, url="https://hooks.partner.com/x",
-                                event_types=["job.finished"])
-    response = api_client(bob, alice_org).post("/api/v1/webhooks/endpoints", {
-        "url": "https://hooks.partner.com/x", "event_types": ["job.finished"]}, format="json")
+        webhook_endpoint_create(
+            organization=alice_org, user=bob, url="https://hooks.partner.com/x", event_types=["job.finished"]
+        )
+    response = api_client(bob, alice_org).post(
+        "/api/v1/webhooks/endpoints",
+        {"url": "https://hooks.partner.com/x", "event_types": ["job.finished"]},
+        format="json",
+    )
     assert response.status_code == 403  # a member holds read tokens only (portal.permissions)
     assert response.json()["error"]["code"] == "permission_denied"
     browser = Client()
     browser.force_login(bob)
-    page = browser.post(f"/o/{alice_org.slug}/webhooks/", {"url": "https://hooks.partner.com/x",
-                                                           "event_types": ["job.finished"]})
+    page = browser.post(
+        f"/o/{alice_org.slug}/webhooks/", {"url": "https://hooks.partner.com/x", "event_types": ["job.finished"]}
+    )
     assert page.status_code == 403
     assert "Only owners and admins of the organization manage its webhooks." in page.content.decode()
     _nothing_written()
 
     membership_add(organization=alice_org, user=charlie, role=Role.ADMIN, acting_user=alice)
-    endpoint, _ = webhook_endpoint_create(organization=alice_org, user=charlie, url="https://hooks.partner.com/x",
-                                          event_types=["job.finished"])
+    endpoint, _ = webhook_endpoint_create(
+        organization=alice_org, user=charlie, url="https://hooks.partner.com/x", event_types=["job.finished"]
+    )
     assert endpoint.organization == alice_org
 
 
 def test_a_member_sees_the_page_but_cannot_rotate_delete_or_redeliver(alice, alice_org, bob, resolver, api_client):
-    endpoint, secret = webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
-                                               event_types=["job.finished"])
+    endpoint, secret = webhook_endpoint_create(
+        organization=alice_org, user=alice, url="https://hooks.partner.com/x", event_types=["job.finished"]
+    )
     webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})
     delivery = WebhookDelivery.objects.get()
     client = api_client(bob, alice_org)
@@ -151,8 +185,9 @@ def test_a_member_sees_the_page_but_cannot_rotate_delete_or_redeliver(alice, ali
 
 
 def test_charlie_gets_404_for_alices_endpoints_and_deliveries(alice, alice_org, charlie, resolver, api_client):
-    endpoint, secret = webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
-                                               event_types=["job.finished"])
+    endpoint, secret = webhook_endpoint_create(
+        organization=alice_org, user=alice, url="https://hooks.partner.com/x", event_types=["job.finished"]
+    )
     webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})
     delivery = WebhookDelivery.objects.get()
     charlie_org = charlie.organizations.get()
@@ -176,12 +211,14 @@ def test_charlie_gets_404_for_alices_endpoints_and_deliveries(alice, alice_org, 
     browser = Client()
     browser.force_login(charlie)
     assert browser.get(f"/o/{alice_org.slug}/webhooks/").status_code == 404
-    for url in [f"/o/{alice_org.slug}/webhooks/endpoints/{endpoint.pk}/rotate/",
-                f"/o/{alice_org.slug}/webhooks/endpoints/{endpoint.pk}/delete/",
-                f"/o/{alice_org.slug}/webhooks/deliveries/{delivery.pk}/redeliver/",
-                f"/o/{charlie_org.slug}/webhooks/endpoints/{endpoint.pk}/rotate/",
-                f"/o/{charlie_org.slug}/webhooks/endpoints/{endpoint.pk}/delete/",
-                f"/o/{charlie_org.slug}/webhooks/deliveries/{delivery.pk}/redeliver/"]:
+    for url in [
+        f"/o/{alice_org.slug}/webhooks/endpoints/{endpoint.pk}/rotate/",
+        f"/o/{alice_org.slug}/webhooks/endpoints/{endpoint.pk}/delete/",
+        f"/o/{alice_org.slug}/webhooks/deliveries/{delivery.pk}/redeliver/",
+        f"/o/{charlie_org.slug}/webhooks/endpoints/{endpoint.pk}/rotate/",
+        f"/o/{charlie_org.slug}/webhooks/endpoints/{endpoint.pk}/delete/",
+        f"/o/{charlie_org.slug}/webhooks/deliveries/{delivery.pk}/redeliver/",
+    ]:
         assert browser.post(url).status_code == 404, url
     endpoint.refresh_from_db()
     assert (endpoint.secret, WebhookEndpoint.objects.count(), delivery.attempt_count) == (secret, 1, 0)
@@ -199,10 +236,12 @@ def test_bad_filters_and_ids_are_4xx(alice, alice_org, api_client):
     assert client.get("/api/v1/webhooks/deliveries/99999999").status_code == 404
 
 
-def test_the_console_page_lists_endpoints_and_deliveries_paginated(alice, alice_org, resolver,
-                                                                   django_assert_max_num_queries):
-    endpoint, _ = webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
-                                          event_types=["job.finished"])
+def test_the_console_page_lists_endpoints_and_deliveries_paginated(
+    alice, alice_org, resolver, django_assert_max_num_queries
+):
+    endpoint, _ = webhook_endpoint_create(
+        organization=alice_org, user=alice, url="https://hooks.partner.com/x", event_types=["job.finished"]
+    )
     for i in range(25):
         webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": i})
     browser = Client()
@@ -217,8 +256,11 @@ def test_the_console_page_lists_endpoints_and_deliveries_paginated(alice, alice_
     assert second.content.decode().count('data-testid="delivery-row"') == 5
     assert "<html" not in second.content.decode()  # the htmx partial only
 
-    created = browser.post(f"/o/{alice_org.slug}/webhooks/", {
-        "url": "https://hooks.partner.com/second", "event_types": ["job.failed", "job.finished"]}, follow=True)
+    created = browser.post(
+        f"/o/{alice_org.slug}/webhooks/",
+        {"url": "https://hooks.partner.com/second", "event_types": ["job.failed", "job.finished"]},
+        follow=True,
+    )
     assert created.status_code == 200
     second_endpoint = WebhookEndpoint.objects.get(url="https://hooks.partner.com/second")
     assert second_endpoint.event_types == ["job.finished", "job.failed"]
@@ -229,16 +271,21 @@ def test_the_console_page_lists_endpoints_and_deliveries_paginated(alice, alice_
 def test_staff_see_endpoints_and_deliveries_in_the_back_office_without_secrets(alice, alice_org, resolver):
     from portal.models import User
 
-    endpoint, secret = webhook_endpoint_create(organization=alice_org, user=alice, url="https://hooks.partner.com/x",
-                                               event_types=["job.finished"])
+    endpoint, secret = webhook_endpoint_create(
+        organization=alice_org, user=alice, url="https://hooks.partner.com/x", event_types=["job.finished"]
+    )
     webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})
     delivery = WebhookDelivery.objects.get()
     staff = User.objects.create_superuser("staff@example.com", "pw")
     browser = Client()
     browser.force_login(staff)
-    for url in ["/admin/webhooks/webhookendpoint/", f"/admin/webhooks/webhookendpoint/{endpoint.pk}/change/",
-                "/admin/webhooks/webhookdelivery/", f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/",
-                "/admin/webhooks/webhookevent/"]:
+    for url in [
+        "/admin/webhooks/webhookendpoint/",
+        f"/admin/webhooks/webhookendpoint/{endpoint.pk}/change/",
+        "/admin/webhooks/webhookdelivery/",
+        f"/admin/webhooks/webhookdelivery/{delivery.pk}/change/",
+        "/admin/webhooks/webhookevent/",
+    ]:
         response = browser.get(url)
         assert response.status_code == 200, url
         assert secret not in response.content.decode()

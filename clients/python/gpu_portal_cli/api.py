@@ -39,8 +39,13 @@ def envelope_message(status: int, content: bytes) -> str:
     lines = [f"{message} ({code}, HTTP {status})"]
     if isinstance(details, dict):
         for field, value in details.items():
-            value = "; ".join(str(v) for v in value) if isinstance(value, list) else json.dumps(value, default=str) \
-                if isinstance(value, dict) else str(value)
+            value = (
+                "; ".join(str(v) for v in value)
+                if isinstance(value, list)
+                else json.dumps(value, default=str)
+                if isinstance(value, dict)
+                else str(value)
+            )
             lines.append(f"  {field}: {value}")
     elif isinstance(details, list):
         lines.extend(f"  {d}" for d in details)
@@ -55,13 +60,18 @@ class Api:
     """The generated client plus the CLI's error handling: every call returns the response body as a dict
     (the typed model's ``to_dict()``) or raises ``CliError`` with the envelope's text."""
 
-    def __init__(self, credentials: config.Credentials, *, organization: str | None = None,
-                 timeout_s: float = 30.0) -> None:
+    def __init__(
+        self, credentials: config.Credentials, *, organization: str | None = None, timeout_s: float = 30.0
+    ) -> None:
         params = {"organization": organization} if organization else {}
         self.url = credentials.url
-        self.client = AuthenticatedClient(base_url=credentials.url, token=credentials.token,
-                                          timeout=httpx.Timeout(timeout_s), httpx_args={"params": params},
-                                          headers={"User-Agent": "gpu-portal-cli/0.1"})
+        self.client = AuthenticatedClient(
+            base_url=credentials.url,
+            token=credentials.token,
+            timeout=httpx.Timeout(timeout_s),
+            httpx_args={"params": params},
+            headers={"User-Agent": "gpu-portal-cli/0.1"},
+        )
 
     def __call__(self, endpoint: Any, *args: Any, **kwargs: Any) -> Any:
         try:
@@ -121,18 +131,21 @@ def wait_for(fetch: Callable[[], dict[str, Any]], *, what: str, timeout_s: float
             if status == "running":
                 return obj
             if status in TERMINAL:
-                raise CliError(f"{what} is {status}" + (f": {obj.get('status_reason')}" if obj.get("status_reason")
-                                                          else ""))
+                raise CliError(
+                    f"{what} is {status}" + (f": {obj.get('status_reason')}" if obj.get("status_reason") else "")
+                )
             if time.monotonic() > deadline:
-                raise CliError(f"{what} is still {status} after {timeout_s:g} s (it keeps going; "
-                               "check again with `list`)")
+                raise CliError(
+                    f"{what} is still {status} after {timeout_s:g} s (it keeps going; check again with `list`)"
+                )
             time.sleep(interval_s)
     finally:
         line.done()
 
 
-def wait_until_stopped(fetch: Callable[[], dict[str, Any]], *, what: str, timeout_s: float,
-                       interval_s: float) -> dict[str, Any]:
+def wait_until_stopped(
+    fetch: Callable[[], dict[str, Any]], *, what: str, timeout_s: float, interval_s: float
+) -> dict[str, Any]:
     line = StatusLine()
     deadline = time.monotonic() + timeout_s
     try:

@@ -39,8 +39,11 @@ def read_file() -> dict[str, str]:
         data = json.loads(config_path().read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    return {k: v for k, v in data.items() if k in ("url", "token") and isinstance(v, str)} if isinstance(
-        data, dict) else {}
+    return (
+        {k: v for k, v in data.items() if k in ("url", "token") and isinstance(v, str)}
+        if isinstance(data, dict)
+        else {}
+    )
 
 
 def save(credentials: Credentials) -> Path:
@@ -80,6 +83,5 @@ def load(*, url: str | None = None, token: str | None = None) -> Credentials:
     url = url or os.environ.get(URL_ENV) or saved.get("url")
     token = token or os.environ.get(TOKEN_ENV) or saved.get("token")
     if not url or not token:
-        raise NotLoggedIn(
-            f"not logged in: run `gpu-portal login` (or set {URL_ENV} and {TOKEN_ENV})")
+        raise NotLoggedIn(f"not logged in: run `gpu-portal login` (or set {URL_ENV} and {TOKEN_ENV})")
     return Credentials(url=normalize_url(url), token=token.strip())

@@ -54,8 +54,11 @@ def cmd_login(args: argparse.Namespace) -> None:
         url = input("Portal URL (e.g. https://portal.example.com): ").strip()
     token = args.token or os.environ.get(config.TOKEN_ENV)
     if not token:
-        token = getpass.getpass("API token (create one in the console under API tokens): ") if sys.stdin.isatty() \
+        token = (
+            getpass.getpass("API token (create one in the console under API tokens): ")
+            if sys.stdin.isatty()
             else sys.stdin.readline()
+        )
     token = (token or "").strip()
     if not url or not token:
         raise CliError("login needs a URL and a token")
@@ -65,8 +68,10 @@ def cmd_login(args: argparse.Namespace) -> None:
     if args.json:
         emit_json({"url": credentials.url, "config": str(path), "me": me})
         return
-    print(f"Logged in to {credentials.url} as {me['email']} (organization {cell(me.get('token_organization'))}, "
-          f"scope {cell(me.get('token_scope'))}). Saved to {path}.")
+    print(
+        f"Logged in to {credentials.url} as {me['email']} (organization {cell(me.get('token_organization'))}, "
+        f"scope {cell(me.get('token_scope'))}). Saved to {path}."
+    )
 
 
 def cmd_logout(args: argparse.Namespace) -> None:
@@ -77,17 +82,36 @@ def cmd_whoami(args: argparse.Namespace) -> None:
     me = api_from(args)(me_retrieve)
     if args.json:
         return emit_json(me)
-    print(f"{me['email']} ({me.get('name') or '-'}), token organization {cell(me.get('token_organization'))}, "
-          f"scope {cell(me.get('token_scope'))}")
-    table(me.get("memberships", []), [("organization", "organization"), ("name", "organization_name"),
-                                      ("role", "role")])
+    print(
+        f"{me['email']} ({me.get('name') or '-'}), token organization {cell(me.get('token_organization'))}, "
+        f"scope {cell(me.get('token_scope'))}"
+    )
+    table(
+        me.get("memberships", []), [("organization", "organization"), ("name", "organization_name"), ("role", "role")]
+    )
 
 
-INSTANCE_COLUMNS = [("id", "id"), ("name", "name"), ("kind", "kind"), ("status", "status"), ("gpu", "gpu_type"),
-                    ("count", "gpu_count"), ("job", "job"), ("created", "created_at")]
-JOB_COLUMNS = [("id", "id"), ("name", "name"), ("status", "status"), ("outcome", "outcome"), ("gpu", "gpu_type"),
-               ("count", "gpu_count"), ("preset", "model_preset"), ("step", "last_step"),
-               ("created", "created_at")]
+INSTANCE_COLUMNS = [
+    ("id", "id"),
+    ("name", "name"),
+    ("kind", "kind"),
+    ("status", "status"),
+    ("gpu", "gpu_type"),
+    ("count", "gpu_count"),
+    ("job", "job"),
+    ("created", "created_at"),
+]
+JOB_COLUMNS = [
+    ("id", "id"),
+    ("name", "name"),
+    ("status", "status"),
+    ("outcome", "outcome"),
+    ("gpu", "gpu_type"),
+    ("count", "gpu_count"),
+    ("preset", "model_preset"),
+    ("step", "last_step"),
+    ("created", "created_at"),
+]
 
 
 def cmd_instances_list(args: argparse.Namespace) -> None:
@@ -97,16 +121,27 @@ def cmd_instances_list(args: argparse.Namespace) -> None:
 
 def cmd_instances_launch(args: argparse.Namespace) -> None:
     api = api_from(args)
-    body = InstanceLaunchRequest.from_dict({
-        "name": args.name, "gpu_type": args.gpu_type, "gpu_count": args.gpu_count, "mode": args.mode,
-        "image": args.image, "command": args.command})
+    body = InstanceLaunchRequest.from_dict(
+        {
+            "name": args.name,
+            "gpu_type": args.gpu_type,
+            "gpu_count": args.gpu_count,
+            "mode": args.mode,
+            "image": args.image,
+            "command": args.command,
+        }
+    )
     extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
     inst = api(instances_create, body=body, **extra)
     if not args.json:
         print(f"Instance {inst['id']} launched ({inst['gpu_count']} × {inst['gpu_type']}).", file=sys.stderr)
     if not args.no_wait:
-        inst = wait_for(lambda: api(instances_retrieve, inst["id"]), what=f"instance {inst['id']}",
-                        timeout_s=args.timeout, interval_s=args.interval)
+        inst = wait_for(
+            lambda: api(instances_retrieve, inst["id"]),
+            what=f"instance {inst['id']}",
+            timeout_s=args.timeout,
+            interval_s=args.interval,
+        )
     return emit_json(inst) if args.json else table([inst], INSTANCE_COLUMNS)
 
 
@@ -114,8 +149,12 @@ def cmd_instances_stop(args: argparse.Namespace) -> None:
     api = api_from(args)
     inst = api(instances_stop_create, args.id)
     if args.wait:
-        inst = wait_until_stopped(lambda: api(instances_retrieve, args.id), what=f"instance {args.id}",
-                                  timeout_s=args.timeout, interval_s=args.interval)
+        inst = wait_until_stopped(
+            lambda: api(instances_retrieve, args.id),
+            what=f"instance {args.id}",
+            timeout_s=args.timeout,
+            interval_s=args.interval,
+        )
     return emit_json(inst) if args.json else table([inst], INSTANCE_COLUMNS)
 
 
@@ -145,9 +184,17 @@ def cmd_jobs_launch(args: argparse.Namespace) -> None:
             raise CliError(f"--hp {item!r}: expected KEY=VALUE")
         hyper[key.strip()] = parse_value(value)
     spec: dict[str, Any] = {
-        "name": args.name, "gpu_type": args.gpu_type, "gpu_count": args.gpu_count, "mode": args.mode,
-        "image": args.image, "dataset_version_ids": args.dataset, "model_preset": args.preset,
-        "engine": args.engine, "hyperparameters": hyper, "keep_last": args.keep_last}
+        "name": args.name,
+        "gpu_type": args.gpu_type,
+        "gpu_count": args.gpu_count,
+        "mode": args.mode,
+        "image": args.image,
+        "dataset_version_ids": args.dataset,
+        "model_preset": args.preset,
+        "engine": args.engine,
+        "hyperparameters": hyper,
+        "keep_last": args.keep_last,
+    }
     if args.checkpoint_every_minutes is not None:
         spec["checkpoint_every_minutes"] = args.checkpoint_every_minutes
     if args.checkpoint_every_steps is not None:
@@ -159,11 +206,17 @@ def cmd_jobs_launch(args: argparse.Namespace) -> None:
     extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
     job = api(jobs_create, body=body, **extra)
     if not args.json:
-        print(f"Job {job['id']} launched on instance {job['instance']} ({job['gpu_count']} × {job['gpu_type']}).",
-              file=sys.stderr)
+        print(
+            f"Job {job['id']} launched on instance {job['instance']} ({job['gpu_count']} × {job['gpu_type']}).",
+            file=sys.stderr,
+        )
     if not args.no_wait:
-        job = wait_for(lambda: api(jobs_retrieve, job["id"]), what=f"job {job['id']}", timeout_s=args.timeout,
-                       interval_s=args.interval)
+        job = wait_for(
+            lambda: api(jobs_retrieve, job["id"]),
+            what=f"job {job['id']}",
+            timeout_s=args.timeout,
+            interval_s=args.interval,
+        )
     return emit_json(job) if args.json else table([job], JOB_COLUMNS)
 
 
@@ -171,8 +224,9 @@ def cmd_jobs_stop(args: argparse.Namespace) -> None:
     api = api_from(args)
     job = api(jobs_stop_create, args.id)
     if args.wait:
-        job = wait_until_stopped(lambda: api(jobs_retrieve, args.id), what=f"job {args.id}",
-                                 timeout_s=args.timeout, interval_s=args.interval)
+        job = wait_until_stopped(
+            lambda: api(jobs_retrieve, args.id), what=f"job {args.id}", timeout_s=args.timeout, interval_s=args.interval
+        )
     return emit_json(job) if args.json else table([job], JOB_COLUMNS)
 
 
@@ -190,7 +244,7 @@ def new_lines(previous: Sequence[str], current: Sequence[str], *, anchor_lines: 
     anchor = list(previous[-anchor_lines:])
     m = len(anchor)
     for end in range(len(current), m - 1, -1):
-        if current[end - 1] == anchor[-1] and list(current[end - m:end]) == anchor:
+        if current[end - 1] == anchor[-1] and list(current[end - m : end]) == anchor:
             return list(current[end:])
     for k in range(min(len(previous), len(current)), 0, -1):
         if list(previous[-k:]) == list(current[:k]):
@@ -232,9 +286,16 @@ def human_bytes(n: Any) -> str:
     return str(n)  # pragma: no cover
 
 
-CHECKPOINT_COLUMNS = [("id", "id"), ("step", "step"), ("loss", "loss"), ("size", "size_bytes", human_bytes),
-                      ("complete", "complete"), ("rolled back", "rolled_back"), ("attempt", "attempt"),
-                      ("created", "created_at")]
+CHECKPOINT_COLUMNS = [
+    ("id", "id"),
+    ("step", "step"),
+    ("loss", "loss"),
+    ("size", "size_bytes", human_bytes),
+    ("complete", "complete"),
+    ("rolled back", "rolled_back"),
+    ("attempt", "attempt"),
+    ("created", "created_at"),
+]
 
 
 def cmd_jobs_checkpoints(args: argparse.Namespace) -> None:
@@ -248,8 +309,10 @@ def cmd_jobs_rollback(args: argparse.Namespace) -> None:
     matches = [c for c in checkpoints if c["step"] == args.step and c.get("complete")]
     if not matches:
         steps = sorted({c["step"] for c in checkpoints if c.get("complete")})
-        raise CliError(f"job {args.id} has no complete checkpoint at step {args.step} (complete checkpoints at "
-                       f"steps: {', '.join(map(str, steps)) or 'none'})")
+        raise CliError(
+            f"job {args.id} has no complete checkpoint at step {args.step} (complete checkpoints at "
+            f"steps: {', '.join(map(str, steps)) or 'none'})"
+        )
     checkpoint = max(matches, key=lambda c: c["id"])
     job = api(jobs_rollback_create, args.id, body=RollbackRequest(checkpoint=checkpoint["id"]))
     if args.json:
@@ -258,10 +321,16 @@ def cmd_jobs_rollback(args: argparse.Namespace) -> None:
     table([job], JOB_COLUMNS)
 
 
-DATASET_COLUMNS = [("id", "id"), ("slug", "slug"), ("name", "name"), ("domain", "domain"),
-                   ("version", "latest_version.number"), ("tokens", "latest_version.tokens"),
-                   ("license", "latest_version.license_version.license"),
-                   ("fee", "latest_version.license_version.price_micros", lambda m: cny(m))]
+DATASET_COLUMNS = [
+    ("id", "id"),
+    ("slug", "slug"),
+    ("name", "name"),
+    ("domain", "domain"),
+    ("version", "latest_version.number"),
+    ("tokens", "latest_version.tokens"),
+    ("license", "latest_version.license_version.license"),
+    ("fee", "latest_version.license_version.price_micros", lambda m: cny(m)),
+]
 
 
 def cny(micros: Any) -> str:
@@ -291,13 +360,19 @@ def cmd_datasets_accept(args: argparse.Namespace) -> None:
     lv = version.get("license_version")
     if not lv:
         raise CliError(f"dataset {args.id} has no version to accept a license for yet")
-    terms = ", ".join(f"{name}: {'yes' if lv.get(key) else 'no'}" for name, key in (
-        ("commercial use", "commercial_use"), ("redistribution", "redistribution"),
-        ("derivative models", "derivative_models")))
-    summary = [f"Dataset {dataset['id']} {dataset['name']} (version {version.get('number')})",
-               f"License {lv.get('license_name')} version {lv.get('number')}: {terms}; "
-               f"fee {cny(lv.get('price_micros'))}",
-               f"License text SHA-256 {lv.get('text_sha256')}; read it at {api.url}/datasets/{dataset['id']}/"]
+    terms = ", ".join(
+        f"{name}: {'yes' if lv.get(key) else 'no'}"
+        for name, key in (
+            ("commercial use", "commercial_use"),
+            ("redistribution", "redistribution"),
+            ("derivative models", "derivative_models"),
+        )
+    )
+    summary = [
+        f"Dataset {dataset['id']} {dataset['name']} (version {version.get('number')})",
+        f"License {lv.get('license_name')} version {lv.get('number')}: {terms}; fee {cny(lv.get('price_micros'))}",
+        f"License text SHA-256 {lv.get('text_sha256')}; read it at {api.url}/datasets/{dataset['id']}/",
+    ]
     if not args.yes:
         print("\n".join(summary), file=sys.stderr)
         if not sys.stdin.isatty():
@@ -308,8 +383,10 @@ def cmd_datasets_accept(args: argparse.Namespace) -> None:
     agreement = api(datasets_agreements_create, args.id, body=body)
     if args.json:
         return emit_json(agreement)
-    print(f"Accepted {lv.get('license_name')} version {lv.get('number')} for dataset {dataset['id']} "
-          f"(agreement {agreement.get('id')}).")
+    print(
+        f"Accepted {lv.get('license_name')} version {lv.get('number')} for dataset {dataset['id']} "
+        f"(agreement {agreement.get('id')})."
+    )
 
 
 def cmd_wallet(args: argparse.Namespace) -> None:
@@ -322,9 +399,18 @@ def cmd_wallet(args: argparse.Namespace) -> None:
     if wallet.get("trial_expires_at"):
         print(f"Trial expires  {cell(wallet['trial_expires_at'])}")
     print()
-    table(wallet.get("grants", []), [("grant", "id"), ("kind", "kind"), ("amount", "amount"),
-                                     ("remaining", "remaining"), ("granted", "granted_at"),
-                                     ("expires", "expires_at")], empty="(no credit grants)")
+    table(
+        wallet.get("grants", []),
+        [
+            ("grant", "id"),
+            ("kind", "kind"),
+            ("amount", "amount"),
+            ("remaining", "remaining"),
+            ("granted", "granted_at"),
+            ("expires", "expires_at"),
+        ],
+        empty="(no credit grants)",
+    )
 
 
 def load_json_arg(text: str, name: str) -> Any:
@@ -345,9 +431,21 @@ def load_json_arg(text: str, name: str) -> Any:
 
 def cmd_apps_list(args: argparse.Namespace) -> None:
     rows = list(api_from(args).pages(apps_list, limit=args.limit))
-    return emit_json(rows) if args.json else table(rows, [
-        ("slug", "slug"), ("name", "name"), ("category", "category"), ("per call", "price_per_call"),
-        ("per 1k tokens", "price_per_1k_tokens"), ("visibility", "visibility")])
+    return (
+        emit_json(rows)
+        if args.json
+        else table(
+            rows,
+            [
+                ("slug", "slug"),
+                ("name", "name"),
+                ("category", "category"),
+                ("per call", "price_per_call"),
+                ("per 1k tokens", "price_per_1k_tokens"),
+                ("visibility", "visibility"),
+            ],
+        )
+    )
 
 
 def cmd_apps_invoke(args: argparse.Namespace) -> None:
@@ -360,16 +458,21 @@ def cmd_apps_invoke(args: argparse.Namespace) -> None:
         return emit_json(result)
     emit_json(result.get("output"))
     replay = ", replayed" if result.get("replayed") else ""
-    print(f"call {result.get('call_id')}: {result.get('cost')} CNY, {result.get('latency_ms')} ms{replay}",
-          file=sys.stderr)
+    print(
+        f"call {result.get('call_id')}: {result.get('cost')} CNY, {result.get('latency_ms')} ms{replay}",
+        file=sys.stderr,
+    )
 
 
 # --- command line ------------------------------------------------------------------------------------------
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="gpu-portal", description="The gpu-portal partner API from a terminal.",
-                                     epilog="Log in first: gpu-portal login --url https://portal.example.com")
+    parser = argparse.ArgumentParser(
+        prog="gpu-portal",
+        description="The gpu-portal partner API from a terminal.",
+        epilog="Log in first: gpu-portal login --url https://portal.example.com",
+    )
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
     parser.add_argument("--url", help=f"portal URL (default: ${config.URL_ENV}, then the saved login)")
     parser.add_argument("-o", "--organization", help="organization slug to act for (default: the token's)")
@@ -389,10 +492,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("logout", help="forget the saved login").set_defaults(func=cmd_logout)
     sub.add_parser("whoami", parents=[leaf], help="the token's user and organizations").set_defaults(func=cmd_whoami)
 
-    inst = sub.add_parser("instances", help="GPU instances").add_subparsers(dest="action", required=True,
-                                                                             metavar="ACTION")
+    inst = sub.add_parser("instances", help="GPU instances").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
     inst.add_parser("list", parents=[leaf, listing], help="your organization's instances").set_defaults(
-        func=cmd_instances_list)
+        func=cmd_instances_list
+    )
     p = inst.add_parser("launch", parents=[leaf, waits], help="launch an interactive instance and wait until running")
     p.add_argument("--gpu-type", required=True, help="e.g. A100-80G-SXM, cpu-local")
     p.add_argument("--gpu-count", type=int, default=1)
@@ -408,8 +513,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--wait", action="store_true", help="wait until it has stopped")
     p.set_defaults(func=cmd_instances_stop)
 
-    jobs = sub.add_parser("jobs", help="training jobs").add_subparsers(dest="action", required=True,
-                                                                        metavar="ACTION")
+    jobs = sub.add_parser("jobs", help="training jobs").add_subparsers(dest="action", required=True, metavar="ACTION")
     jobs.add_parser("list", parents=[leaf, listing], help="your organization's jobs").set_defaults(func=cmd_jobs_list)
     p = jobs.add_parser("launch", parents=[leaf, waits], help="launch a training job and wait until running")
     p.add_argument("--gpu-type", required=True)
@@ -417,8 +521,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="container", choices=["container", "bare_metal"])
     p.add_argument("--image", default="")
     p.add_argument("--name", default="")
-    p.add_argument("--dataset", type=int, action="append", required=True, metavar="VERSION_ID",
-                   help="dataset version id to train on (repeat for several)")
+    p.add_argument(
+        "--dataset",
+        type=int,
+        action="append",
+        required=True,
+        metavar="VERSION_ID",
+        help="dataset version id to train on (repeat for several)",
+    )
     p.add_argument("--preset", default="tiny", help="model preset: tiny, gpt2-small, 1b, 7b")
     p.add_argument("--engine", default="fsdp", help="fsdp, ddp, deepspeed-zero1/2/3 where installed")
     p.add_argument("--hp", action="append", metavar="KEY=VALUE", help="a hyperparameter (repeatable)")
@@ -447,8 +557,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--step", type=int, required=True)
     p.set_defaults(func=cmd_jobs_rollback)
 
-    ds = sub.add_parser("datasets", help="the dataset marketplace").add_subparsers(dest="action", required=True,
-                                                                                    metavar="ACTION")
+    ds = sub.add_parser("datasets", help="the dataset marketplace").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
     p = ds.add_parser("list", parents=[leaf, listing], help="datasets visible to your organization")
     p.add_argument("--domain", choices=[d.value for d in DatasetsListDomain])
     p.add_argument("-q", help="search in name and description")
@@ -460,8 +571,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("wallet", parents=[leaf], help="balance and credit grants").set_defaults(func=cmd_wallet)
 
-    apps = sub.add_parser("apps", help="the AI app marketplace").add_subparsers(dest="action", required=True,
-                                                                                 metavar="ACTION")
+    apps = sub.add_parser("apps", help="the AI app marketplace").add_subparsers(
+        dest="action", required=True, metavar="ACTION"
+    )
     apps.add_parser("list", parents=[leaf, listing], help="apps you can call").set_defaults(func=cmd_apps_list)
     p = apps.add_parser("invoke", parents=[leaf], help="call an app (billed per call)")
     p.add_argument("slug")

@@ -41,8 +41,9 @@ def cell(value: Any) -> str:
     return text.replace("\n", " ")
 
 
-def table(rows: Iterable[dict[str, Any]], columns: Sequence[Column], *, out: TextIO | None = None,
-          empty: str = "(none)") -> None:
+def table(
+    rows: Iterable[dict[str, Any]], columns: Sequence[Column], *, out: TextIO | None = None, empty: str = "(none)"
+) -> None:
     """Print ``rows`` as left-aligned columns under upper-case headers (two spaces apart)."""
     out = out or sys.stdout
     grid = [[c[0].upper() for c in columns]]

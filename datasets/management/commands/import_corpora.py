@@ -53,8 +53,12 @@ class Command(BaseCommand):
                 )
             else:
                 dataset = dataset_create(
-                    slug=spec.slug, name=spec.name, domain=spec.domain, description=spec.description,
-                    attribution=spec.attribution, source_url=spec.source_url,
+                    slug=spec.slug,
+                    name=spec.name,
+                    domain=spec.domain,
+                    description=spec.description,
+                    attribution=spec.attribution,
+                    source_url=spec.source_url,
                 )
                 Dataset.objects.filter(pk=dataset.pk, versions__isnull=True).update(
                     preparing={"stage": "queued", "percent": 0}

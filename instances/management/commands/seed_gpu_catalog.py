@@ -24,12 +24,33 @@ GPU_TYPES = [
 ]
 IMAGES = [
     # name, reference, pytorch, cuda, deepspeed, megatron, default
-    ("PyTorch 2.13 + CUDA 12.8 + DeepSpeed 0.19", "gpu-portal/runtime:torch2.13-cu128", "2.13", "12.8", "0.19", "",
-     True),
-    ("PyTorch 2.1 + CUDA 12.1 + DeepSpeed 0.12.3", "gpu-portal/runtime:torch2.1-cu121", "2.1", "12.1", "0.12.3", "",
-     False),
-    ("PyTorch 2.4 + CUDA 12.4 + Megatron-Core 0.8", "gpu-portal/megatron:torch2.4-cu124", "2.4", "12.4", "", "0.8.0",
-     False),
+    (
+        "PyTorch 2.13 + CUDA 12.8 + DeepSpeed 0.19",
+        "gpu-portal/runtime:torch2.13-cu128",
+        "2.13",
+        "12.8",
+        "0.19",
+        "",
+        True,
+    ),
+    (
+        "PyTorch 2.1 + CUDA 12.1 + DeepSpeed 0.12.3",
+        "gpu-portal/runtime:torch2.1-cu121",
+        "2.1",
+        "12.1",
+        "0.12.3",
+        "",
+        False,
+    ),
+    (
+        "PyTorch 2.4 + CUDA 12.4 + Megatron-Core 0.8",
+        "gpu-portal/megatron:torch2.4-cu124",
+        "2.4",
+        "12.4",
+        "",
+        "0.8.0",
+        False,
+    ),
 ]
 CPU_LOCAL_PRICES = {RentalMode.CONTAINER: "0.60", RentalMode.BARE_METAL: "0.60"}  # CNY per slot-hour
 
@@ -40,13 +61,22 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         types = images = prices = 0
         for code, name, mem, link, per_node in GPU_TYPES:
-            _, created = GpuType.objects.get_or_create(code=code, defaults={
-                "name": name, "memory_gib": mem, "interconnect": link, "gpus_per_node": per_node})
+            _, created = GpuType.objects.get_or_create(
+                code=code, defaults={"name": name, "memory_gib": mem, "interconnect": link, "gpus_per_node": per_node}
+            )
             types += created
         for name, ref, pt, cuda, ds, mg, default in IMAGES:
-            _, created = Image.objects.get_or_create(name=name, defaults={
-                "reference": ref, "pytorch_version": pt, "cuda_version": cuda, "deepspeed_version": ds,
-                "megatron_version": mg, "is_default": default})
+            _, created = Image.objects.get_or_create(
+                name=name,
+                defaults={
+                    "reference": ref,
+                    "pytorch_version": pt,
+                    "cuda_version": cuda,
+                    "deepspeed_version": ds,
+                    "megatron_version": mg,
+                    "is_default": default,
+                },
+            )
             images += created
         for mode, price in CPU_LOCAL_PRICES.items():
             if not GpuPrice.objects.filter(gpu_type="cpu-local", mode=mode).exists():

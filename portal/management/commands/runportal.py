@@ -78,8 +78,10 @@ class StartupProgress:
             ready = Dataset.objects.filter(versions__isnull=False).distinct().count()
             if total and ready != self.datasets_ready:
                 self.datasets_ready = ready
-                lines.append(f"datasets ready: {ready} of {total}" + (" (all)" if ready == total else
-                                                                       " (the rest are being prepared)"))
+                lines.append(
+                    f"datasets ready: {ready} of {total}"
+                    + (" (all)" if ready == total else " (the rest are being prepared)")
+                )
         except Exception:  # a progress line must never stop the product
             return lines
         finally:
@@ -116,10 +118,42 @@ class Command(BaseCommand):
             "web": [py, "manage.py", "runserver", options["addr"], "--noreload"],
             # Two workers, so that corpus imports and uploads ("bulk") never hold up placement, metering and
             # reconcile ("control"); see CELERY_TASK_ROUTES.
-            "worker": [py, "-m", "celery", "-A", "portal", "worker", "--loglevel", "INFO", "--concurrency", "2",
-                       "--pool", "prefork", "--queues", "control,webhooks", "--hostname", "control@%h"],
-            "bulk": [py, "-m", "celery", "-A", "portal", "worker", "--loglevel", "INFO", "--concurrency", "1",
-                     "--pool", "prefork", "--queues", "bulk", "--hostname", "bulk@%h"],
+            "worker": [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "2",
+                "--pool",
+                "prefork",
+                "--queues",
+                "control,webhooks",
+                "--hostname",
+                "control@%h",
+            ],
+            "bulk": [
+                py,
+                "-m",
+                "celery",
+                "-A",
+                "portal",
+                "worker",
+                "--loglevel",
+                "INFO",
+                "--concurrency",
+                "1",
+                "--pool",
+                "prefork",
+                "--queues",
+                "bulk",
+                "--hostname",
+                "bulk@%h",
+            ],
             "beat": [py, "-m", "celery", "-A", "portal", "beat", "--loglevel", "INFO", "--schedule", schedule],
         }
         procs: dict[str, subprocess.Popen[bytes]] = {}
@@ -165,13 +199,19 @@ class Command(BaseCommand):
             for name in commands:
                 start(name)
             site = env["PORTAL_SITE_URL"].rstrip("/")
-            self.stdout.write(self.style.SUCCESS(
-                f"gpu-portal is running: {site}/  (web, control and bulk workers, beat; Ctrl-C stops all)"))
-            self.stdout.write(f"  console:      {site}/\n"
-                              f"  back office:  {site}/admin/  (create a staff user: manage.py createsuperuser)\n"
-                              f"  API docs:     {site}/api/v1/docs\n"
-                              "  e-mail verification links are printed in this terminal (console e-mail backend)"
-                              if "console" in settings.EMAIL_BACKEND else "")
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"gpu-portal is running: {site}/  (web, control and bulk workers, beat; Ctrl-C stops all)"
+                )
+            )
+            self.stdout.write(
+                f"  console:      {site}/\n"
+                f"  back office:  {site}/admin/  (create a staff user: manage.py createsuperuser)\n"
+                f"  API docs:     {site}/api/v1/docs\n"
+                "  e-mail verification links are printed in this terminal (console e-mail backend)"
+                if "console" in settings.EMAIL_BACKEND
+                else ""
+            )
             progress = StartupProgress()
             next_check = 0.0
             while not stopping:
@@ -185,14 +225,19 @@ class Command(BaseCommand):
                     code = proc.returncode
                     number = budget.take(name, time.monotonic()) if name in RESTARTABLE else None
                     if number is None:
-                        failure = (f"{name} exited with {code}; stopping the rest" if name not in RESTARTABLE else
-                                   f"{name} exited with {code} after {budget.limit} restarts within {window}; "
-                                   "giving up, stopping the rest")
+                        failure = (
+                            f"{name} exited with {code}; stopping the rest"
+                            if name not in RESTARTABLE
+                            else f"{name} exited with {code} after {budget.limit} restarts within {window}; "
+                            "giving up, stopping the rest"
+                        )
                         self.stderr.write(failure)
                         stop()
                         break
-                    self.stderr.write(f"{name} exited with {code}; restarting it "
-                                      f"(restart {number} of at most {budget.limit} within {window})")
+                    self.stderr.write(
+                        f"{name} exited with {code}; restarting it "
+                        f"(restart {number} of at most {budget.limit} within {window})"
+                    )
                     start(name)
                 time.sleep(0.5)
         except KeyboardInterrupt:

@@ -16,8 +16,7 @@ class WebhookEndpointSerializer(serializers.ModelSerializer[WebhookEndpoint]):
 
     class Meta:
         model = WebhookEndpoint
-        fields = ["id", "url", "description", "event_types", "created_at", "rotated_at",
-                  "previous_secret_expires_at"]
+        fields = ["id", "url", "description", "event_types", "created_at", "rotated_at", "previous_secret_expires_at"]
 
 
 class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
@@ -29,10 +28,10 @@ class WebhookEndpointWithSecretSerializer(WebhookEndpointSerializer):
 
 class WebhookEndpointCreateSerializer(serializers.Serializer[dict[str, Any]]):
     url = serializers.CharField(max_length=MAX_URL_LENGTH, help_text="https:// URL whose host is public")
-    event_types = serializers.ListField(child=serializers.ChoiceField(choices=EventType.choices), min_length=1,
-                                        max_length=len(EventType.values))
-    description = serializers.CharField(max_length=MAX_DESCRIPTION_LENGTH, required=False, allow_blank=True,
-                                        default="")
+    event_types = serializers.ListField(
+        child=serializers.ChoiceField(choices=EventType.choices), min_length=1, max_length=len(EventType.values)
+    )
+    description = serializers.CharField(max_length=MAX_DESCRIPTION_LENGTH, required=False, allow_blank=True, default="")
 
 
 class WebhookAttemptSerializer(serializers.ModelSerializer[WebhookAttempt]):
@@ -51,6 +50,19 @@ class WebhookDeliverySerializer(serializers.ModelSerializer[WebhookDelivery]):
 
     class Meta:
         model = WebhookDelivery
-        fields = ["id", "event_id", "event_type", "event_created_at", "data", "endpoint", "status",
-                  "attempt_count", "next_attempt_at", "retry_until", "last_status_code", "last_error",
-                  "delivered_at", "attempts"]
+        fields = [
+            "id",
+            "event_id",
+            "event_type",
+            "event_created_at",
+            "data",
+            "endpoint",
+            "status",
+            "attempt_count",
+            "next_attempt_at",
+            "retry_until",
+            "last_status_code",
+            "last_error",
+            "delivered_at",
+            "attempts",
+        ]

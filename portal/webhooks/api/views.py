@@ -42,8 +42,9 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         return webhook_endpoints_of(request_organization(self.request))
 
     def get_object(self) -> WebhookEndpoint:
-        return get_scoped_or_404(WebhookEndpoint.objects.all(), organization=request_organization(self.request),
-                                 pk=int(self.kwargs["pk"]))
+        return get_scoped_or_404(
+            WebhookEndpoint.objects.all(), organization=request_organization(self.request), pk=int(self.kwargs["pk"])
+        )
 
     @extend_schema(parameters=[ORG_PARAM])
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
@@ -53,16 +54,23 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
     def retrieve(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().retrieve(request, *args, **kwargs)
 
-    @extend_schema(parameters=[ORG_PARAM], request=WebhookEndpointCreateSerializer,
-                   responses={201: WebhookEndpointWithSecretSerializer})
+    @extend_schema(
+        parameters=[ORG_PARAM],
+        request=WebhookEndpointCreateSerializer,
+        responses={201: WebhookEndpointWithSecretSerializer},
+    )
     def create(self, request: Request) -> Response:
         org = request_organization(request)
         data = WebhookEndpointCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
             endpoint, secret = services.webhook_endpoint_create(
-                organization=org, user=request.user, url=data.validated_data["url"],  # type: ignore[arg-type]
-                event_types=data.validated_data["event_types"], description=data.validated_data["description"])
+                organization=org,
+                user=request.user,  # type: ignore[arg-type]
+                url=data.validated_data["url"],
+                event_types=data.validated_data["event_types"],
+                description=data.validated_data["description"],
+            )
         except services.WebhookError as exc:
             raise _refusal(exc) from exc
         endpoint.secret = secret
@@ -82,8 +90,7 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
     def rotate(self, request: Request, pk: str) -> Response:
         endpoint = self.get_object()
         try:
-            endpoint, secret = services.webhook_endpoint_rotate(endpoint=endpoint,
-                                                                user=request.user)  # type: ignore[arg-type]
+            endpoint, secret = services.webhook_endpoint_rotate(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
         except services.WebhookError as exc:
             raise _refusal(exc) from exc
         endpoint.secret = secret
@@ -106,17 +113,27 @@ class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
             raise ApiError("invalid", "endpoint must be an endpoint id", 400)
         if state is not None and state not in DeliveryStatus.values:
             raise ApiError("invalid", f"status must be one of {', '.join(DeliveryStatus.values)}", 400)
-        return webhook_deliveries_of(request_organization(self.request),
-                                     endpoint_id=int(endpoint) if endpoint is not None else None, status=state)
+        return webhook_deliveries_of(
+            request_organization(self.request),
+            endpoint_id=int(endpoint) if endpoint is not None else None,
+            status=state,
+        )
 
     def get_object(self) -> WebhookDelivery:
-        return get_scoped_or_404(webhook_deliveries_of(request_organization(self.request)),
-                                 organization=request_organization(self.request), org_field="endpoint__organization",
-                                 pk=int(self.kwargs["pk"]))
+        return get_scoped_or_404(
+            webhook_deliveries_of(request_organization(self.request)),
+            organization=request_organization(self.request),
+            org_field="endpoint__organization",
+            pk=int(self.kwargs["pk"]),
+        )
 
-    @extend_schema(parameters=[
-        ORG_PARAM, OpenApiParameter("endpoint", int, description="only deliveries to this endpoint"),
-        OpenApiParameter("status", str, enum=DeliveryStatus.values)])
+    @extend_schema(
+        parameters=[
+            ORG_PARAM,
+            OpenApiParameter("endpoint", int, description="only deliveries to this endpoint"),
+            OpenApiParameter("status", str, enum=DeliveryStatus.values),
+        ]
+    )
     def list(self, request: Request, *args: object, **kwargs: object) -> Response:
         return super().list(request, *args, **kwargs)
 
