@@ -317,7 +317,7 @@ class CheckpointStore:
         self.put_manifest(step, manifest)
         return manifest
 
-    def _hash_many(self, paths: list[str]) -> list[str]:
+    def _hash_many(self, paths: builtins.list[str]) -> builtins.list[str]:
         if len(paths) <= 1:
             return [sha256_file(self.fs, p) for p in paths]
         with ThreadPoolExecutor(max_workers=min(HASH_THREADS, len(paths)), thread_name_prefix="ckpt-hash") as pool:
@@ -356,7 +356,7 @@ class CheckpointStore:
                 f"checkpoint {self.step_url(step)}: {COMMIT_MARKER} cannot be read ({type(exc).__name__}: {exc})"
             ) from exc
 
-    def verify(self, step: int, *, checksum: bool) -> list[str]:
+    def verify(self, step: int, *, checksum: bool) -> builtins.list[str]:
         """Check the files of ``step`` against its manifest: each exists with its size, and (``checksum``)
         its SHA-256, hashed in parallel. Returns notes worth a ``warning`` event (manifest rebuilt from
         ``.metadata``; checkpoint unverifiable; extra files).
@@ -381,9 +381,9 @@ class CheckpointStore:
                 ) from exc
             raise
 
-    def _verify(self, step: int, *, checksum: bool) -> list[str]:
+    def _verify(self, step: int, *, checksum: bool) -> builtins.list[str]:
         url = self.step_url(step)
-        notes: list[str] = []
+        notes: builtins.list[str] = []
         manifest = self.read_manifest(step)
         meta = self.read_dcp_metadata(step)
         if manifest is None:

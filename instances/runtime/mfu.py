@@ -18,6 +18,7 @@ Peaks are the vendors' data-sheet **dense** (no sparsity) bf16 tensor-core figur
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -63,9 +64,10 @@ class MfuBasis:
 
 def flops_per_token(model: torch.nn.Module, seq_len: int) -> tuple[float, int]:
     """``(flops_per_token, matmul_params)`` for a Hugging Face decoder model (see module docstring)."""
-    cfg = model.config  # type: ignore[union-attr]
+    hf: Any = model  # a transformers PreTrainedModel: nn.Module's stubs type its attributes as Tensor | Module
+    cfg = hf.config
     total = sum(p.numel() for p in model.parameters())
-    embed = model.get_input_embeddings()  # type: ignore[operator]
+    embed = hf.get_input_embeddings()
     n = total - (embed.weight.numel() if embed is not None else 0)
     attention = 12 * cfg.num_hidden_layers * cfg.hidden_size * seq_len
     return float(6 * n + attention), n

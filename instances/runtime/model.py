@@ -64,14 +64,15 @@ def build_model(
     from transformers import AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
     if name_or_path in PRESETS:
+        # LlamaConfig passes attn_implementation on to PretrainedConfig through **kwargs (not in its stubs)
+        config_kwargs: dict[str, Any] = {"attn_implementation": attention, **PRESETS[name_or_path]}
         cfg = LlamaConfig(
             vocab_size=vocab_size,
             max_position_embeddings=max(seq_len, 2048),
             tie_word_embeddings=False,
             attention_dropout=0.0,
             use_cache=False,
-            attn_implementation=attention,
-            **PRESETS[name_or_path],
+            **config_kwargs,
         )
         torch.manual_seed(seed)
         model: Any = LlamaForCausalLM(cfg)  # a PreTrainedModel; its stubs type config attributes as Tensor
@@ -96,7 +97,8 @@ def materialize(model: torch.nn.Module, *, device: torch.device, seed: int) -> N
     model.to_empty(device=device)
     for module in model.modules():  # built on meta, the modules were marked initialised: undo that
         if hasattr(module, "_is_hf_initialized"):
-            module._is_hf_initialized = False
+            hf_module: Any = module  # nn.Module's stubs type attributes as Tensor | Module
+            hf_module._is_hf_initialized = False
     torch.manual_seed(seed)
     with torch.no_grad():
         model.init_weights()  # type: ignore[operator]
