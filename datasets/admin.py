@@ -107,7 +107,10 @@ class AccessRevocationAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 
     def save_model(self, request: HttpRequest, obj: AccessRevocation, form: Any, change: bool) -> None:
         saved = access_revoke(
-            organization=obj.organization, dataset=obj.dataset, reason=obj.reason, acting_user=request.user  # type: ignore[arg-type]
+            organization=obj.organization,
+            dataset=obj.dataset,
+            reason=obj.reason,
+            acting_user=request.user,  # type: ignore[arg-type]
         )
         obj.pk = saved.pk
         obj._state.adding = False

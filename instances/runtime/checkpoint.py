@@ -58,8 +58,20 @@ HASH_THREADS = 8  # parallel readers when verifying
 
 # errno values that mean the store (disk, NFS, object store gateway) failed to answer, not that data is bad
 TRANSIENT_ERRNOS = frozenset(
-    {errno.EIO, errno.EAGAIN, errno.ETIMEDOUT, errno.ECONNRESET, errno.ECONNREFUSED, errno.ECONNABORTED,
-     errno.ENETUNREACH, errno.EHOSTUNREACH, errno.ENETDOWN, errno.ESTALE, errno.EBUSY, errno.EINTR}
+    {
+        errno.EIO,
+        errno.EAGAIN,
+        errno.ETIMEDOUT,
+        errno.ECONNRESET,
+        errno.ECONNREFUSED,
+        errno.ECONNABORTED,
+        errno.ENETUNREACH,
+        errno.EHOSTUNREACH,
+        errno.ENETDOWN,
+        errno.ESTALE,
+        errno.EBUSY,
+        errno.EINTR,
+    }
 )
 
 

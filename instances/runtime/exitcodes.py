@@ -17,9 +17,7 @@ EXIT_STORE_UNAVAILABLE = 75  # EX_TEMPFAIL (sysexits.h): the checkpoint store ke
 EXIT_PREEMPTED = 85  # SIGTERM received, checkpoint saved at the current step, safe to resume
 EXIT_STOPPED = 86  # stop requested by the portal, checkpoint saved
 EXIT_FAILED = 1  # crash: resume from the newest complete checkpoint (counts against the crash budget)
-EXIT_RESUME_REFUSED = (
-    87  # a checkpoint exists but cannot be resumed exactly (other data-parallel degree, other shapes)
-)
+EXIT_RESUME_REFUSED = 87  # a checkpoint exists but cannot be resumed exactly (other data-parallel degree, other shapes)
 EXIT_RANK_LOST = 88  # a rank died without an exit code (SIGKILL, OOM killer, node loss), or this rank's
 # collectives failed because a peer vanished: a node failure, resumed like a preemption
 

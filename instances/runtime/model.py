@@ -50,9 +50,7 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_model(
-    name_or_path: str, *, vocab_size: int, seq_len: int, seed: int, attention: str = "sdpa"
-) -> Any:
+def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int, attention: str = "sdpa") -> Any:
     """Build a ``LlamaForCausalLM`` on CPU in float32.
 
     ``name_or_path``: a key of ``PRESETS`` (random init from ``seed``, vocabulary ``vocab_size``,

@@ -110,8 +110,9 @@ class SavingMixin(TrainerBase):
                 return super().finish(metadata, results)
 
         # a URL for remote stores: the fs path alone would be read as a local path by DCP's fsspec writer
-        return Writer(self.store.step_url(step), thread_count=self.cfg.checkpoint_threads, sync_files=True,
-                      overwrite=False)
+        return Writer(
+            self.store.step_url(step), thread_count=self.cfg.checkpoint_threads, sync_files=True, overwrite=False
+        )
 
     def save(self, *, asynchronous: bool) -> None:
         """Save the state after ``self.step`` steps into a fresh ``step-N`` folder (collective).

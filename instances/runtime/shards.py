@@ -180,9 +180,7 @@ class ShardSet:
                 raise ShardFormatError(f"shard {path} listed in the index is missing")
             size = path.stat().st_size
             if size != shard["tokens"] * self.dtype.itemsize:
-                raise ShardFormatError(
-                    f"shard {path} has {size} bytes, index says {shard['tokens']} tokens"
-                )
+                raise ShardFormatError(f"shard {path} has {size} bytes, index says {shard['tokens']} tokens")
             if verify and hashlib.sha256(path.read_bytes()).hexdigest() != shard["sha256"]:
                 raise ShardFormatError(f"shard {path} fails its SHA-256 check")
             self._maps.append(np.memmap(path, dtype=self.dtype, mode="r"))

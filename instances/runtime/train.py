@@ -135,8 +135,10 @@ class Trainer(ResumeMixin, SavingMixin):
         self.vocab_size = model.config.vocab_size
         self.n_params = parameter_count(model)
         self.mfu = mfu_basis(model, seq_len=cfg.seq_len, devices=self.world, device=self.device)
-        self.log(f"MFU basis: {self.mfu.flops_per_token / 1e9:.4f} GFLOP/token; "
-                 f"peak {self.mfu.peak_flops / 1e12 if self.mfu.peak_flops else 'n/a'} TFLOP/s; {self.mfu.note}")
+        self.log(
+            f"MFU basis: {self.mfu.flops_per_token / 1e9:.4f} GFLOP/token; "
+            f"peak {self.mfu.peak_flops / 1e12 if self.mfu.peak_flops else 'n/a'} TFLOP/s; {self.mfu.note}"
+        )
         if cfg.activation_checkpointing:
             model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         if cfg.compile:
@@ -369,4 +371,3 @@ class Trainer(ResumeMixin, SavingMixin):
             with contextlib.suppress(Exception):
                 dist.barrier(group=self.ctrl_pg)
             dist.destroy_process_group()
-

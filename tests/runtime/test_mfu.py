@@ -38,4 +38,7 @@ def test_mfu_is_achieved_flops_over_peak_times_devices_and_null_on_cpu() -> None
     model = build_model("tiny", vocab_size=1024, seq_len=32, seed=0)
     cpu = mfu_basis(model, seq_len=32, devices=1, device=torch.device("cpu"))
     assert (cpu.peak_flops, cpu.mfu(1000.0), cpu.note) == (
-        None, None, "no GPU: the peak FLOP/s of a CPU is not tabulated")
+        None,
+        None,
+        "no GPU: the peak FLOP/s of a CPU is not tabulated",
+    )

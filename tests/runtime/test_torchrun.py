@@ -301,8 +301,10 @@ def test_a_flipped_shard_in_a_checkpoint_without_its_manifest_is_detected(
     events = read_events(tmp_path / "work")
     warnings = [e["message"] for e in events if e["type"] == "warning"]
     assert f"checkpoint {newest}: file {shard.name} fails its SHA-256 check" in warnings
-    assert f"checkpoint {ckpt / 'step-00000009'}: manifest.json was missing; rebuilt from the hashes in .metadata" \
+    assert (
+        f"checkpoint {ckpt / 'step-00000009'}: manifest.json was missing; rebuilt from the hashes in .metadata"
         in warnings
+    )
     assert [e["step"] for e in events if e["type"] == "started"] == [9]
     assert_same_losses(losses(tmp_path / "work"), reference["losses"], range(10, MAX_STEPS + 1))
     assert len(list(ckpt.glob("step-00000012.corrupt-*"))) == 1

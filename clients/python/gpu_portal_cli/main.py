@@ -15,7 +15,6 @@ import os
 import sys
 import time
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
 from gpu_portal_client.api.apps import apps_invoke_create, apps_list
@@ -43,7 +42,7 @@ from gpu_portal_client.models import (
 
 from gpu_portal_cli import config
 from gpu_portal_cli.api import TERMINAL, Api, CliError, api_from, wait_for, wait_until_stopped
-from gpu_portal_cli.output import cell, emit_json, table
+from gpu_portal_cli.output import CHECKPOINT_COLUMNS, cell, cny, emit_json, table
 
 LOG_WINDOW = 2000  # lines asked for per poll of ``jobs logs --follow`` (the API's maximum)
 
@@ -275,29 +274,6 @@ def cmd_jobs_logs(args: argparse.Namespace) -> None:
         time.sleep(args.interval)
 
 
-def human_bytes(n: Any) -> str:
-    if not isinstance(n, int):
-        return cell(n)
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return str(n)  # pragma: no cover
-
-
-CHECKPOINT_COLUMNS = [
-    ("id", "id"),
-    ("step", "step"),
-    ("loss", "loss"),
-    ("size", "size_bytes", human_bytes),
-    ("complete", "complete"),
-    ("rolled back", "rolled_back"),
-    ("attempt", "attempt"),
-    ("created", "created_at"),
-]
-
-
 def cmd_jobs_checkpoints(args: argparse.Namespace) -> None:
     rows = api_from(args)(jobs_checkpoints_list, args.id)
     return emit_json(rows) if args.json else table(rows, CHECKPOINT_COLUMNS)
@@ -331,16 +307,6 @@ DATASET_COLUMNS = [
     ("license", "latest_version.license_version.license"),
     ("fee", "latest_version.license_version.price_micros", lambda m: cny(m)),
 ]
-
-
-def cny(micros: Any) -> str:
-    """Integer micro-CNY as ``12.50 CNY`` (exact decimal: no float; at least two places)."""
-    if not isinstance(micros, int):
-        return cell(micros)
-    if micros == 0:
-        return "free"
-    whole, _, frac = f"{Decimal(micros).scaleb(-6):f}".partition(".")
-    return f"{whole}.{frac.rstrip('0').ljust(2, '0')} CNY"
 
 
 def cmd_datasets_list(args: argparse.Namespace) -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
+from decimal import Decimal
 from typing import Any, TextIO
 
 Column = tuple[str, str] | tuple[str, str, Callable[[Any], str]]
@@ -85,3 +86,36 @@ class StatusLine:
         if self.tty and self.last:
             self.stream.write("\n")
             self.stream.flush()
+
+
+def human_bytes(n: Any) -> str:
+    if not isinstance(n, int):
+        return cell(n)
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return str(n)  # pragma: no cover
+
+
+CHECKPOINT_COLUMNS = [
+    ("id", "id"),
+    ("step", "step"),
+    ("loss", "loss"),
+    ("size", "size_bytes", human_bytes),
+    ("complete", "complete"),
+    ("rolled back", "rolled_back"),
+    ("attempt", "attempt"),
+    ("created", "created_at"),
+]
+
+
+def cny(micros: Any) -> str:
+    """Integer micro-CNY as ``12.50 CNY`` (exact decimal: no float; at least two places)."""
+    if not isinstance(micros, int):
+        return cell(micros)
+    if micros == 0:
+        return "free"
+    whole, _, frac = f"{Decimal(micros).scaleb(-6):f}".partition(".")
+    return f"{whole}.{frac.rstrip('0').ljust(2, '0')} CNY"
