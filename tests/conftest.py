@@ -102,6 +102,8 @@ def _processes_of_this_run() -> list[tuple[int, str]]:
             cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
         except (FileNotFoundError, ProcessLookupError, PermissionError, IndexError):
             continue
+        if "multiprocessing.resource_tracker" in cmdline or "multiprocessing.forkserver" in cmdline:
+            continue  # helpers of the pytest process itself (process pools); they end when it exits
         found.append((int(entry.name), cmdline[:200]))
     return found
 

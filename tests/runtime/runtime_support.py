@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -41,6 +42,7 @@ class Job:
         self.config_path.write_text(json.dumps(cfg))
         self.log_path = workdir / f"torchrun-{time.monotonic_ns()}.log"
         self.marker = f"runtime-test-{os.getpid()}-{time.monotonic_ns()}"
+        self._seen: set[int] = set()  # every pid processes() ever returned (kill_all waits for all of them)
         full_env = {
             **os.environ,
             "PYTHONPATH": str(REPO),
@@ -73,7 +75,9 @@ class Job:
 
     def processes(self) -> list[ProcInfo]:
         """Every live process of the job: torchrun, its workers (in their own sessions), their children."""
-        return job_processes(self.marker, self.proc.pid)
+        found = job_processes(self.marker, self.proc.pid)
+        self._seen.update(p.pid for p in found)
+        return found
 
     def rank_pids(self) -> list[int]:
         """pids of the torchrun workers (processes with ``LOCAL_RANK`` in their environment)."""
@@ -85,11 +89,17 @@ class Job:
         deadline = time.monotonic() + timeout
         while True:
             procs = self.processes()
-            if not procs:
+            # A process being killed may already hide its environment (so no longer look like the job's) while
+            # it still exits: every pid ever seen must be gone too, not only those still carrying the marker.
+            dying = [pid for pid in self._seen if alive(pid) and pid not in {p.pid for p in procs}]
+            if not procs and not dying:
                 break
             signal_all(procs, signal.SIGKILL)
+            for pid in dying:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
             if time.monotonic() > deadline:
-                raise AssertionError(f"processes {[p.pid for p in procs]} survived SIGKILL")
+                raise AssertionError(f"processes {[p.pid for p in procs] + dying} survived SIGKILL")
             time.sleep(0.02)
             self.proc.poll()
         self.proc.wait()
