@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from celery import Celery
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -63,10 +64,11 @@ def worker(tmp_path):
         ],
         cwd=ROOT,
         env=env,
-        stdout=subprocess.PIPE,
+        stdout=(tmp_path / "worker.log").open("w"),  # a file: an unread pipe would block the worker when full
         stderr=subprocess.STDOUT,
         text=True,
     )
+    proc.log_path = tmp_path / "worker.log"  # read when an assertion fails
     yield proc
     proc.terminate()
     proc.wait(20)
@@ -80,7 +82,9 @@ def test_a_worker_on_redis_expires_a_grant_once_even_when_the_task_is_sent_twice
         kind=GrantKind.TRIAL,
         idempotency_key="trial",
     )
-    CreditGrant.objects.filter(pk=grant.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
+    # an expired grant is posted once it is older than the metering lookback (late ticks may still use it)
+    long_ago = timezone.now() - timedelta(hours=settings.METERING_LOOKBACK_HOURS, seconds=1)
+    CreditGrant.objects.filter(pk=grant.pk).update(expires_at=long_ago)
     sender = Celery(broker=REDIS, set_as_current=False)  # the portal's app stays the current one for other tests
     sender.send_task("billing.tasks.expire_credit_grants", queue="control")  # control-plane work (settings)
     sender.send_task("billing.tasks.expire_credit_grants", queue="control")
@@ -90,6 +94,6 @@ def test_a_worker_on_redis_expires_a_grant_once_even_when_the_task_is_sent_twice
         time.sleep(0.2)
     time.sleep(1.0)  # let the second delivery run too
     grant.refresh_from_db()
-    assert grant.expired_at is not None, "the worker did not run the task"
+    assert grant.expired_at is not None, "the worker did not run the task:\n" + worker.log_path.read_text()[-3000:]
     assert LedgerTransaction.objects.filter(kind="grant_expiry").count() == 1
     assert wallet_balance(organization=alice_org).total_micros == 0
