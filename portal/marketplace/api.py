@@ -80,7 +80,8 @@ class CallSerializer(serializers.ModelSerializer[AppCall]):
 
 class VersionCreateSerializer(serializers.Serializer[dict[str, Any]]):
     kind = serializers.ChoiceField(choices=[ServingKind.EXTERNAL, ServingKind.ECHO])
-    endpoint_url = serializers.URLField(required=False, allow_blank=True, default="")
+    # No default: "" is not a valid default for an OpenAPI "uri" string (the schema would not validate).
+    endpoint_url = serializers.URLField(required=False, allow_blank=True)
 
 
 class VersionSerializer(serializers.ModelSerializer[AppVersion]):
@@ -188,7 +189,10 @@ class PublisherVersions(APIView):
         s.is_valid(raise_exception=True)
         try:
             version, secret = services.app_version_add(
-                app=app, user=request.user, kind=s.validated_data["kind"], endpoint_url=s.validated_data["endpoint_url"]
+                app=app,
+                user=request.user,
+                kind=s.validated_data["kind"],
+                endpoint_url=s.validated_data.get("endpoint_url", ""),
             )
         except services.MarketplaceError as exc:
             raise ApiError(exc.code, str(exc), exc.status) from exc
