@@ -126,6 +126,8 @@ def _port_open(port: int) -> bool:
 def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     local: Path, alice: Any, alice_org: Any, charlie: Any, client: Any
 ) -> None:
+    from rest_framework.test import APIClient
+
     from instances.backends.local import LOG_FILE
     from instances.interactive.jupyter import jupyter_endpoint, jupyter_last_activity, jupyter_secret
     from instances.interactive.tickets import ticket_mint
@@ -153,6 +155,14 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     assert (lab.status_code, lab.headers["Location"]) == (302, to_login)
     assert requests.get(f"{endpoint.url}login", timeout=10).status_code == 403
     assert AuditEvent.objects.filter(action="instance.jupyter_open").count() == 0
+
+    # The API shows the state and the door.
+    api = APIClient()
+    api.force_authenticate(alice)
+    assert api.get(f"/api/v1/instances/{inst.pk}").json()["jupyter"] == {
+        "state": "ready",
+        "url": f"http://testserver{door}",
+    }
 
     # alice: the panel links the door; the door's page posts a ticket to the server, which sets its cookie.
     client.force_login(alice)
@@ -194,3 +204,4 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     assert jupyter_endpoint(inst) is None
     assert [v.gpus_free for v in node_views()] == [2]
     assert 'data-state="unavailable"' in client.get(f"{door}panel/").content.decode()
+    assert api.get(f"/api/v1/instances/{inst.pk}").json()["jupyter"] == {"state": "unavailable", "url": None}
