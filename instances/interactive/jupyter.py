@@ -7,8 +7,10 @@ How the pieces fit (see :mod:`instances.interactive.jupyter_auth` for the server
   ``INSTANCES_JUPYTER_KINDS`` (default: interactive instances): it asks the backend for a Jupyter server and
   carries the secret (in the environment, never argv; on Kubernetes through a Secret).
 * :func:`jupyter_endpoint` finds the server: local backend, the port in the server's info file in the
-  attempt's workspace (loopback only); Kubernetes, ``INSTANCES_JUPYTER_PUBLIC_URL`` + the instance's base URL
-  (the Ingress route of :mod:`instances.interactive.jupyter_k8s`).
+  attempt's workspace (loopback only); Kubernetes, ``<INSTANCES_JUPYTER_SCHEME>://i<id>.<INSTANCES_JUPYTER_DOMAIN>``
+  + the instance's base URL for the browser (the Ingress of :mod:`instances.interactive.jupyter_k8s`, one host
+  per instance), and the Jupyter Service's cluster DNS name for the portal's probe (the portal runs in the
+  cluster). Without ``INSTANCES_JUPYTER_DOMAIN`` there is no route, and the state stays ``unavailable``.
 * :func:`jupyter_state` is ``unavailable`` / ``starting`` / ``ready`` (its ``/api/status`` answers) for the
   console's progress state and the API; :func:`jupyter_last_activity` feeds idle autostop.
 * :func:`jupyter_ticket_issue` mints a ticket for a member (the console view checks membership first) and
@@ -31,6 +33,7 @@ from django.utils.crypto import salted_hmac
 from django.utils.dateparse import parse_datetime
 
 from instances.choices import InstanceStatus
+from instances.interactive.jupyter_k8s import HOST_ENV, PORT, jupyter_object_name
 from instances.interactive.jupyter_process import BASE_URL_ENV, ENABLE_ENV, INFO_GLOB, STATE_DIR
 from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV, status_token, ticket_mint
 from instances.models import Instance
@@ -73,16 +76,25 @@ def jupyter_base_url(instance: Instance) -> str:
     return f"/jupyter/{instance.pk}/"
 
 
+def jupyter_host(instance: Instance) -> str:
+    """The instance's own host on Kubernetes, ``i<id>.<INSTANCES_JUPYTER_DOMAIN>`` ("" without a domain)."""
+    domain = str(_setting("INSTANCES_JUPYTER_DOMAIN", "") or "").strip(".")
+    return f"i{instance.pk}.{domain}" if domain else ""
+
+
 def jupyter_env(instance: Instance) -> dict[str, str]:
     """Environment for the backend ``JobSpec`` asking for the instance's Jupyter server ({} when none)."""
     if not jupyter_enabled(instance):
         return {}
-    return {
+    env = {
         ENABLE_ENV: "1",
         SECRET_ENV: jupyter_secret(instance),
         INSTANCE_ENV: str(instance.pk),
         BASE_URL_ENV: jupyter_base_url(instance),
     }
+    if jupyter_host(instance):
+        env[HOST_ENV] = jupyter_host(instance)
+    return env
 
 
 def jupyter_endpoint(instance: Instance) -> JupyterEndpoint | None:
@@ -105,11 +117,13 @@ def jupyter_endpoint(instance: Instance) -> JupyterEndpoint | None:
             url = f"http://127.0.0.1:{port}{base}"
             return JupyterEndpoint(url, url)
         return None
-    public = str(_setting("INSTANCES_JUPYTER_PUBLIC_URL", "") or "").rstrip("/")
-    if not public:
+    host = jupyter_host(instance)
+    if attempt.backend != "kubernetes" or not host:
         return None
-    probe = str(_setting("INSTANCES_JUPYTER_PROBE_URL", "") or public).rstrip("/")
-    return JupyterEndpoint(f"{public}{base}", f"{probe}{base}")
+    namespace, _, name = attempt.handle.partition(":")[2].partition("/")
+    scheme = _setting("INSTANCES_JUPYTER_SCHEME", "https")
+    probe = f"http://{jupyter_object_name(name)}.{namespace}.svc:{PORT}{base}"
+    return JupyterEndpoint(f"{scheme}://{host}{base}", probe)
 
 
 def jupyter_status(instance: Instance) -> dict[str, object] | None:

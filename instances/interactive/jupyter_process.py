@@ -44,14 +44,15 @@ def jupyter_argv(*, python: str, ip: str, port: int, base_url: str, root_dir: st
     ]  # fmt: skip
 
 
-def jupyter_environment(base: dict[str, str], state_dir: Path) -> dict[str, str]:
-    """``base`` plus Jupyter's and IPython's folders under ``state_dir`` (nothing written to ``$HOME``)."""
+def jupyter_environment(base: dict[str, str], state_dir: str) -> dict[str, str]:
+    """``base`` plus Jupyter's and IPython's folders under ``state_dir`` (a POSIX path; nothing is written to
+    ``$HOME``)."""
     return {
         **base,
-        "JUPYTER_CONFIG_DIR": str(state_dir / "config"),
-        "JUPYTER_DATA_DIR": str(state_dir / "data"),
-        "JUPYTER_RUNTIME_DIR": str(state_dir / "runtime"),
-        "IPYTHONDIR": str(state_dir / "ipython"),
+        "JUPYTER_CONFIG_DIR": f"{state_dir}/config",
+        "JUPYTER_DATA_DIR": f"{state_dir}/data",
+        "JUPYTER_RUNTIME_DIR": f"{state_dir}/runtime",
+        "IPYTHONDIR": f"{state_dir}/ipython",
         "JUPYTER_PLATFORM_DIRS": "1",
     }
 
@@ -74,7 +75,7 @@ def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subproces
     state_dir.mkdir(mode=0o700, exist_ok=True)
     for stale in state_dir.glob(INFO_GLOB):  # a fresh server writes its own once it listens
         stale.unlink(missing_ok=True)
-    env = jupyter_environment(dict(os.environ), state_dir)
+    env = jupyter_environment(dict(os.environ), str(state_dir))
     env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id})
     argv = jupyter_argv(python=python, ip="127.0.0.1", port=0, base_url=base_url, root_dir=str(workspace))
     try:
