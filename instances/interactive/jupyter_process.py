@@ -16,6 +16,7 @@ Kubernetes: the same argv (ip ``0.0.0.0``, a fixed port) runs as the pod's Jupyt
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -27,6 +28,8 @@ ENABLE_ENV = "GPU_PORTAL_JUPYTER"
 BASE_URL_ENV = "GPU_PORTAL_JUPYTER_BASE_URL"
 STATE_DIR = ".jupyter"  # under the workspace: runtime files (the server's info file), config, IPython profile
 INFO_GLOB = "runtime/jpserver-*.json"  # under STATE_DIR: written by the server once it listens (port, base_url)
+# JupyterLab's "get notified about Jupyter news?" prompt would fetch from the internet: off.
+PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 IDENTITY_PROVIDER = "instances.interactive.jupyter_auth.PortalIdentityProvider"
 
 
@@ -76,6 +79,9 @@ def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subproces
     for stale in state_dir.glob(INFO_GLOB):  # a fresh server writes its own once it listens
         stale.unlink(missing_ok=True)
     env = jupyter_environment(dict(os.environ), str(state_dir))
+    labconfig = state_dir / "config" / "labconfig"
+    labconfig.mkdir(parents=True, exist_ok=True)
+    (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
     env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id})
     argv = jupyter_argv(python=python, ip="127.0.0.1", port=0, base_url=base_url, root_dir=str(workspace))
     try:

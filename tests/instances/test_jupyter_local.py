@@ -9,7 +9,6 @@ import json
 import os
 import re
 import socket
-import sys
 import time
 import uuid
 from html import unescape
@@ -19,6 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 import requests
+from jupyter_support import running_with_jupyter
 
 
 @pytest.fixture
@@ -27,38 +27,6 @@ def local(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any) -
     settings.INSTANCES_BACKEND_OPTIONS = {"workspace_root": str(tmp_path / "ws"), "slots": 2}
     settings.INSTANCES_STOP_GRACE_S = 5
     return tmp_path / "ws"
-
-
-def running_with_jupyter(alice: Any, alice_org: Any) -> Any:
-    """Launch an interactive instance (a sleeping command) and wait until its Jupyter server answers."""
-    from instances_support import fund
-
-    from instances.interactive.jupyter import jupyter_state
-    from instances.models import Instance
-    from instances.services import LaunchSpec, instance_launch, instances_reconcile
-
-    fund(alice_org, 10)
-    instances_reconcile()
-    inst = instance_launch(
-        organization=alice_org,
-        user=alice,
-        spec=LaunchSpec(
-            name="notebook",
-            kind="interactive",
-            gpu_type="cpu-local",
-            gpu_count=1,
-            command=[sys.executable, "-c", "import time; time.sleep(600)"],
-        ),
-    )
-    deadline = time.monotonic() + 90
-    while True:
-        instances_reconcile()
-        inst = Instance.objects.get(pk=inst.pk)
-        if inst.status == "running" and jupyter_state(inst) == "ready":
-            return inst
-        assert inst.status in ("scheduling", "provisioning", "running"), inst.status_reason
-        assert time.monotonic() < deadline, "Jupyter did not answer"
-        time.sleep(0.2)
 
 
 def _form(html: str) -> tuple[str, str]:
@@ -124,7 +92,7 @@ def _port_open(port: int) -> bool:
 
 
 def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
-    local: Path, alice: Any, alice_org: Any, charlie: Any, client: Any
+    local: Path, alice: Any, alice_org: Any, bob: Any, charlie: Any, client: Any
 ) -> None:
     from rest_framework.test import APIClient
 
@@ -164,6 +132,10 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
         "url": f"http://testserver{door}",
     }
 
+    # bob, a member, gets a ticket too (not used here).
+    client.force_login(bob)
+    assert client.get(door).status_code == 200
+
     # alice: the panel links the door; the door's page posts a ticket to the server, which sets its cookie.
     client.force_login(alice)
     panel = client.get(f"{door}panel/").content.decode()
@@ -179,8 +151,8 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     assert lab.status_code == 200 and "JupyterLab" in lab.text
     assert _execute(endpoint.url, browser, "1+1") == "2"
     assert jupyter_last_activity(inst) is not None
-    audit = AuditEvent.objects.get(action="instance.jupyter_open")
-    assert (audit.actor, audit.object_id) == (alice, str(inst.pk))
+    audits = AuditEvent.objects.filter(action="instance.jupyter_open").order_by("id")
+    assert [(a.actor, a.object_id) for a in audits] == [(bob, str(inst.pk)), (alice, str(inst.pk))]
 
     # A used ticket, an expired one and one for another instance are refused; none of it is in the log.
     assert requests.post(action, data={"ticket": ticket}, timeout=10).status_code == 403
