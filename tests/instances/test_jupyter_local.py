@@ -177,3 +177,41 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     assert [v.gpus_free for v in node_views()] == [2]
     assert 'data-state="unavailable"' in client.get(f"{door}panel/").content.decode()
     assert api.get(f"/api/v1/instances/{inst.pk}").json()["jupyter"] == {"state": "unavailable", "url": None}
+
+
+def test_the_panel_and_the_door_say_when_jupyterlab_will_be_there(
+    alice: Any, alice_org: Any, client: Any, catalog: None
+) -> None:
+    from django.template.loader import render_to_string
+    from django.utils import translation
+
+    from instances.models import GpuType, Instance
+
+    gpu = GpuType.objects.get(code="cpu-local")
+    pending = Instance.objects.create(organization=alice_org, name="n", kind="interactive", gpu_type=gpu, gpu_count=1)
+    training = Instance.objects.create(organization=alice_org, name="t", kind="training", gpu_type=gpu, gpu_count=1)
+    base = f"/o/{alice_org.slug}/instances"
+    assert client.get(f"{base}/{pending.pk}/jupyter/panel/")["Location"].startswith("/login/")
+
+    client.force_login(alice)
+    page = client.get(f"{base}/{pending.pk}/").content.decode()
+    panel = client.get(f"{base}/{pending.pk}/jupyter/panel/").content.decode()
+    door = client.get(f"{base}/{pending.pk}/jupyter/", follow=True)
+
+    assert f'hx-get="{base}/{pending.pk}/jupyter/panel/" hx-trigger="load"' in page
+    assert 'data-state="unavailable"' in panel and 'hx-trigger="every 3s"' in panel
+    assert "JupyterLab opens here while the instance is running." in panel
+    assert (
+        client.get(f"{base}/{training.pk}/jupyter/panel/").content.decode().strip() == '<div id="jupyter-panel"></div>'
+    )
+    assert door.redirect_chain == [(f"{base}/{pending.pk}/", 302)]
+    assert [str(m) for m in door.context["messages"]] == ["JupyterLab is not running yet: it starts with the instance."]
+    with translation.override("zh-hans"):
+        starting = render_to_string(
+            "instances/_jupyter_panel.html", {"org": alice_org, "instance": pending, "jupyter_state": "starting"}
+        )
+        ready = render_to_string(
+            "instances/_jupyter_panel.html", {"org": alice_org, "instance": pending, "jupyter_state": "ready"}
+        )
+    assert "JupyterLab 正在启动…" in starting and 'hx-trigger="every 2s"' in starting
+    assert "打开 JupyterLab" in ready

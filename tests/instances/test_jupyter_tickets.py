@@ -66,3 +66,19 @@ def test_minting_without_a_secret_is_refused_and_the_status_token_is_fixed_per_s
         ticket_mint(secret="", instance_id="7", username="alice")
     assert status_token(SECRET) == status_token(SECRET) != status_token("b" * 64)
     assert len(status_token(SECRET)) == 64
+
+
+def test_the_jupyter_server_side_never_imports_django() -> None:
+    """The launcher hook, the server's identity provider and the pod objects run where Django is absent."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = (
+        "import sys, instances.backends.local_launcher, instances.interactive.jupyter_auth, "
+        "instances.interactive.jupyter_process, instances.interactive.jupyter_k8s; "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'rest_framework'}))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    out = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == "[]"
