@@ -15,6 +15,12 @@ How the pieces fit (see :mod:`instances.interactive.jupyter_auth` for the server
   console's progress state and the API; :func:`jupyter_last_activity` feeds idle autostop.
 * :func:`jupyter_ticket_issue` mints a ticket for a member (the console view checks membership first) and
   records an audit row; the ticket itself is never stored or logged.
+
+Limits: on the local backend every server is on ``127.0.0.1`` (one port each), and browsers scope cookies by
+host, not port, so a server whose user rewrote it could read cookies meant for the portal or another local
+server on that host; the local backend is the single-machine default, not a multi-tenant one. Kubernetes gives
+each instance its own host. The secret is readable by the instance's own processes (same user, e.g.
+``/proc/<pid>/environ``): it opens nothing but that instance.
 """
 
 from __future__ import annotations

@@ -63,17 +63,21 @@ def jupyter_k8s_extend(manifests: list[dict[str, Any]], env: dict[str, str]) -> 
             mounts.append({"name": mount["name"], "mountPath": where, "readOnly": True})
     state = f"{WORKSPACE}/.jupyter"
     plain = jupyter_environment({INSTANCE_ENV: env[INSTANCE_ENV], "PYTHONUNBUFFERED": "1"}, state)
-    sidecar = {
-        "name": CONTAINER,
-        "image": main["image"],
-        "restartPolicy": "Always",  # a native sidecar: ends with the pod's main container
-        "command": jupyter_argv(
+    command = [
+        *jupyter_argv(
             python="python",
             ip="0.0.0.0",  # noqa: S104 - reached through its Service only
             port=PORT,
             base_url=env.get(BASE_URL_ENV, "/"),
             root_dir=WORKSPACE,
         ),
+        "--ServerApp.trust_xheaders=True",  # behind the Ingress: https is seen, so the login cookie is Secure
+    ]
+    sidecar = {
+        "name": CONTAINER,
+        "image": main["image"],
+        "restartPolicy": "Always",  # a native sidecar: ends with the pod's main container
+        "command": command,
         "workingDir": WORKSPACE,
         "env": [
             *({"name": k, "value": v} for k, v in plain.items()),

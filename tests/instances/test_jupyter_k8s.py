@@ -64,6 +64,7 @@ def test_the_secret_is_only_in_the_secret_and_the_sidecar_serves_the_workspace()
     assert (sidecar["name"], sidecar["restartPolicy"], sidecar["image"]) == ("jupyter", "Always", SPEC.image)
     assert sidecar["command"][:3] == ["python", "-m", "jupyterlab"]
     assert "--ServerApp.base_url=/jupyter/7/" in sidecar["command"]
+    assert sidecar["command"][-1] == "--ServerApp.trust_xheaders=True"
     assert (
         "--ServerApp.identity_provider_class=instances.interactive.jupyter_auth.PortalIdentityProvider"
         in (sidecar["command"])
