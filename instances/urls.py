@@ -3,6 +3,7 @@
 from django.urls import path
 
 from instances import views
+from instances.interactive import jupyter_views
 
 urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
@@ -10,6 +11,8 @@ urlpatterns = [
     path("instances/quote/", views.launch_quote, name="launch_quote"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
+    path("instances/<int:pk>/jupyter/", jupyter_views.jupyter_open, name="instance_jupyter"),
+    path("instances/<int:pk>/jupyter/panel/", jupyter_views.jupyter_panel, name="instance_jupyter_panel"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),

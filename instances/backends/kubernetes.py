@@ -382,8 +382,13 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def manifests(self, spec: JobSpec) -> list[dict[str, Any]]:
-        """ConfigMap, Service and Job, in creation order."""
-        return [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)]
+        """ConfigMap, Service and Job, in creation order (with the Jupyter objects when the spec asks for them:
+        ``instances/interactive/jupyter_k8s.py``)."""
+        from instances.interactive.jupyter_k8s import jupyter_k8s_extend
+
+        return jupyter_k8s_extend(
+            [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)], spec.env
+        )
 
     # -- the interface -------------------------------------------------------------------------------------
     def parse_handle(self, handle: str) -> tuple[str, str]:
@@ -399,14 +404,18 @@ class KubernetesBackend(ComputeBackend):
         second submit of the same attempt creates nothing. Returns ``k8s:<namespace>/<name>``."""
         from kubernetes.client.exceptions import ApiException
 
-        cm, svc, job = self.manifests(spec)
+        from instances.interactive.jupyter_k8s import jupyter_k8s_create
+
+        manifests = self.manifests(spec)
+        job = next(m for m in manifests if m["kind"] == "Job")
         core, batch = self._core(), self._batch()
-        calls = (
-            (core.create_namespaced_config_map, cm),
-            (core.create_namespaced_service, svc),
-            (batch.create_namespaced_job, job),
-        )
-        for create, body in calls:
+        creators = {
+            "ConfigMap": core.create_namespaced_config_map,
+            "Service": core.create_namespaced_service,
+            "Job": batch.create_namespaced_job,
+        }
+        for body in manifests:
+            create = creators.get(body["kind"], lambda _ns, b: jupyter_k8s_create(self.api_client, b))
             try:
                 create(self.namespace, body)
             except ApiException as exc:
@@ -503,11 +512,14 @@ class KubernetesBackend(ComputeBackend):
             "propagationPolicy": "Foreground",
             "gracePeriodSeconds": int(grace_s),
         }
+        from instances.interactive.jupyter_k8s import jupyter_k8s_delete
+
         core = self._core()
         deletes = (
             lambda: self._batch().delete_namespaced_job(name, ns, body=body),
             lambda: core.delete_namespaced_service(name, ns),
             lambda: core.delete_namespaced_config_map(name, ns),
+            lambda: jupyter_k8s_delete(self.api_client, ns, name),
         )
         for delete in deletes:
             try:

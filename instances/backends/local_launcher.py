@@ -171,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, on_signal)
 
+    from instances.interactive.jupyter_process import jupyter_start  # hook: the instance's Jupyter server
+
+    jupyter_start(workspace)  # a child in this group; the leftover sweep below ends it with the job
     try:
         child = subprocess.Popen(command)
     except OSError as exc:
@@ -191,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     child.returncode = status  # reaped by hand above; keep Popen from waiting again
 
     _kill_leftovers(marker, args.leftover_grace_s)
+    _reap_nohang()  # children that died during the sweep (the Jupyter server) must not outlive us as zombies
     code = status
     ranks = read_rank_codes(workspace / RANKS_DIR)
     if status != 0 and ranks:

@@ -12,6 +12,7 @@ from django.conf import settings
 
 from instances import limits
 from instances.backends.base import DatasetMount, JobSpec
+from instances.interactive.jupyter import jupyter_env
 from instances.models import JobAttempt
 from instances.runtime.config import JobConfig
 from instances.services.backend import _setting
@@ -101,6 +102,7 @@ def job_spec_for(attempt: JobAttempt) -> JobSpec:
             "HF_HUB_OFFLINE": "1",
             "TOKENIZERS_PARALLELISM": "false",
             "OMP_NUM_THREADS": str(_setting("INSTANCES_OMP_THREADS", 1)),
+            **jupyter_env(instance),  # JupyterLab beside the command (instances/interactive/jupyter.py)
         },
         dataset_mounts=mounts,
         checkpoint_uri=job.checkpoint_uri if job else "",

@@ -82,8 +82,10 @@ KINDS = {
     ("v1", "configmaps"): "ConfigMap",
     ("v1", "events"): "Event",
     ("v1", "nodes"): "Node",
+    ("v1", "secrets"): "Secret",
+    ("networking.k8s.io/v1", "ingresses"): "Ingress",
 }
-VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap"})
+VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap", "Secret", "Ingress"})
 
 
 class ApiError(Exception):

@@ -1,0 +1,91 @@
+"""Starting an instance's Jupyter server (no Django): the argv, and the local launcher's hook.
+
+Local backend: :func:`jupyter_start` is called by ``instances.backends.local_launcher`` (the instance's
+process-group leader) before it starts the instance's command, when the job's environment asks for Jupyter
+(``GPU_PORTAL_JUPYTER=1``, set by the portal for interactive instances). The server is a child of the launcher:
+same session and process group, and it inherits the job's marker variable, so ``stop`` (SIGTERM to the group,
+then SIGKILL to every marked process, kernels and terminals included) ends it, the launcher's leftover sweep
+ends it when the command exits, and metering covers it as part of the instance. It listens on loopback, on a
+port the kernel picks (``port=0``); the port is read back from the server's info file
+``WS/.jupyter/runtime/jpserver-<pid>.json`` (:data:`INFO_GLOB`). The per-instance secret reaches the server
+in its environment only (never argv) and is removed from the launcher's environment before the user's command starts.
+
+Kubernetes: the same argv (ip ``0.0.0.0``, a fixed port) runs as the pod's Jupyter sidecar
+(:mod:`instances.interactive.jupyter_k8s`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV
+
+ENABLE_ENV = "GPU_PORTAL_JUPYTER"
+BASE_URL_ENV = "GPU_PORTAL_JUPYTER_BASE_URL"
+STATE_DIR = ".jupyter"  # under the workspace: runtime files (the server's info file), config, IPython profile
+INFO_GLOB = "runtime/jpserver-*.json"  # under STATE_DIR: written by the server once it listens (port, base_url)
+# JupyterLab's "get notified about Jupyter news?" prompt would fetch from the internet: off.
+PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
+IDENTITY_PROVIDER = "instances.interactive.jupyter_auth.PortalIdentityProvider"
+
+
+def jupyter_argv(*, python: str, ip: str, port: int, base_url: str, root_dir: str) -> list[str]:
+    """``python -m jupyterlab`` with the portal's identity provider, no browser, no update checks."""
+    return [
+        python, "-m", "jupyterlab", "--no-browser",
+        f"--ServerApp.ip={ip}", f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+        f"--ServerApp.base_url={base_url}", f"--ServerApp.root_dir={root_dir}",
+        "--allow-root",  # containers commonly run as root; the server still refuses everyone without a ticket
+        f"--ServerApp.identity_provider_class={IDENTITY_PROVIDER}",
+        "--ServerApp.allow_remote_access=True",  # reached through a Service / Ingress in a pod
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        "--LabApp.news_url=",
+    ]  # fmt: skip
+
+
+def jupyter_environment(base: dict[str, str], state_dir: str) -> dict[str, str]:
+    """``base`` plus Jupyter's and IPython's folders under ``state_dir`` (a POSIX path; nothing is written to
+    ``$HOME``)."""
+    return {
+        **base,
+        "JUPYTER_CONFIG_DIR": f"{state_dir}/config",
+        "JUPYTER_DATA_DIR": f"{state_dir}/data",
+        "JUPYTER_RUNTIME_DIR": f"{state_dir}/runtime",
+        "IPYTHONDIR": f"{state_dir}/ipython",
+        "JUPYTER_PLATFORM_DIRS": "1",
+    }
+
+
+def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subprocess.Popen[bytes] | None:
+    """Start the instance's Jupyter server if the environment asks for it; see the module docstring.
+
+    Returns the server's ``Popen`` (a child of the caller, in its process group), or ``None`` when Jupyter is
+    not wanted. Always removes the secret from ``os.environ`` first, so the caller's later children (the
+    user's command) never inherit it. A server that cannot start is reported on stderr (the instance's log)
+    and the instance runs on without it.
+    """
+    secret = os.environ.pop(SECRET_ENV, "")
+    instance_id = os.environ.pop(INSTANCE_ENV, "")
+    wanted = os.environ.pop(ENABLE_ENV, "") == "1"
+    base_url = os.environ.pop(BASE_URL_ENV, "/")
+    if not (wanted and secret and instance_id):
+        return None
+    state_dir = workspace / STATE_DIR
+    state_dir.mkdir(mode=0o700, exist_ok=True)
+    for stale in state_dir.glob(INFO_GLOB):  # a fresh server writes its own once it listens
+        stale.unlink(missing_ok=True)
+    env = jupyter_environment(dict(os.environ), str(state_dir))
+    labconfig = state_dir / "config" / "labconfig"
+    labconfig.mkdir(parents=True, exist_ok=True)
+    (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
+    env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id})
+    argv = jupyter_argv(python=python, ip="127.0.0.1", port=0, base_url=base_url, root_dir=str(workspace))
+    try:
+        return subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL)
+    except OSError as exc:
+        print(f"local_launcher: cannot start Jupyter: {exc}", file=sys.stderr, flush=True)
+        return None
