@@ -1,8 +1,12 @@
 """The import rules of ARCHITECTURE.md and the size limit of a module, checked by reading the source (``ast``):
 
-- ``billing`` (a lower floor) never imports ``instances``, ``datasets`` or ``portal.marketplace`` at module level
-  (a function-level import, e.g. the budget guard's call of ``instances.services.instance_stop``, is the
-  documented way up);
+- ``portal`` (the ground floor; ``portal/marketplace`` is the top floor) never imports ``billing``, ``datasets``,
+  ``instances`` or ``portal.marketplace`` at module level, and ``billing`` (floor 1) never imports ``instances``,
+  ``datasets`` or ``portal.marketplace`` at module level (a function-level import, e.g. the budget guard's call
+  of ``instances.services.instance_stop``, or a ``portal.hooks`` signal is the documented way up);
+- every console view and API view reaches an organization's objects through ``portal.scoping``: no
+  ``Model.objects.get(`` of an organization-owned model, no ``get_object_or_404(``, and the organization
+  comes from ``request_organization`` (never ``organization_for_user`` or a lookup of its own);
 - the training runtime (``instances/runtime``) and the model server (``instances/serving/server.py``) never
   import Django, directly or through a first-party module they import;
 - no module outside migrations and tests is over 600 lines.
@@ -81,18 +85,39 @@ def _django_imports(start: Path) -> list[str]:
     return found
 
 
-def test_billing_imports_no_higher_floor_at_module_level() -> None:
-    forbidden = ("instances", "datasets", "portal.marketplace")
-    offenders = [
+def _module_level_imports_of(
+    top: str, forbidden: tuple[str, ...], *, skip: tuple[str, ...] = ()
+) -> list[str]:
+    """"file:line imports module" for each module-level import of a ``forbidden`` module by a file under ``top``
+    (migrations and the folders in ``skip`` left out)."""
+    return [
         f"{path.relative_to(ROOT)}:{line} imports {name}"
-        for path in sorted((ROOT / "billing").rglob("*.py"))
-        if "migrations" not in path.parts
+        for path in sorted((ROOT / top).rglob("*.py"))
+        if "migrations" not in path.parts and not any(str(path.relative_to(ROOT)).startswith(s) for s in skip)
         for line, name in _modules(
             ast.parse(path.read_text(encoding="utf-8")), module=_module_name(path), top_level_only=True
         )
         if any(name == f or name.startswith(f"{f}.") for f in forbidden)
     ]
-    assert offenders == []
+
+
+def test_billing_imports_no_higher_floor_at_module_level() -> None:
+    assert _module_level_imports_of("billing", ("instances", "datasets", "portal.marketplace")) == []
+
+
+def test_the_ground_floor_imports_no_higher_floor_at_module_level() -> None:
+    """``portal`` (settings, accounts, organizations, the API framework, webhooks, ``lib``) reaches the floors
+    above only inside functions or through ``portal.hooks``; the marketplace (``portal/marketplace``) is the
+    top floor and may import them all."""
+    forbidden = ("billing", "datasets", "instances", "portal.marketplace")
+    assert _module_level_imports_of("portal", forbidden, skip=("portal/marketplace/",)) == []
+
+
+def test_the_floor_check_finds_a_module_level_import() -> None:
+    """The check itself: it sees ``from billing… import`` at module level and ignores one inside a function."""
+    source = "from billing.selectors import wallet_balance\n\ndef f():\n    from instances import services\n"
+    found = _modules(ast.parse(source), module="portal.views", top_level_only=True)
+    assert [name for _, name in found] == ["billing.selectors", "billing.selectors.wallet_balance"]
 
 
 @pytest.mark.parametrize(
