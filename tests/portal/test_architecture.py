@@ -85,11 +85,9 @@ def _django_imports(start: Path) -> list[str]:
     return found
 
 
-def _module_level_imports_of(
-    top: str, forbidden: tuple[str, ...], *, skip: tuple[str, ...] = ()
-) -> list[str]:
-    """"file:line imports module" for each module-level import of a ``forbidden`` module by a file under ``top``
-    (migrations and the folders in ``skip`` left out)."""
+def _module_level_imports_of(top: str, forbidden: tuple[str, ...], *, skip: tuple[str, ...] = ()) -> list[str]:
+    """Lines "file:line imports module", one per module-level import of a ``forbidden`` module by a file under
+    ``top`` (migrations and the folders in ``skip`` left out)."""
     return [
         f"{path.relative_to(ROOT)}:{line} imports {name}"
         for path in sorted((ROOT / top).rglob("*.py"))

@@ -61,7 +61,7 @@ def _call_name(call: ast.Call) -> str:
 
 
 def unscoped_lookups(source: str, *, owned: set[str]) -> list[str]:
-    """"line: what" for each lookup in ``source`` that bypasses ``portal.scoping``."""
+    """Lines "line: what", one for each lookup in ``source`` that bypasses ``portal.scoping``."""
     found = []
     for node in ast.walk(ast.parse(source)):
         if not isinstance(node, ast.Call):
