@@ -9,6 +9,8 @@
   comes from ``request_organization`` (never ``organization_for_user`` or a lookup of its own);
 - the training runtime (``instances/runtime``) and the model server (``instances/serving/server.py``) never
   import Django, directly or through a first-party module they import;
+- no two apps (``portal.marketplace`` and ``portal.webhooks`` counted as apps) import each other at module level,
+  directly or around a longer loop;
 - no module outside migrations and tests is over 600 lines.
 """
 
@@ -138,3 +140,46 @@ def test_no_module_outside_migrations_and_tests_is_over_600_lines() -> None:
     sizes = {str(f.relative_to(ROOT)): len(f.read_text(encoding="utf-8").splitlines()) for f in _source_files()}
     assert len(sizes) > 100  # the walk found the apps
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
+
+
+#: The units of the floor plan: the marketplace and webhooks are Django apps of their own inside ``portal/``.
+UNITS = ("portal.marketplace", "portal.webhooks", "portal", "billing", "datasets", "instances")
+
+
+def _unit(module: str) -> str | None:
+    return next((u for u in UNITS if module == u or module.startswith(f"{u}.")), None)
+
+
+def _module_level_cycles() -> list[list[str]]:
+    """Each simple cycle of the graph "unit A imports unit B at module level" (migrations and tests left out),
+    as its units from the smallest in ``UNITS`` order."""
+    edges: dict[str, set[str]] = {}
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            if "migrations" in path.parts or "tests" in path.parts:
+                continue
+            module = _module_name(path)
+            source = _unit(module)
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for _, name in _modules(tree, module=module, top_level_only=True):
+                target = _unit(name)
+                if source and target and target != source:
+                    edges.setdefault(source, set()).add(target)
+    cycles: list[list[str]] = []
+
+    def walk(start: str, node: str, path: list[str]) -> None:
+        for nxt in sorted(edges.get(node, ())):
+            if nxt == start:
+                cycles.append(path)
+            elif nxt not in path and UNITS.index(nxt) > UNITS.index(start):
+                walk(start, nxt, [*path, nxt])
+
+    for unit in UNITS:
+        walk(unit, unit, [unit])
+    return cycles
+
+
+def test_the_apps_import_each_other_without_a_cycle_at_module_level() -> None:
+    """Floors import downward only, so no two apps (the marketplace and webhooks counted apart from ``portal``)
+    import each other, directly or around a longer loop, at module level."""
+    assert _module_level_cycles() == []
