@@ -4,9 +4,8 @@
   ``instances`` or ``portal.marketplace`` at module level, and ``billing`` (floor 1) never imports ``instances``,
   ``datasets`` or ``portal.marketplace`` at module level (a function-level import, e.g. the budget guard's call
   of ``instances.services.instance_stop``, or a ``portal.hooks`` signal is the documented way up);
-- every console view and API view reaches an organization's objects through ``portal.scoping``: no
-  ``Model.objects.get(`` of an organization-owned model, no ``get_object_or_404(``, and the organization
-  comes from ``request_organization`` (never ``organization_for_user`` or a lookup of its own);
+- (``test_architecture_scoping.py``: every console view and API view reaches an organization's objects through
+  ``portal.scoping``;)
 - the training runtime (``instances/runtime``) and the model server (``instances/serving/server.py``) never
   import Django, directly or through a first-party module they import;
 - no two apps (``portal.marketplace`` and ``portal.webhooks`` counted as apps) import each other at module level,
