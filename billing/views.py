@@ -29,7 +29,7 @@ from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
 from portal.lib.charts import line_chart, stacked_bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
-from portal.selectors import organization_for_user
+from portal.scoping import request_organization
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 @require_POST
 def topup_start(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """Create a top-up and send the browser to Stripe Checkout."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     amount = request.POST.get("custom_amount") or request.POST.get("amount") or ""
     wallet_url = reverse("wallet", args=[organization.slug])
     try:
@@ -129,7 +129,7 @@ def pricing(request: HttpRequest) -> HttpResponse:
 def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> HttpResponse:
     """A month's statement as a page, or as CSV with ``?format=csv``."""
 
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     try:
         st = statement_build(organization=organization, year=year, month=month, tz_name=request.user.timezone)  # type: ignore[union-attr]
     except ValueError as exc:
@@ -143,7 +143,7 @@ def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> Ht
 
 @login_required
 def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
     context = {
         "org": organization,

@@ -26,7 +26,7 @@ from datasets.models import Dataset, DatasetVersion, LicenseVersion
 from datasets.uploads import SizeLimitUploadHandler
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
-from portal.selectors import organization_for_user
+from portal.scoping import request_organization
 
 PAGE_SIZE = 20
 
@@ -61,7 +61,7 @@ def filter_catalog(qs: QuerySet[Dataset], params: Any) -> QuerySet[Dataset]:
 @login_required
 def catalog(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The catalog: search, filters, pagination, empty state; the table alone for htmx."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     form = CatalogFilterForm(request.GET or None)
     qs = selectors.datasets_visible_to(organization).prefetch_related("versions__license_version__license")
     qs = filter_catalog(qs, request.GET)
@@ -83,7 +83,7 @@ def _dataset_or_404(organization: Any, pk: int) -> Dataset:
 def dataset_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Statistics, a (de-identified) sample, the license and its terms, attribution, versions and whether
     the organization holds a current agreement."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     dataset = _dataset_or_404(organization, pk)
     versions = list(dataset.versions.select_related("license_version__license"))
     version = versions[0] if versions else None
@@ -106,7 +106,7 @@ def dataset_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespons
 def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """GET: the modal with the exact license text whose SHA-256 the agreement will record.
     POST: accept on behalf of the organization (``services.agreement_accept``)."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     dataset = _dataset_or_404(organization, pk)
     version = dataset.latest_version
     if version is None:
@@ -156,7 +156,7 @@ def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
 @require_POST
 def dataset_mount(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Attach a version read-only to a consumer (``services.mount_attach``); refused without an agreement."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     dataset = _dataset_or_404(organization, pk)
     form = MountForm(request.POST)
     status = 200
@@ -202,7 +202,7 @@ def upload_list(request: HttpRequest, org: str) -> HttpResponse:
 def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     from django.conf import settings
 
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     limiter = next(h for h in request.upload_handlers if isinstance(h, SizeLimitUploadHandler))
     reusable = selectors.versions_mountable_by(organization)
     form = UploadForm(tokenizer_versions=reusable)
@@ -246,7 +246,7 @@ def _upload_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @login_required
 def upload_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """One upload with its progress; the progress partial is polled by htmx while it runs."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     try:
         upload = selectors.upload_for_org(organization, pk)
     except DatasetNotFound:
@@ -270,7 +270,7 @@ def deid_settings(request: HttpRequest, org: str) -> HttpResponse:
     from datasets.models import DeidPolicy
     from datasets.policy import deid_policy_update
 
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = request_organization(request, slug=org)
     policy = DeidPolicy.objects.filter(organization=organization).first()
     initial = {
         "placeholder_style": policy.placeholder_style if policy else "typed",

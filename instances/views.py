@@ -3,7 +3,7 @@ status, the job page (loss and throughput charts, checkpoints with roll back, lo
 actions (stop, restart, roll back, checkpoint now).
 
 One view serves a page and its htmx partial (``request.htmx and not request.htmx.boosted``). Every lookup goes
-through the organization (``organization_for_user``) and ``get_scoped_or_404``: an outsider gets a 404 on every
+through ``portal.scoping`` (``request_organization``, ``scoped_get_or_404``): an outsider gets a 404 on every
 route, actions included.
 """
 
@@ -28,23 +28,23 @@ from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
-from portal.selectors import get_scoped_or_404, organization_for_user
+from portal.scoping import request_organization, scoped_get_or_404
 
 
 def _org(request: AuthedHttpRequest, slug: str) -> Organization:
-    return organization_for_user(user=request.user, slug=slug)
+    return request_organization(request, slug=slug)
 
 
 def _job(request: AuthedHttpRequest, org: str, pk: int) -> tuple[Organization, TrainingJob]:
     organization = _org(request, org)
     qs = TrainingJob.objects.select_related("instance", "instance__gpu_type")
-    return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
+    return organization, scoped_get_or_404(qs, organization=organization, pk=pk)
 
 
 def _instance(request: AuthedHttpRequest, org: str, pk: int) -> tuple[Organization, Instance]:
     organization = _org(request, org)
     qs = Instance.objects.select_related("gpu_type", "image")
-    return organization, get_scoped_or_404(qs, organization=organization, pk=pk)
+    return organization, scoped_get_or_404(qs, organization=organization, pk=pk)
 
 
 def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
@@ -246,7 +246,7 @@ def job_restart(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
-    cp = get_scoped_or_404(
+    cp = scoped_get_or_404(
         job.checkpoints.all(), organization=organization, org_field="job__organization", pk=checkpoint
     )
     if request.method == "POST":

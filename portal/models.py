@@ -167,6 +167,3 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.action}"
-
-
-from portal.marketplace.models import App, AppCall, AppVersion  # noqa: E402,F401 - the marketplace's models

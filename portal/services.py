@@ -17,9 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.choices import GrantKind
-from billing.money import to_micros
-from billing.services import credit_grant_create, wallet_create
+from portal import hooks
 from portal.audit import audit_log
 from portal.choices import Role, TokenScope
 from portal.lib.slugs import ascii_slug
@@ -44,11 +42,12 @@ def _unique_slug(base: str) -> str:
 
 
 def organization_create(*, name: str, owner: User, personal: bool = False) -> Organization:
-    """Create an organization with ``owner`` as its owner and an empty wallet."""
+    """Create an organization with ``owner`` as its owner and an empty wallet (billing's receiver of
+    ``portal.hooks.organization_created``, in this transaction)."""
     with transaction.atomic():
         org = Organization.objects.create(name=name[:150], slug=_unique_slug(name), personal=personal)
         Membership.objects.create(organization=org, user=owner, role=Role.OWNER)
-        wallet_create(organization=org)
+        hooks.organization_created.send(sender=Organization, organization=org, owner=owner)
         audit_log(action="portal.organization_create", actor=owner, organization=org, obj=org)
     return org
 
@@ -180,9 +179,9 @@ def email_verify(*, token: str) -> VerificationResult:
 
     Raises ``VerificationError`` for a malformed, tampered or expired token, or one whose address no
     longer matches the user's. The grant is made at most once per address ever: a ``TrialClaim`` row
-    with a unique address (kept when the user is deleted) is inserted first, and the ledger posting
-    uses the idempotency key ``trial:<sha256 of the address>`` — so clicking twice, concurrently, or
-    after re-creating the account grants nothing more.
+    with a unique address (kept when the user is deleted) is inserted first, then ``portal.hooks.trial_claimed``
+    is sent and billing posts the grant with the idempotency key ``trial:<sha256 of the address>`` — so
+    clicking twice, concurrently, or after re-creating the account grants nothing more.
     """
     try:
         data = signing.loads(token, salt=VERIFY_SALT, max_age=settings.EMAIL_VERIFICATION_MAX_AGE_S)
@@ -206,17 +205,8 @@ def email_verify(*, token: str) -> VerificationResult:
                 granted = True
             except IntegrityError:
                 granted = False
-            if granted:
-                now = timezone.now()
-                credit_grant_create(
-                    organization=org,
-                    amount_micros=to_micros(settings.TRIAL_CREDIT),
-                    expires_at=now + timedelta(days=settings.TRIAL_CREDIT_DAYS),
-                    kind=GrantKind.TRIAL,
-                    idempotency_key="trial:" + hashlib.sha256(user.email.encode()).hexdigest(),
-                    reason="Trial credit",
-                    created_by=user,
-                )
+            if granted:  # the grant itself: billing's receiver of the hook, in this transaction
+                hooks.trial_claimed.send(sender=Organization, organization=org, user=user)
         if newly:
             audit_log(
                 action="portal.email_verified", actor=user, organization=org, obj=user, extra={"trial_granted": granted}

@@ -2,8 +2,8 @@
 page is ``billing.views.wallet``).
 
 One view serves the full page and its htmx partial (``request.htmx and not request.htmx.boosted``).
-Every organization-scoped page resolves the organization through ``organization_for_user`` (404 for
-outsiders).
+Every organization-scoped page resolves the organization through ``portal.scoping.request_organization``
+(404 for outsiders).
 """
 
 from __future__ import annotations
@@ -21,17 +21,14 @@ from django.urls import reverse
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_POST
 
-from billing.metering import burn_rates
-from billing.notices import open_notice
-from billing.pricing import burn_runway_minutes
-from billing.selectors import wallet_balance
 from portal.choices import Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
-from portal.models import User
+from portal.models import Membership, User
 from portal.permissions import Action, PermissionRefused, allowed_actions
-from portal.selectors import api_tokens_for_user, organization_for_user
+from portal.scoping import request_organization, scoped_get_or_404
+from portal.selectors import api_tokens_for_user
 from portal.services import (
     MembershipError,
     VerificationError,
@@ -101,13 +98,21 @@ def home(request: HttpRequest) -> HttpResponse:
             "portal/landing.html",
             {"trial_credit": settings.TRIAL_CREDIT, "trial_days": settings.TRIAL_CREDIT_DAYS},
         )
-    org = organization_for_user(user=cast(User, request.user))
+    org = request_organization(request)
     return redirect("dashboard", org=org.slug)
 
 
 @login_required
 def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
+    """The console home: the wallet's balance, burn rate and runway, and the open low-balance notice."""
+    # Documented hook upward (ARCHITECTURE.md): the ground floor reads billing's selectors only here, inside
+    # the function, so ``portal`` imports no ``billing`` module at load time.
+    from billing.metering import burn_rates
+    from billing.notices import open_notice
+    from billing.pricing import burn_runway_minutes
+    from billing.selectors import wallet_balance
+
+    organization = request_organization(request, slug=org)
     balance = wallet_balance(organization=organization)
     burn = burn_rates(organization=organization).get(organization.pk)
     per_hour = burn.per_minute_micros * 60 if burn else 0
@@ -167,7 +172,7 @@ def api_token_revoke_view(request: AuthedHttpRequest, pk: int) -> HttpResponse:
 @login_required
 def placeholder(request: AuthedHttpRequest, org: str, section: str = "") -> HttpResponse:
     """Sections that later issues fill in (instances, jobs, datasets, apps): an honest empty state."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     return render(request, "portal/coming_soon.html", {"org": organization, "section": section})
 
 
@@ -175,7 +180,7 @@ def placeholder(request: AuthedHttpRequest, org: str, section: str = "") -> Http
 def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The organization's members; owners and admins add existing accounts and remove members."""
 
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     form = MemberForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -204,10 +209,8 @@ def members(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @require_POST
 def member_remove(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 
-    organization = organization_for_user(user=request.user, slug=org)
-    membership = organization.memberships.filter(pk=pk).first()
-    if membership is None:
-        raise Http404("member not found")
+    organization = request_organization(request, slug=org)
+    membership = scoped_get_or_404(Membership, organization=organization, pk=pk)
     try:
         membership_remove(membership=membership, acting_user=request.user)
     except MembershipError as exc:

@@ -26,8 +26,9 @@ from billing.payments import TopUpError, TopUpKeyReused, topup_create_once
 from billing.selectors import ledger_lines, wallet_balance
 from billing.statements import statement_build
 from portal.api.errors import ApiError
-from portal.api.views import ORG_PARAM, request_organization
+from portal.api.views import ORG_PARAM
 from portal.lib.http import AuthedRequest
+from portal.scoping import request_organization
 
 
 class UsageRecordList(generics.ListAPIView):  # type: ignore[type-arg]

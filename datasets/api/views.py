@@ -34,8 +34,9 @@ from datasets.errors import (
 )
 from datasets.models import Agreement, Dataset, DatasetVersion, LicenseVersion, Upload
 from portal.api.errors import ApiError
-from portal.api.views import ORG_PARAM, request_organization
+from portal.api.views import ORG_PARAM
 from portal.lib.http import AuthedRequest
+from portal.scoping import request_organization
 
 
 def api_error(exc: DatasetError) -> ApiError:

@@ -32,8 +32,9 @@ from instances.choices import InstanceKind
 from instances.models import Instance, TrainingJob
 from portal.api.errors import ApiError
 from portal.api.parsers import loads_checked
-from portal.api.views import ORG_PARAM, request_organization
+from portal.api.views import ORG_PARAM
 from portal.lib.http import AuthedRequest
+from portal.scoping import request_organization
 
 IDEMPOTENCY_PARAM = OpenApiParameter(
     "Idempotency-Key",

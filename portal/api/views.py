@@ -1,5 +1,7 @@
-"""Partner API views of the portal: me, API tokens, and the organization every API view acts for
-(``request_organization``); the wallet's views are in ``billing.api.views``."""
+"""Partner API views of the portal: me and API tokens; the wallet's views are in ``billing.api.views``.
+
+The organization every API view acts for is ``portal.scoping.request_organization`` (re-exported here for
+modules written before it moved)."""
 
 from __future__ import annotations
 
@@ -8,11 +10,12 @@ from rest_framework import generics, mixins, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from portal.api.errors import ApiError
 from portal.api.serializers import ApiTokenSerializer, MeSerializer
-from portal.models import ApiToken, Organization
-from portal.selectors import organization_for_user
+from portal.models import ApiToken
+from portal.scoping import request_organization
 from portal.services import api_token_revoke
+
+__all__ = ["ORG_PARAM", "ApiTokenViewSet", "MeView", "request_organization"]
 
 ORG_PARAM = OpenApiParameter(
     "organization",
@@ -20,28 +23,6 @@ ORG_PARAM = OpenApiParameter(
     description="Organization slug (console sessions). An API token acts only for its own organization: "
     "another slug is a 404.",
 )
-
-
-def request_organization(request: Request) -> Organization:
-    """The organization a request acts for.
-
-    With an API token: the token's organization, always — a token is a credential of one membership, so
-    ``?organization=`` naming any other organization is refused with 404 ``not_found`` (as for an outsider)
-    before anything is read. With a console session: ``?organization=<slug>`` if the user is a member (else
-    404, indistinguishable from a missing one), or the user's personal organization.
-    """
-    slug = request.query_params.get("organization")
-    if isinstance(request.auth, ApiToken):
-        token_org = request.auth.organization
-        if slug is not None and slug != token_org.slug:
-            raise ApiError(
-                "not_found",
-                "Organization not found for this API token: a token acts only for the "
-                f"organization it was created for ({token_org.slug}).",
-                404,
-            )
-        return token_org
-    return organization_for_user(user=request.user, slug=slug)  # type: ignore[arg-type]
 
 
 class MeView(generics.RetrieveAPIView):  # type: ignore[type-arg]

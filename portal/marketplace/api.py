@@ -16,12 +16,13 @@ from billing.money import from_micros, to_micros
 from portal.api.errors import ApiError
 from portal.api.parsers import loads_checked
 from portal.api.throttling import TokenRateThrottle
-from portal.api.views import ORG_PARAM, request_organization
+from portal.api.views import ORG_PARAM
 from portal.lib.http import AuthedRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppVisibility, CallStatus, ServingKind
 from portal.marketplace.models import App, AppCall, AppVersion
 from portal.marketplace.selectors import app_for, app_of_publisher, apps_visible_to, calls_of_caller
+from portal.scoping import request_organization
 
 
 class AppSerializer(serializers.ModelSerializer[App]):

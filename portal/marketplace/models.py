@@ -1,4 +1,7 @@
-"""Apps, app versions and app calls (imported into ``portal.models``)."""
+"""Apps, app versions, app calls and publish requests of the ``marketplace`` app.
+
+The tables keep the names they were created with under the ``portal`` label (``db_table``), so moving the
+models to this app moved no data."""
 
 from __future__ import annotations
 
@@ -45,6 +48,7 @@ class App(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "portal_app"
         ordering = ["name", "id"]
 
     def __str__(self) -> str:
@@ -75,6 +79,7 @@ class AppVersion(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "portal_appversion"
         ordering = ["-number"]
         constraints = [
             models.UniqueConstraint(fields=["app", "number"], name="uniq_app_version"),
@@ -119,6 +124,7 @@ class AppCall(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "portal_appcall"
         ordering = ["-id"]
         constraints = [models.UniqueConstraint(fields=["caller", "app", "idempotency_key"], name="uniq_call_key")]
         indexes = [models.Index(fields=["app", "created_at"]), models.Index(fields=["caller", "status"])]
@@ -142,6 +148,7 @@ class AppPublishRequest(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "portal_apppublishrequest"
         constraints = [
             models.UniqueConstraint(fields=["organization", "idempotency_key"], name="uniq_publish_request_key"),
         ]

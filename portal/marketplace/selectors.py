@@ -13,6 +13,7 @@ from django.utils import timezone
 from portal.marketplace.choices import AppState, AppVisibility, CallStatus
 from portal.marketplace.models import App, AppCall
 from portal.models import Organization
+from portal.scoping import scoped_get_or_404
 
 
 def apps_visible_to(organization: Organization | None) -> QuerySet[App]:
@@ -32,10 +33,7 @@ def app_for(organization: Organization | None, slug: str) -> App:
 
 def app_of_publisher(organization: Organization, slug: str) -> App:
     """An app the organization publishes (publisher pages: versions, revenue), else 404."""
-    app = App.objects.filter(publisher=organization, slug=slug).first()
-    if app is None:
-        raise Http404("app not found")
-    return app
+    return scoped_get_or_404(App, organization=organization, org_field="publisher", slug=slug)
 
 
 def calls_of_caller(organization: Organization) -> QuerySet[AppCall]:

@@ -28,12 +28,12 @@ from portal.marketplace.selectors import (
     calls_of_caller,
     usage_per_day,
 )
-from portal.selectors import organization_for_user
+from portal.scoping import request_organization
 
 
 @login_required
 def app_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     qs = apps_visible_to(organization)
     q = request.GET.get("q", "").strip()
     category = request.GET.get("category", "")
@@ -49,7 +49,7 @@ def app_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 
 @login_required
 def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     app = app_for(organization, slug)
     context = {
         "org": organization,
@@ -70,7 +70,7 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
 @require_POST
 def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
     """The console's "try it": the same service as the API, billed the same way."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     app = app_for(organization, slug)
     form = TryForm(request.POST)
     context: dict[str, object] = {"org": organization, "app": app, "form": form}
@@ -89,7 +89,7 @@ def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
 
 @login_required
 def app_create(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     form = AppForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         d = form.cleaned_data
@@ -127,7 +127,7 @@ def app_create(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @require_POST
 def app_state(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
     """Publisher actions: publish (private), submit for review (public), unpublish."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     app = app_of_publisher(organization, slug)
     action = request.POST.get("action")
     targets = {"publish": AppState.PUBLISHED, "review": AppState.IN_REVIEW, "unpublish": AppState.DRAFT}
@@ -149,7 +149,7 @@ def app_state(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
 def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id: int) -> HttpResponse:
     """ "Publish as app" from a job's checkpoint list: shows the training datasets and their licenses, then
     creates the app; the model is exported and served in the background (progress on the app page)."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     try:
         checkpoint = services._checkpoint_of(organization, job_id, checkpoint_id)
     except services.CheckpointNotFound as exc:
@@ -194,7 +194,7 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
 def call_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The organization's app calls (newest first, 25 a page, htmx partial for the table), this month's spend
     against its monthly cap, and — for owners and admins — the form that sets the cap."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     own = organization.app_monthly_cap_micros
     form = CallCapForm(request.POST or None, initial={"cap": from_micros(own) if own is not None else None})
     if request.method == "POST" and form.is_valid():

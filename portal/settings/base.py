@@ -42,6 +42,7 @@ INSTALLED_APPS = [
     "datasets",
     "instances",
     "portal.webhooks",
+    "portal.marketplace",
 ]
 
 MIDDLEWARE = [

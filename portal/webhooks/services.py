@@ -22,7 +22,6 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
-from portal.marketplace import serving
 from portal.models import Organization, User
 from portal.permissions import Action, PermissionRefused, authorize
 from portal.webhooks import sender
@@ -79,6 +78,8 @@ def endpoint_url_validate(url: str) -> str:
         if url.lower().startswith("http://"):
             raise WebhookError(_("A webhook endpoint must be an https:// URL.")) from exc
         raise WebhookError(_("%(u)s is not a valid https:// URL.") % {"u": url[:100]}) from exc
+    from portal.marketplace import serving  # hook upward (ARCHITECTURE.md): the marketplace's SSRF guard
+
     try:
         serving.endpoint_check(url)
     except serving.BackendError as exc:
@@ -273,6 +274,8 @@ def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -
     if delivery is None:
         return None
     endpoint, event = delivery.endpoint, delivery.event
+    from portal.marketplace import serving  # hook upward (ARCHITECTURE.md): the marketplace's SSRF guard
+
     try:
         serving.endpoint_check(endpoint.url)  # again at send time: DNS may have changed since registration
     except serving.BackendError as exc:

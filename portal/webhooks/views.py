@@ -17,7 +17,8 @@ from django.views.decorators.http import require_POST
 from portal.choices import MANAGER_ROLES
 from portal.lib.htmx import is_partial
 from portal.models import Organization
-from portal.selectors import get_scoped_or_404, membership_of, organization_for_user
+from portal.scoping import request_organization, scoped_get_or_404
+from portal.selectors import membership_of
 from portal.webhooks import services
 from portal.webhooks.forms import EndpointForm
 from portal.webhooks.models import WebhookDelivery, WebhookEndpoint
@@ -48,7 +49,7 @@ def _render(
 def webhooks(request: HttpRequest, org: str) -> HttpResponse:
     """GET: the page (or, for htmx, the deliveries table of ``?page=``). POST: register an endpoint; its secret
     is shown once."""
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
+    organization = request_organization(request, slug=org)
     form = EndpointForm(request.POST or None)
     if request.method == "POST":
         if not form.is_valid():
@@ -75,8 +76,8 @@ def webhooks(request: HttpRequest, org: str) -> HttpResponse:
 @login_required
 @require_POST
 def endpoint_delete(request: HttpRequest, org: str, pk: int) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    endpoint = get_scoped_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
+    organization = request_organization(request, slug=org)
+    endpoint = scoped_get_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
     try:
         services.webhook_endpoint_delete(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:
@@ -88,8 +89,8 @@ def endpoint_delete(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def endpoint_rotate(request: HttpRequest, org: str, pk: int) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    endpoint = get_scoped_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
+    organization = request_organization(request, slug=org)
+    endpoint = scoped_get_or_404(WebhookEndpoint.objects.all(), organization=organization, pk=pk)
     try:
         endpoint, secret = services.webhook_endpoint_rotate(endpoint=endpoint, user=request.user)  # type: ignore[arg-type]
     except services.WebhookError as exc:
@@ -105,8 +106,8 @@ def endpoint_rotate(request: HttpRequest, org: str, pk: int) -> HttpResponse:
 @login_required
 @require_POST
 def delivery_redeliver(request: HttpRequest, org: str, pk: int) -> HttpResponse:
-    organization = organization_for_user(user=request.user, slug=org)  # type: ignore[arg-type]
-    delivery = get_scoped_or_404(
+    organization = request_organization(request, slug=org)
+    delivery = scoped_get_or_404(
         WebhookDelivery.objects.select_related("event", "endpoint"),
         organization=organization,
         org_field="endpoint__organization",

@@ -134,7 +134,7 @@ def _actions(version: Any) -> list[str]:
     from portal.models import AuditEvent
 
     return list(
-        AuditEvent.objects.filter(object_type="portal.appversion", object_id=str(version.pk))
+        AuditEvent.objects.filter(object_type="marketplace.appversion", object_id=str(version.pk))
         .order_by("pk")
         .values_list("action", flat=True)
     )

@@ -11,8 +11,8 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.api.errors import ApiError
-from portal.api.views import ORG_PARAM, request_organization
-from portal.selectors import get_scoped_or_404
+from portal.api.views import ORG_PARAM
+from portal.scoping import request_organization, scoped_get_or_404
 from portal.webhooks import services
 from portal.webhooks.api.serializers import (
     WebhookDeliverySerializer,
@@ -42,7 +42,7 @@ class WebhookEndpointViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         return webhook_endpoints_of(request_organization(self.request))
 
     def get_object(self) -> WebhookEndpoint:
-        return get_scoped_or_404(
+        return scoped_get_or_404(
             WebhookEndpoint.objects.all(), organization=request_organization(self.request), pk=int(self.kwargs["pk"])
         )
 
@@ -120,7 +120,7 @@ class WebhookDeliveryViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, v
         )
 
     def get_object(self) -> WebhookDelivery:
-        return get_scoped_or_404(
+        return scoped_get_or_404(
             webhook_deliveries_of(request_organization(self.request)),
             organization=request_organization(self.request),
             org_field="endpoint__organization",

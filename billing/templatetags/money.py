@@ -1,4 +1,5 @@
-"""Template filters for money in micro-CNY: ``{{ micros|cny }}`` -> ``10.00``, ``|cny6`` -> ``10.000000``."""
+"""Template filters for money in micro-CNY (billing formats money: `billing.money`): ``{{ micros|cny }}`` -> ``10.00``,
+``|cny6`` -> ``10.000000``; plus hours/minutes and pretty JSON. Loaded everywhere as ``{% load money %}``."""
 
 from django import template
 

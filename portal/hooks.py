@@ -1,0 +1,22 @@
+"""The documented hooks by which the ground floor (``portal``) reaches the floors above it (ARCHITECTURE.md).
+
+``portal`` never imports ``billing``, ``datasets`` or ``instances`` at module level; where one of its operations
+needs theirs, it sends one of these signals and the app above connects a receiver in its ``AppConfig.ready``.
+Both are sent with ``send`` (not ``send_robust``) inside the operation's transaction, so a receiver that fails
+rolls the whole operation back, exactly as a direct call would.
+
+* ``organization_created(sender=Organization, organization=<Organization>, owner=<User>)`` — from
+  ``portal.services.organization_create``, after the organization and its owner's membership rows exist.
+  Receiver: ``billing.receivers.wallet_for_new_organization`` (the organization's empty wallet).
+* ``trial_claimed(sender=Organization, organization=<Organization>, user=<User>)`` — from
+  ``portal.services.email_verify``, once per address ever (after its ``TrialClaim`` row was inserted), for the
+  user's personal organization. Receiver: ``billing.receivers.trial_credit_for_claim`` (``TRIAL_CREDIT`` CNY
+  valid ``TRIAL_CREDIT_DAYS`` days, idempotency key ``trial:<sha256 of the address>``).
+"""
+
+from __future__ import annotations
+
+from django.dispatch import Signal
+
+organization_created = Signal()
+trial_claimed = Signal()
