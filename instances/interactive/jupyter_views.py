@@ -1,7 +1,7 @@
 """Console views for JupyterLab on an instance: the panel with its progress state (htmx partial, polled while
 the server starts) and the door (``…/jupyter/``) that hands a member a single-use ticket.
 
-Both look the instance up through the user's organization (``get_scoped_or_404``): an outsider gets a 404,
+Both look the instance up through the user's organization (``portal.scoping``): an outsider gets a 404,
 an anonymous visitor the login page. The door's answer is a page that POSTs the ticket to the server's
 ``login`` URL (so the ticket is in no URL, no access log, no Referer); it is not cached and sends no Referer.
 """
@@ -20,12 +20,12 @@ from instances.interactive.jupyter import jupyter_enabled, jupyter_state, jupyte
 from instances.models import Instance
 from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
-from portal.selectors import get_scoped_or_404, organization_for_user
+from portal.scoping import request_organization, scoped_get_or_404
 
 
 def _instance(request: AuthedHttpRequest, org: str, pk: int) -> tuple[Organization, Instance]:
-    organization = organization_for_user(user=request.user, slug=org)
-    return organization, get_scoped_or_404(Instance.objects.all(), organization=organization, pk=pk)
+    organization = request_organization(request, slug=org)
+    return organization, scoped_get_or_404(Instance, organization=organization, pk=pk)
 
 
 @login_required
