@@ -3,6 +3,7 @@
 from django.urls import path
 
 from instances import views
+from instances.interactive import volume_views
 
 urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
@@ -10,6 +11,9 @@ urlpatterns = [
     path("instances/quote/", views.launch_quote, name="launch_quote"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
+    path("volumes/", volume_views.volume_list, name="volumes"),
+    path("volumes/quote/", volume_views.volume_quote, name="volume_quote"),
+    path("volumes/<int:pk>/delete/", volume_views.volume_delete, name="volume_delete"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),
