@@ -38,8 +38,9 @@ plane for them:
 * **Deployments**: ``replicas`` pods of the current pod template (scheduled and run as above, so a missing
   GPU or a bad image keeps them from being ready); ``readyReplicas`` / ``observedGeneration`` / the
   ``Available`` condition follow them; a replaced template replaces the pods.
-* **PersistentVolumeClaims**: bound at once at the size requested (a dynamic provisioner); a pod naming a
-  claim that does not exist stays Pending (``persistentvolumeclaim "x" not found``), as the scheduler keeps it.
+* **PersistentVolumeClaims**: bound at once at the size requested (a dynamic provisioner); with
+  ``require_claims = True`` a pod naming a claim that does not exist stays Pending (``persistentvolumeclaim
+  "x" not found``), as the scheduler keeps it (off by default: dataset and checkpoint claims are not modelled).
 * Every write bumps a cluster-wide ``resourceVersion``; bodies POSTed / PUT are validated in strict mode
   against the OpenAPI schema (``kubernetes-validate``, ``schema_version``) and refused with 422 like an API
   server's validation; names collide with 409; missing objects are 404 ``Status`` objects.
@@ -166,6 +167,7 @@ class StandinCluster:
         self.logs: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> lines
         self.sigterm_exit: tuple[int, float] | None = (85, 0.0)
         self.bad_images: set[str] = set()
+        self.require_claims = False  # True: a pod naming a missing PersistentVolumeClaim stays Pending
         self.not_ready_eviction_s = NOT_READY_EVICTION_S
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, JSON body) of every request
         self._rv = itertools.count(1)
@@ -640,7 +642,7 @@ class StandinCluster:
 
     def _schedule(self, pod: dict[str, Any]) -> None:
         need = _gpus(pod)
-        for vol in pod["spec"].get("volumes") or []:  # as kube-scheduler's VolumeBinding: the claim must exist
+        for vol in (pod["spec"].get("volumes") or []) if self.require_claims else []:  # VolumeBinding
             claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
             if claim and ("PersistentVolumeClaim", pod["metadata"]["namespace"], claim) not in self.objects:
                 message = f'persistentvolumeclaim "{claim}" not found'

@@ -63,6 +63,7 @@ def test_the_claim_and_the_job_mounting_it_validate_strictly(version: str) -> No
 
 
 def test_on_the_stand_in_the_claim_is_made_and_the_pod_mounts_it_and_runs(cluster: StandinCluster) -> None:
+    cluster.require_claims = True  # the pod runs only because the backend made its claim first
     backend = KubernetesBackend(namespace=NS, api_client=cluster.api_client())
     handle = backend.submit(spec())
     core = client.CoreV1Api(cluster.api_client())
@@ -85,6 +86,7 @@ def test_on_the_stand_in_the_claim_is_made_and_the_pod_mounts_it_and_runs(cluste
 
 
 def test_a_pod_naming_a_missing_claim_stays_pending(cluster: StandinCluster) -> None:
+    cluster.require_claims = True
     backend = KubernetesBackend(namespace=NS, api_client=cluster.api_client())
     handle = backend.submit(spec())
     claim_delete(client.CoreV1Api(cluster.api_client()), NS, "gpu-portal-vol-7")
