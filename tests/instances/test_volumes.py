@@ -320,3 +320,12 @@ def test_the_instance_page_lists_its_volumes(
     html = client.get(f"/o/{funded.slug}/instances/{inst.pk}/").content.decode()
     assert 'data-testid="instance-volumes"' in html
     assert "<code>volumes/data</code>" in html
+
+
+def test_the_volumes_page_and_its_refusals_speak_chinese(volume: Any, client: Any, funded: Any, alice: Any) -> None:
+    client.force_login(alice)
+    page = client.get(f"/o/{funded.slug}/volumes/", HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "配额 50 GB，已使用 10 GB。" in page
+    assert "10 GB 每小时 0.005000 元" in page
+    over = client.post(f"/o/{funded.slug}/volumes/", {"name": "big", "size_gb": "41"}, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert "41 GB 的数据卷超出了组织的数据卷配额：已使用 10 / 50 GB，剩余 40 GB。" in over.content.decode()
