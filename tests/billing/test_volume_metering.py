@@ -143,3 +143,25 @@ def test_statements_and_the_api_show_volume_storage(funded, alice, time_machine,
     client.force_login(alice)
     page = client.get(f"/o/{funded.slug}/statements/2026/11/").content.decode()
     assert f'data-testid="volume-{volume.pk}">0.015000' in page
+
+
+def test_staff_add_a_storage_price_in_the_back_office_never_backdated(db, client, time_machine) -> None:
+    from portal.models import AuditEvent, User
+
+    time_machine.move_to(T0, tick=False)
+    staff = User.objects.create_superuser(email="staff@example.com", password="x" * 12)
+    client.force_login(staff)
+    url = "/admin/billing/storageprice/add/"
+    past = client.post(
+        url, {"price_per_gb_hour_micros": "400", "effective_from_0": "2026-11-01", "effective_from_1": "00:00:00"}
+    )
+    assert (
+        past.status_code == 200 and StoragePrice.objects.count() == 0
+    )  # refused: a price cannot take effect in the past
+    later = client.post(
+        url, {"price_per_gb_hour_micros": "400", "effective_from_0": "2026-11-03", "effective_from_1": "00:00:00"}
+    )
+    assert later.status_code == 302
+    row = StoragePrice.objects.get()
+    assert (row.price_per_gb_hour_micros, row.created_by) == (400, staff)
+    assert AuditEvent.objects.get(action="admin.storage_price_add").extra == {"price_per_gb_hour_micros": 400}
