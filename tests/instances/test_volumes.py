@@ -329,3 +329,41 @@ def test_the_volumes_page_and_its_refusals_speak_chinese(volume: Any, client: An
     assert "10 GB 每小时 0.005000 元" in page
     over = client.post(f"/o/{funded.slug}/volumes/", {"name": "big", "size_gb": "41"}, HTTP_ACCEPT_LANGUAGE="zh-hans")
     assert "41 GB 的数据卷超出了组织的数据卷配额：已使用 10 / 50 GB，剩余 40 GB。" in over.content.decode()
+
+
+def test_a_training_job_gets_the_volume_and_a_restart_never_makes_a_second_writer(
+    volume: Any,
+    vroot: Path,
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from instances.backends.base import BackendError
+    from instances.interactive.volumes import volume_mounts_for
+    from instances.services import LaunchSpec, instance_launch, instance_stop
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = instance_launch(
+            organization=funded,
+            user=alice,
+            spec=LaunchSpec(
+                name="train",
+                gpu_type="cpu-local",
+                gpu_count=1,
+                dataset_version_ids=[licensed.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+                volumes=["data"],
+            ),
+        )
+    (spec,) = fake_backend.submitted
+    assert [(m.name, m.mount_path) for m in spec.volume_mounts] == [("data", "/volumes/data")]
+    with django_capture_on_commit_callbacks(execute=True):
+        instance_stop(instance=job, reason="done", acting_user=alice)
+    other = launch(funded, alice, ["data"], django_capture_on_commit_callbacks)  # the volume is free again
+    with pytest.raises(BackendError) as refused:  # restarting the stopped job now would be a second writer
+        volume_mounts_for(job)
+    assert str(refused.value) == "Volume data is in use by another instance."
+    assert volume_mounts_for(other)[0].source == str(vroot / f"vol-{volume.pk}")
