@@ -367,3 +367,19 @@ def test_a_training_job_gets_the_volume_and_a_restart_never_makes_a_second_write
         volume_mounts_for(job)
     assert str(refused.value) == "Volume data is in use by another instance."
     assert volume_mounts_for(other)[0].source == str(vroot / f"vol-{volume.pk}")
+
+
+def test_the_console_launch_form_attaches_volumes_and_shows_a_refusal_on_the_form(
+    volume: Any, client: Any, funded: Any, alice: Any, nodes: Any, fake_backend: FakeBackend
+) -> None:
+    from instances.models import Instance
+
+    client.force_login(alice)
+    form = {"gpu_type": "cpu-local", "gpu_count": "1", "mode": "container", "command": "python -c pass"}
+    bad = client.post(f"/o/{funded.slug}/instances/new/", {**form, "volumes": "data, nope"})
+    assert bad.status_code == 400
+    assert "No volume named nope." in bad.content.decode()
+    assert Instance.objects.count() == 0
+    good = client.post(f"/o/{funded.slug}/instances/new/", {**form, "volumes": "data"})
+    assert good.status_code == 302
+    assert list(Instance.objects.get().volume_attachments.values_list("volume__name", flat=True)) == ["data"]
