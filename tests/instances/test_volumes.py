@@ -12,6 +12,15 @@ import pytest
 from instances_support import FakeBackend
 
 
+@pytest.fixture(autouse=True)
+def _english() -> Any:
+    """Each test starts in English (a zh-hans request leaves its language active in the thread)."""
+    from django.utils import translation
+
+    with translation.override("en"):
+        yield
+
+
 @pytest.fixture
 def vroot(settings: Any, tmp_path: Path) -> Path:
     settings.INSTANCES_VOLUMES_ROOT = str(tmp_path / "volumes")
