@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import Max
@@ -89,13 +90,15 @@ def volume_metering_tick(*, now: datetime | None = None) -> VolumeTickResult:
     return result
 
 
-def _charge_hour(v: dict, index: int, hour: datetime, price: int, amount: int, result: VolumeTickResult) -> None:
+def _charge_hour(
+    v: dict[str, Any], index: int, hour: datetime, price: int, amount: int, result: VolumeTickResult
+) -> None:
     """One volume-hour: the usage row and its ledger transaction in one database transaction."""
     organization = Organization(pk=v["organization_id"])
     if not Wallet.objects.filter(organization_id=organization.pk).exists():
         wallet_create(organization=Organization.objects.get(pk=organization.pk))
     key = f"volume-usage:{v['id']}:{index}"
-    spend = {
+    spend: dict[str, Any] = {
         "organization": organization,
         "idempotency_key": key,
         "kind": TransactionKind.STORAGE,

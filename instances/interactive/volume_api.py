@@ -43,10 +43,9 @@ class VolumeSerializer(serializers.ModelSerializer[Volume]):
         ]
 
     def _row(self, obj: Volume) -> dict[str, Any]:
-        rows = self.context.get("rows") or {}
+        rows: dict[int, dict[str, Any]] = self.__dict__.setdefault("_rows", {})  # one read per response
         if obj.pk not in rows:
             rows.update({r["volume"].pk: r for r in svc.volume_rows(obj.organization)})
-            self.context["rows"] = rows
         return rows.get(obj.pk) or {"attached_to": None, "cost_micros": 0}
 
     def get_attached_to(self, obj: Volume) -> int | None:

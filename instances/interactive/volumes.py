@@ -113,7 +113,7 @@ def volume_price_per_hour_micros(*, size_gb: int, at: datetime | None = None) ->
     return volume_hour_charge_micros(price_per_gb_hour_micros=price, size_gb=size_gb, hour_index=1)
 
 
-def volumes_to_meter(*, now: datetime) -> QuerySet[Volume, dict[str, Any]]:
+def volumes_to_meter(*, now: datetime) -> QuerySet[Volume, Any]:
     """The metering interface: volumes created before ``now``, live or deleted, as dicts with ``id``,
     ``organization_id``, ``name``, ``size_gb``, ``created_at``, ``deleted_at`` (None while live)."""
     return (
