@@ -7,8 +7,9 @@ A volume belongs to an organization, has a name (unique among its live volumes) 
 launch and outlives it: stopping, failing or releasing the instance leaves the data where it is, and a later
 instance attaches it again. One writer at a time: a volume attached to an active instance (pending …
 stopping) is refused to another launch, checked under the volume's row lock in the launch transaction, and
-checked again when an attempt is submitted (a restarted instance whose volume was taken meanwhile fails with
-that message instead of becoming a second writer).
+checked again when an attempt is submitted (a restarted instance whose volume another instance is using
+meanwhile fails with that message instead of becoming a second writer; two submits racing in two workers
+in the same instant could still both pass that second check).
 
 Backends. **Local**: a folder ``<INSTANCES_VOLUMES_ROOT>/vol-<id>`` linked at ``<workspace>/volumes/<name>``
 (and listed in ``GPU_PORTAL_VOLUMES``). The size is enforced by measurement: :func:`volumes_measure` (beat,
@@ -42,7 +43,7 @@ from django.utils.translation import gettext as _
 from billing.models import VolumeUsage
 from billing.pricing import PriceBook, volume_hour_charge_micros
 from instances.backends.base import BackendError, VolumeMount
-from instances.choices import ACTIVE
+from instances.choices import ACTIVE, ATTEMPT_TERMINAL, AttemptState
 from instances.models import Instance, Volume, VolumeAttachment, VolumeQuota
 from instances.services.errors import LaunchError
 from portal.audit import audit_log
@@ -51,6 +52,7 @@ from portal.permissions import Action, authorize, authorize_change
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
 GB = 10**9
+LIVE_ATTEMPT = frozenset(AttemptState) - ATTEMPT_TERMINAL
 
 
 class VolumeError(ValueError):
@@ -135,7 +137,8 @@ def _kubernetes() -> bool:
 def volume_mounts_for(instance: Instance) -> tuple[VolumeMount, ...]:
     """The ``JobSpec.volume_mounts`` of an instance's attempt: its attached volumes, read-write, at
     ``/volumes/<name>`` (local: linked at ``<workspace>/volumes/<name>``). Raises ``BackendError`` when one
-    was deleted or is now held by another active instance (a restart after the volume was taken)."""
+    was deleted or another active instance already has a live attempt on it (a restart after the volume
+    was taken): the first attempt submitted keeps the volume, the other fails with that message."""
     from instances.backends.k8s_volumes import claim_name
 
     mounts = []
@@ -143,7 +146,12 @@ def volume_mounts_for(instance: Instance) -> tuple[VolumeMount, ...]:
         volume = a.volume
         if volume.deleted_at is not None:
             raise BackendError(_("Volume %(name)s was deleted.") % {"name": volume.name})
-        other = VolumeAttachment.objects.filter(volume=volume, instance__status__in=ACTIVE).exclude(instance=instance)
+        other = VolumeAttachment.objects.filter(  # another active instance with a live, submitted attempt
+            volume=volume,
+            instance__status__in=ACTIVE,
+            instance__attempts__handle__gt="",
+            instance__attempts__state__in=LIVE_ATTEMPT,
+        ).exclude(instance=instance)
         if other.exists():
             raise BackendError(_("Volume %(name)s is in use by another instance.") % {"name": volume.name})
         if _kubernetes():
