@@ -21,9 +21,11 @@ from billing.models import (
     LedgerAccount,
     LedgerEntry,
     LedgerTransaction,
+    StoragePrice,
     StripeEvent,
     TopUp,
     UsageWriteOff,
+    VolumeUsage,
     Wallet,
 )
 from billing.money import format_cny, to_micros
@@ -251,3 +253,39 @@ class UsageWriteOffAdmin(ReadOnlyAdmin):
     """Minutes not charged because they began before the metering lookback when first seen (audited too)."""
 
     list_display = ["created_at", "organization", "instance_id", "first_minute", "minutes", "amount_micros"]
+
+
+class StoragePriceForm(GpuPriceForm):
+    """A new storage price row (micro-CNY per GB-hour of persistent volumes), never backdated."""
+
+    class Meta:
+        model = StoragePrice
+        fields = ["price_per_gb_hour_micros", "effective_from"]
+
+
+@admin.register(StoragePrice)
+class StoragePriceAdmin(GpuPriceAdmin):
+    """The price book's storage rate: new rows only, as for GPU prices; without a row the setting
+    ``VOLUME_PRICE_PER_GB_HOUR`` applies."""
+
+    form = StoragePriceForm  # type: ignore[assignment]
+    list_display = ["price_per_gb_hour_micros", "effective_from", "created_by"]
+    list_filter = []  # type: ignore[assignment]
+    fields = ["price_per_gb_hour_micros", "effective_from"]
+
+    def save_model(self, request: HttpRequest, obj: StoragePrice, form: object, change: bool) -> None:  # type: ignore[override]
+        obj.created_by = request.user  # type: ignore[assignment]
+        admin.ModelAdmin.save_model(self, request, obj, form, change)  # type: ignore[arg-type]
+        audit_log(
+            action="admin.storage_price_add",
+            actor=request.user,  # type: ignore[arg-type]
+            obj=obj,
+            staff=True,
+            extra={"price_per_gb_hour_micros": obj.price_per_gb_hour_micros},
+        )
+
+
+@admin.register(VolumeUsage)
+class VolumeUsageAdmin(ReadOnlyAdmin):
+    list_display = ["volume_id", "volume_name", "organization", "hour", "size_gb", "amount_micros", "shortfall_micros"]
+    search_fields = ["volume_name", "organization__slug"]

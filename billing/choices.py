@@ -30,6 +30,7 @@ class TransactionKind(models.TextChoices):
     TOP_UP = "top_up", _("Top-up")
     SPEND = "spend", _("Spend")
     USAGE = "usage", _("GPU usage")
+    STORAGE = "storage", _("Volume storage")
     LICENSE_FEE = "license_fee", _("Dataset license fee")
     APP_CALL = "app_call", _("App call")
     REFUND = "refund", _("Refund")

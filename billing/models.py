@@ -358,3 +358,50 @@ class LowBalanceNotice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.organization} below {self.threshold_micros} micros"
+
+
+class StoragePrice(models.Model):
+    """A price-book row for persistent volumes: micro-CNY per GB-hour, in force from ``effective_from`` until
+    the next row. Never edited once in force (a change is a new row). With no row in force the setting
+    ``VOLUME_PRICE_PER_GB_HOUR`` (CNY) applies (``billing.pricing.PriceBook.storage_at``)."""
+
+    price_per_gb_hour_micros = models.BigIntegerField()
+    effective_from = models.DateTimeField(default=timezone.now, unique=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["-effective_from"]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(price_per_gb_hour_micros__gte=0), name="storage_price_nonneg")
+        ]
+
+    def __str__(self) -> str:
+        return f"storage from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
+class VolumeUsage(models.Model):
+    """One charged volume-hour: hour ``hour_index`` (0-based) of volume ``volume_id``, which began at ``hour``
+    (= the volume's creation + ``hour_index`` hours; per *started* hour, so a volume kept 2 h 10 min pays
+    3 hours). Unique per (volume, hour index): a second tick charges nothing. ``amount_micros`` is the full
+    price of the hour (``billing.volume_metering``); ``shortfall_micros`` the part the balance could not
+    cover. ``volume_id`` refers to ``instances.Volume`` by value (billing keeps no key into instances)."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="volume_usage")
+    volume_id = models.BigIntegerField()
+    volume_name = models.CharField(max_length=40)
+    hour_index = models.PositiveIntegerField()
+    hour = models.DateTimeField()
+    size_gb = models.PositiveIntegerField()
+    price_per_gb_hour_micros = models.BigIntegerField()
+    amount_micros = models.BigIntegerField()
+    shortfall_micros = models.BigIntegerField(default=0)
+    transaction = models.ForeignKey(LedgerTransaction, null=True, on_delete=models.PROTECT, related_name="volume_usage")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [models.UniqueConstraint(fields=["volume_id", "hour_index"], name="uniq_volume_hour")]
+        indexes = [models.Index(fields=["organization", "hour"])]
+
+    def __str__(self) -> str:
+        return f"volume {self.volume_id} @ {self.hour:%Y-%m-%d %H:%M}"

@@ -14,11 +14,12 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
 from billing.choices import RentalMode
-from billing.models import GpuPrice
+from billing.models import GpuPrice, StoragePrice
 from billing.money import to_micros
 from billing.selectors import wallet_balance
 from portal.audit import audit_log
@@ -96,6 +97,30 @@ class PriceBook:
         times, prices = self.rows.get((gpu_type, mode), ([], []))
         i = bisect.bisect_right(times, at) - 1
         return prices[i] if i >= 0 else None
+
+    def storage_at(self, at: datetime) -> int:
+        """Micro-CNY per GB-hour of persistent volumes in force at ``at``: the newest ``StoragePrice`` row with
+        ``effective_from <= at``, else the setting ``VOLUME_PRICE_PER_GB_HOUR`` (CNY). Rows load on first use."""
+        if not hasattr(self, "_storage"):
+            rows = StoragePrice.objects.order_by("effective_from").values_list(
+                "effective_from", "price_per_gb_hour_micros"
+            )
+            self._storage = ([t for t, _ in rows], [p for _, p in rows])
+        times, prices = self._storage
+        i = bisect.bisect_right(times, at) - 1
+        return prices[i] if i >= 0 else to_micros(settings.VOLUME_PRICE_PER_GB_HOUR)
+
+
+def volume_hour_charge_micros(*, price_per_gb_hour_micros: int, size_gb: int, hour_index: int) -> int:
+    """Charge of the ``hour_index``-th hour (1-based) of a ``size_gb`` GB volume at one price, by the one
+    charging rule (:func:`cumulative_charge_micros`, GB in place of GPUs, 60 minutes an hour): the exact
+    price of ``hour_index`` hours rounded once, minus that of ``hour_index - 1`` hours."""
+    if hour_index < 1:
+        raise ValueError("hour_index is 1-based")
+    kw = {"price_per_gpu_hour_micros": price_per_gb_hour_micros, "gpus": size_gb}
+    return cumulative_charge_micros(minutes=60 * hour_index, **kw) - cumulative_charge_micros(
+        minutes=60 * (hour_index - 1), **kw
+    )
 
 
 def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetime | None = None) -> int:

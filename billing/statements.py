@@ -6,7 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import zoneinfo
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db.models import Count, Max, Min, Sum
@@ -14,7 +14,7 @@ from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from billing.choices import AccountKind, TransactionKind
-from billing.models import LedgerEntry, UsageRecord, UsageWriteOff
+from billing.models import LedgerEntry, UsageRecord, UsageWriteOff, VolumeUsage
 from billing.money import format_cny
 from portal.models import Organization
 
@@ -43,6 +43,20 @@ class WriteOffLine:
 
 
 @dataclass(frozen=True)
+class VolumeLine:
+    """A volume's storage charged in the month: started hours of ``size_gb`` GB (``VolumeUsage`` rows),
+    their full price and the part the balance could not cover."""
+
+    volume_id: int
+    name: str
+    size_gb: int
+    hours: int
+    amount_micros: int
+    shortfall_micros: int
+    first_hour: datetime
+
+
+@dataclass(frozen=True)
 class KindLine:
     kind: str
     label: str
@@ -64,6 +78,7 @@ class Statement:
     usage_total_micros: int
     usage_uncovered_micros: int  # the shortfall: usage the balance could not cover (usage lines − ledger usage)
     write_offs: list[WriteOffLine]
+    volumes: list[VolumeLine] = field(default_factory=list)  # storage lines (ledger kind "storage")
 
     @property
     def net_micros(self) -> int:
@@ -121,6 +136,19 @@ def statement_build(*, organization: Organization, year: int, month: int, tz_nam
         .annotate(minutes=Sum("minutes"), amount=Sum("amount_micros"), first=Min("first_minute"))
         .order_by("instance_id")
     ]
+    volumes = [
+        VolumeLine(r["volume_id"], r["name"], r["size_gb"], r["hours"], r["amount"], r["short"], r["first"])
+        for r in VolumeUsage.objects.filter(organization=organization, hour__gte=start, hour__lt=end)
+        .values("volume_id", "size_gb")
+        .annotate(
+            name=Max("volume_name"),
+            hours=Count("id"),
+            amount=Sum("amount_micros"),
+            short=Sum("shortfall_micros"),
+            first=Min("hour"),
+        )
+        .order_by("volume_id", "size_gb")
+    ]
     return Statement(
         organization,
         year,
@@ -134,6 +162,7 @@ def statement_build(*, organization: Organization, year: int, month: int, tz_nam
         usage_total,
         usage_total - usage_ledger,
         write_offs,
+        volumes,
     )
 
 
@@ -176,6 +205,11 @@ def statement_csv(statement: Statement) -> str:
                 format_cny(x.amount_micros, 6),
             ]
         )
+    for v in statement.volumes:
+        item = f"volume {v.volume_id} {v.name}"
+        w.writerow(["storage", item, f"{v.size_gb} GB", f"{v.hours} h", format_cny(-v.amount_micros, 6)])
+        if v.shortfall_micros:
+            w.writerow(["storage", "shortfall", f"{item} (not charged)", "", format_cny(v.shortfall_micros, 6)])
     w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])
     return out.getvalue()
 
@@ -183,6 +217,7 @@ def statement_csv(statement: Statement) -> str:
 #: Ledger transaction kinds that charge a wallet for something bought, in the order the wallet chart stacks them.
 SPEND_KINDS: tuple[TransactionKind, ...] = (
     TransactionKind.USAGE,
+    TransactionKind.STORAGE,
     TransactionKind.APP_CALL,
     TransactionKind.LICENSE_FEE,
     TransactionKind.SPEND,

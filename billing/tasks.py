@@ -31,11 +31,15 @@ def metering_tick(shard_index: int = 0, shard_count: int = 1) -> dict[str, int]:
     result = tick(shard=(shard_index, shard_count))
     if shard_index != 0:
         return {"records": result.records, "charged_micros": result.charged_micros, "stopped": 0, "notices": 0}
+    from billing.volume_metering import volume_metering_tick
+
+    volumes = volume_metering_tick()
     stopped = budget_guard()
     notices = low_balance_notices()
     return {
         "records": result.records,
         "charged_micros": result.charged_micros,
+        "volume_hours": volumes.hours,
         "stopped": len(stopped),
         "notices": notices,
     }

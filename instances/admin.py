@@ -12,7 +12,18 @@ from django.utils.translation import gettext_lazy as _
 
 from instances import services
 from instances.choices import NodeState
-from instances.models import Checkpoint, GpuQuota, GpuType, Image, Instance, InstanceTransition, Node, TrainingJob
+from instances.models import (
+    Checkpoint,
+    GpuQuota,
+    GpuType,
+    Image,
+    Instance,
+    InstanceTransition,
+    Node,
+    TrainingJob,
+    Volume,
+    VolumeQuota,
+)
 from portal.lib.http import AuthedHttpRequest
 from portal.models import User
 
@@ -124,3 +135,28 @@ class CheckpointAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
 @admin.register(GpuQuota)
 class GpuQuotaAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_display = ["organization", "gpus"]
+
+
+@admin.register(VolumeQuota)
+class VolumeQuotaAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """An organization's volume quota in GB (overrides ``INSTANCES_VOLUME_QUOTA_GB``)."""
+
+    list_display = ["organization", "gb"]
+
+
+@admin.register(Volume)
+class VolumeAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Volumes are created and deleted by their organizations (billing and audit follow the services)."""
+
+    list_display = ["name", "organization", "size_gb", "used_bytes", "created_at", "deleted_at"]
+    search_fields = ["name", "organization__slug"]
+    readonly_fields = ["organization", "created_by", "name", "size_gb", "used_bytes", "measured_at", "created_at"]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Volume | None = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Volume | None = None) -> bool:
+        return False

@@ -32,10 +32,17 @@ class _CapacityForm(forms.Form):
     gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
     image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name", required=False)
+    volumes = forms.CharField(
+        label=_("Volumes"),
+        max_length=400,
+        required=False,
+        help_text=_("Names of your volumes to attach read-write, separated by commas (see Volumes)."),
+    )
 
     def spec_fields(self) -> dict[str, Any]:
         d = self.cleaned_data
         return {
+            "volumes": [n.strip() for n in (d.get("volumes") or "").split(",") if n.strip()],
             "name": d.get("name") or "",
             "gpu_type": d["gpu_type"].code,
             "gpu_count": d["gpu_count"],

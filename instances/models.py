@@ -355,3 +355,60 @@ class JobLogArchive(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt_id}/rank {self.rank}"
+
+
+class VolumeQuota(models.Model):
+    """An organization's volume quota (GB of live volumes, all together); no row = ``INSTANCES_VOLUME_QUOTA_GB``."""
+
+    organization = models.OneToOneField("portal.Organization", on_delete=models.CASCADE, related_name="volume_quota")
+    gb = models.PositiveIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.organization}: {self.gb} GB of volumes"
+
+
+class Volume(models.Model):
+    """A persistent data volume of an organization: ``size_gb`` GB (10⁹ bytes), kept across stops and
+    releases of the instances it is attached to, billed per GB-hour from ``created_at`` until ``deleted_at``
+    (``billing.volume_metering``). Local backend: a folder ``<INSTANCES_VOLUMES_ROOT>/vol-<id>``; Kubernetes:
+    the PersistentVolumeClaim ``gpu-portal-vol-<id>``. ``used_bytes`` / ``measured_at``: the last
+    measurement of the folder (``instances.interactive.volumes.volumes_measure``). A deleted volume keeps its
+    row (statements and audit refer to it); its name is free again."""
+
+    organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="volumes")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    name = models.CharField(_("name"), max_length=40)
+    size_gb = models.PositiveIntegerField(_("size (GB)"))
+    used_bytes = models.BigIntegerField(default=0)
+    measured_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    deleted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["organization", "name"], condition=Q(deleted_at__isnull=True), name="uniq_live_volume_name"
+            ),
+            models.CheckConstraint(condition=Q(size_gb__gte=1), name="volume_size_positive"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.size_gb} GB)"
+
+
+class VolumeAttachment(models.Model):
+    """Volume ``volume`` mounted read-write in ``instance`` (``<workspace>/volumes/<name>`` locally,
+    ``/volumes/<name>`` in a pod). The volume is in use while the instance is active (or preempted, waiting
+    to resume); one writer at a time is enforced at launch under the volume's row lock."""
+
+    volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="attachments")
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="volume_attachments")
+    attached_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["volume", "instance"], name="uniq_volume_instance")]
+
+    def __str__(self) -> str:
+        return f"{self.volume} → instance {self.instance_id}"

@@ -43,3 +43,11 @@ def checkpoint_timers() -> int:
 def sync_inventory() -> int:
     """Periodic: nodes from the backend's inventory."""
     return services.nodes_sync()
+
+
+@shared_task
+def volumes_measure() -> int:
+    """Periodic: measure local volumes; stop writers of one over its size. Returns volumes over their size."""
+    from instances.interactive.volumes import volumes_measure as measure
+
+    return len(measure())

@@ -4,6 +4,7 @@ from django.urls import path
 
 from instances import views
 from instances.interactive import jupyter_views
+from instances.interactive import volume_views
 
 urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
@@ -13,6 +14,9 @@ urlpatterns = [
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
     path("instances/<int:pk>/jupyter/", jupyter_views.jupyter_open, name="instance_jupyter"),
     path("instances/<int:pk>/jupyter/panel/", jupyter_views.jupyter_panel, name="instance_jupyter_panel"),
+    path("volumes/", volume_views.volume_list, name="volumes"),
+    path("volumes/quote/", volume_views.volume_quote, name="volume_quote"),
+    path("volumes/<int:pk>/delete/", volume_views.volume_delete, name="volume_delete"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),

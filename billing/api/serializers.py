@@ -74,6 +74,15 @@ class StatementWriteOffSerializer(serializers.Serializer[dict[str, Any]]):
     first_minute = serializers.DateTimeField()
 
 
+class StatementVolumeSerializer(serializers.Serializer[dict[str, Any]]):
+    volume_id = serializers.IntegerField()
+    name = serializers.CharField()
+    size_gb = serializers.IntegerField()
+    hours = serializers.IntegerField(help_text="started volume-hours charged this month")
+    amount_micros = serializers.IntegerField()
+    shortfall_micros = serializers.IntegerField()
+
+
 class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     year = serializers.IntegerField()
     month = serializers.IntegerField()
@@ -88,6 +97,7 @@ class StatementSerializer(serializers.Serializer[dict[str, Any]]):
     write_offs = StatementWriteOffSerializer(
         many=True, help_text="minutes older than the metering lookback, not charged"
     )
+    volumes = StatementVolumeSerializer(many=True, help_text="persistent volume storage, per started GB-hour")
 
 
 class GrantSerializer(serializers.ModelSerializer[CreditGrant]):

@@ -179,6 +179,13 @@ class InstanceLaunchSerializer(serializers.Serializer[Any]):
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     command = serializers.ListField(child=serializers.CharField(max_length=2000), min_length=1, max_length=256)
+    volumes = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        max_length=16,
+        help_text="names of your organization's volumes to attach read-write (one active instance per volume)",
+    )
 
 
 class JobLaunchSerializer(serializers.Serializer[Any]):
@@ -198,6 +205,13 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
     checkpoint_every_minutes = _bounded(LAUNCH_LIMITS["checkpoint_every_minutes"], default=30)
     checkpoint_every_steps = _bounded(LAUNCH_LIMITS["checkpoint_every_steps"], default=0)
     keep_last = _bounded(LAUNCH_LIMITS["keep_last"], default=3)
+    volumes = serializers.ListField(
+        child=serializers.CharField(max_length=40),
+        required=False,
+        default=list,
+        max_length=16,
+        help_text="names of your organization's volumes to attach read-write (one active instance per volume)",
+    )
 
 
 class LogsQuerySerializer(serializers.Serializer[Any]):

@@ -43,7 +43,12 @@ IDEMPOTENCY_PARAM = OpenApiParameter(
     required=False,
     description="A retried create with the same key returns the first result.",
 )
-LAUNCH_ERROR_STATUS = {"insufficient_funds": 402, "exceeds_quota": 403}
+LAUNCH_ERROR_STATUS = {
+    "insufficient_funds": 402,
+    "exceeds_quota": 403,
+    "volume_not_found": 404,
+    "volume_in_use": 409,
+}
 
 
 def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool]:

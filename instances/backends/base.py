@@ -58,6 +58,21 @@ class DatasetMount:
 
 
 @dataclass(frozen=True, slots=True)
+class VolumeMount:
+    """A persistent data volume mounted read-write (``instances.interactive.volumes``).
+
+    ``source``: the volume's folder on this machine (local backend: linked at ``<workspace>/volumes/<name>``)
+    or its PersistentVolumeClaim name (Kubernetes: mounted at ``mount_path``, the claim created with a
+    storage request of ``size_gb`` GB if it does not exist yet, see ``instances.backends.k8s_volumes``).
+    """
+
+    name: str
+    source: str
+    mount_path: str
+    size_gb: int
+
+
+@dataclass(frozen=True, slots=True)
 class JobSpec:
     """Everything a backend needs to start one attempt of a job.
 
@@ -80,6 +95,7 @@ class JobSpec:
     command: tuple[str, ...] | list[str] | None = None
     env: dict[str, str] = field(default_factory=dict)
     dataset_mounts: tuple[DatasetMount, ...] = ()
+    volume_mounts: tuple[VolumeMount, ...] = ()
     checkpoint_uri: str = ""
     workspace_root: str = ""
     termination_grace_s: int = 120

@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from instances.backends import k8s_volumes
 from instances.backends.base import (
     BackendError,
     ComputeBackend,
@@ -113,7 +114,8 @@ class KubernetesBackend(ComputeBackend):
     NCCL_IB_HCA, omitted when ``None``); ``rdma_resource`` (e.g. ``"rdma/hca_shared_devices_a"``, one per pod
     when set); ``topology_labels``; ``gpu_types`` (product label -> catalog GPU type); ``backoff_limit``
     (crash retries inside one attempt, default 0: the portal resumes from a checkpoint instead);
-    ``service_account``; ``shm_size``; ``ttl_seconds_after_finished``.
+    ``service_account``; ``shm_size``; ``ttl_seconds_after_finished``; ``volume_storage_class`` (the
+    storage class of persistent volumes' claims, the cluster default when ``None``).
     """
 
     name = "kubernetes"
@@ -137,6 +139,7 @@ class KubernetesBackend(ComputeBackend):
         service_account: str | None = None,
         shm_size: str = "64Gi",
         ttl_seconds_after_finished: int = 86400,
+        volume_storage_class: str | None = None,
     ) -> None:
         if dataset_volume not in ("pvc", "hostPath"):
             raise BackendError(f"dataset_volume must be 'pvc' or 'hostPath', not {dataset_volume!r}")
@@ -156,6 +159,7 @@ class KubernetesBackend(ComputeBackend):
         self.service_account = service_account
         self.shm_size = shm_size
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.volume_storage_class = volume_storage_class
 
     # -- client ------------------------------------------------------------------------------------------
     @property
@@ -308,6 +312,9 @@ class KubernetesBackend(ComputeBackend):
         if self.checkpoint_pvc:
             volumes.append({"name": "checkpoints", "persistentVolumeClaim": {"claimName": self.checkpoint_pvc}})
             mounts.append({"name": "checkpoints", "mountPath": self.checkpoint_mount})
+        volume_pods, volume_mounts = k8s_volumes.pod_volumes(spec.volume_mounts)  # persistent volumes, read-write
+        volumes += volume_pods
+        mounts += volume_mounts
 
         limits: dict[str, str] = {GPU_RESOURCE: str(gpus)}
         if self.rdma_resource:
@@ -409,6 +416,7 @@ class KubernetesBackend(ComputeBackend):
         manifests = self.manifests(spec)
         job = next(m for m in manifests if m["kind"] == "Job")
         core, batch = self._core(), self._batch()
+        k8s_volumes.claims_ensure(core, self.namespace, spec.volume_mounts, self.volume_storage_class)
         creators = {
             "ConfigMap": core.create_namespaced_config_map,
             "Service": core.create_namespaced_service,

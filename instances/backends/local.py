@@ -4,6 +4,7 @@ Layout of one attempt, ``<workspace_root>/<job_id>/attempt-<n>/``::
 
     job.json        the runtime's config (from JobSpec.config_json / config_path)
     data/<name>     symlink to each dataset's shard folder
+    volumes/<name>  symlink to each attached persistent volume's folder (read-write, outlives the attempt)
     logs.txt        stdout + stderr of every process of the job
     backend.json    pid / pgid / start time / nproc / command: lets another process (a restarted Celery
                     worker) find, watch and stop the job
@@ -82,6 +83,16 @@ _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 # Popen objects of jobs started by this process, so finished launchers are reaped instead of lingering as
 # zombies (a zombie is never counted as alive, but it holds a pid).
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _volume_link(ws: Path, name: str, source: Path) -> None:
+    """Link a volume's folder at ``<ws>/volumes/<name>``. Raises BackendError when the folder is missing."""
+    if not source.is_dir():
+        raise BackendError(f"volume {name!r}: {source} is not a folder")
+    (ws / "volumes").mkdir(exist_ok=True)
+    link = ws / "volumes" / _SAFE_NAME.sub("_", name)
+    if not link.is_symlink():
+        link.symlink_to(source.resolve(), target_is_directory=True)
 
 
 def _reap_children() -> None:
@@ -191,6 +202,7 @@ class LocalBackend(ComputeBackend):
                 "GPU_PORTAL_WORKSPACE": str(ws),
                 "GPU_PORTAL_NPROC": str(nproc),
                 "GPU_PORTAL_CHECKPOINT_URI": spec.checkpoint_uri,
+                "GPU_PORTAL_VOLUMES": os.pathsep.join(str(ws / "volumes" / v.name) for v in spec.volume_mounts),
             }
         )
         return env
@@ -230,6 +242,8 @@ class LocalBackend(ComputeBackend):
             link = data / _SAFE_NAME.sub("_", mount.name)
             if not link.is_symlink():
                 link.symlink_to(src.resolve(), target_is_directory=True)
+        for volume in spec.volume_mounts:  # read-write, kept after the attempt (instances.interactive.volumes)
+            _volume_link(ws, volume.name, Path(volume.source))
 
         nproc = min(spec.nproc_per_node, self.slots)
         argv = self.command_for(spec, ws, nproc)

@@ -36,7 +36,8 @@ class LaunchSpec:
     """What a user asks for. ``gpu_type``: a catalog code; ``mode``: container | bare_metal; for a training
     job (``kind="training"``): ``dataset_version_ids``, ``model_preset``, ``engine``, ``hyperparameters``
     (runtime config fields), checkpoint interval (minutes, default 30; steps, default 0 = none) and
-    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image)."""
+    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image); for both: ``volumes``
+    (names of the organization's persistent volumes to attach, read-write)."""
 
     name: str
     gpu_type: str
@@ -53,6 +54,7 @@ class LaunchSpec:
     checkpoint_every_steps: int = 0
     keep_last: int = 3
     idempotency_key: str = ""
+    volumes: list[str] = field(default_factory=list)  # names of the organization's volumes, attached read-write
 
 
 def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
@@ -216,6 +218,10 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 )
                 job.mounts = _attach_datasets(job, user)
                 job.save(update_fields=["checkpoint_uri", "mounts"])
+            if spec.volumes:  # a refusal (LaunchError) rolls the launch back: nothing half-made
+                from instances.interactive.volumes import volumes_attach
+
+                volumes_attach(instance=instance, names=list(spec.volumes), user=user)
             audit_log(
                 action="instances.instance.launch",
                 actor=user,

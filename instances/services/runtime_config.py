@@ -11,9 +11,9 @@ from typing import Any
 from django.conf import settings
 
 from instances import limits
-from instances.backends.base import DatasetMount, JobSpec
+from instances.backends.base import DatasetMount, JobSpec, VolumeMount
 from instances.interactive.jupyter import jupyter_env
-from instances.models import JobAttempt
+from instances.models import Instance, JobAttempt
 from instances.runtime.config import JobConfig
 from instances.services.backend import _setting
 
@@ -105,6 +105,13 @@ def job_spec_for(attempt: JobAttempt) -> JobSpec:
             **jupyter_env(instance),  # JupyterLab beside the command (instances/interactive/jupyter.py)
         },
         dataset_mounts=mounts,
+        volume_mounts=_volume_mounts(instance),
         checkpoint_uri=job.checkpoint_uri if job else "",
         termination_grace_s=int(_setting("INSTANCES_STOP_GRACE_S", 120)),
     )
+
+
+def _volume_mounts(instance: Instance) -> tuple[VolumeMount, ...]:
+    from instances.interactive.volumes import volume_mounts_for  # raises BackendError: the attempt fails
+
+    return volume_mounts_for(instance)

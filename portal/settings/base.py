@@ -280,6 +280,12 @@ INSTANCES_STOP_GRACE_S = env_int("INSTANCES_STOP_GRACE_S", 120, minimum=1)  # SI
 INSTANCES_MAX_CRASH_RESUMES = env_int("INSTANCES_MAX_CRASH_RESUMES", 3, minimum=0)
 INSTANCES_RESUME_BACKOFF_S = env_int("INSTANCES_RESUME_BACKOFF_S", 30, minimum=0)  # doubles per crash
 INSTANCES_PREEMPT_RESUME_DELAY_S = env_int("INSTANCES_PREEMPT_RESUME_DELAY_S", 0, minimum=0)
+# Persistent volumes (instances.interactive.volumes): local folders under this root, a quota of GB per organization
+# (an organization's VolumeQuota row overrides it), the storage price when the price book has no row in force.
+INSTANCES_VOLUMES_ROOT = env_str("INSTANCES_VOLUMES_ROOT", str(DATA_DIR / "volumes"))
+INSTANCES_VOLUME_QUOTA_GB = env_int("INSTANCES_VOLUME_QUOTA_GB", 500, minimum=0)
+VOLUME_PRICE_PER_GB_HOUR = env_str("VOLUME_PRICE_PER_GB_HOUR", "0.0005")  # CNY per GB-hour
+CELERY_BEAT_SCHEDULE["instances-volumes-measure"] = {"task": "instances.tasks.volumes_measure", "schedule": 60.0}
 
 LOGGING = {
     "version": 1,

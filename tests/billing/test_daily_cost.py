@@ -94,7 +94,13 @@ def test_each_day_holds_what_the_wallet_was_charged_by_kind_in_the_users_time_zo
         date(2026, 3, 9): {"license_fee": 3_000_000},
         date(2026, 3, 10): {"app_call": 2_000_000, "spend": 250_000},
     }
-    assert days[-1].micros_by_kind == {"usage": 0, "app_call": 2_000_000, "license_fee": 0, "spend": 250_000}
+    assert days[-1].micros_by_kind == {
+        "usage": 0,
+        "storage": 0,
+        "app_call": 2_000_000,
+        "license_fee": 0,
+        "spend": 250_000,
+    }
     assert days[-1].total_micros == 2_250_000
 
 

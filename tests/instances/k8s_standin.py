@@ -38,6 +38,9 @@ plane for them:
 * **Deployments**: ``replicas`` pods of the current pod template (scheduled and run as above, so a missing
   GPU or a bad image keeps them from being ready); ``readyReplicas`` / ``observedGeneration`` / the
   ``Available`` condition follow them; a replaced template replaces the pods.
+* **PersistentVolumeClaims**: bound at once at the size requested (a dynamic provisioner); with
+  ``require_claims = True`` a pod naming a claim that does not exist stays Pending (``persistentvolumeclaim
+  "x" not found``), as the scheduler keeps it (off by default: dataset and checkpoint claims are not modelled).
 * Every write bumps a cluster-wide ``resourceVersion``; bodies POSTed / PUT are validated in strict mode
   against the OpenAPI schema (``kubernetes-validate``, ``schema_version``) and refused with 422 like an API
   server's validation; names collide with 409; missing objects are 404 ``Status`` objects.
@@ -84,8 +87,9 @@ KINDS = {
     ("v1", "nodes"): "Node",
     ("v1", "secrets"): "Secret",
     ("networking.k8s.io/v1", "ingresses"): "Ingress",
+    ("v1", "persistentvolumeclaims"): "PersistentVolumeClaim",
 }
-VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap", "Secret", "Ingress"})
+VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap", "Secret", "Ingress", "PersistentVolumeClaim"})
 
 
 class ApiError(Exception):
@@ -165,6 +169,7 @@ class StandinCluster:
         self.logs: dict[tuple[str, str], list[str]] = {}  # (namespace, pod) -> lines
         self.sigterm_exit: tuple[int, float] | None = (85, 0.0)
         self.bad_images: set[str] = set()
+        self.require_claims = False  # True: a pod naming a missing PersistentVolumeClaim stays Pending
         self.not_ready_eviction_s = NOT_READY_EVICTION_S
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, JSON body) of every request
         self._rv = itertools.count(1)
@@ -499,7 +504,7 @@ class StandinCluster:
         items.sort(key=lambda o: (o["metadata"].get("namespace", ""), o["metadata"]["name"]))
         version = (
             "v1"
-            if kind in ("Pod", "Service", "ConfigMap", "Event", "Node")
+            if kind in ("Pod", "Service", "ConfigMap", "Event", "Node", "PersistentVolumeClaim")
             else ("batch/v1" if kind == "Job" else "apps/v1")
         )
         return {
@@ -522,6 +527,13 @@ class StandinCluster:
             body["status"] = {}
         elif kind == "Pod":
             body.setdefault("status", {"phase": "Pending", "conditions": []})
+        elif kind == "PersistentVolumeClaim":  # a dynamic provisioner binds it at once, at the size asked
+            requested = body["spec"]["resources"]["requests"]["storage"]
+            body["status"] = {
+                "phase": "Bound",
+                "accessModes": body["spec"]["accessModes"],
+                "capacity": {"storage": requested},
+            }
         obj = self._store(body, ns)
         if kind == "Job":
             self._event(obj, "Created", f"Job {ns}/{obj['metadata']['name']} created")
@@ -552,7 +564,7 @@ class StandinCluster:
             self._touch(obj)
             return obj
         self.objects.pop((kind, meta.get("namespace", ""), meta["name"]), None)
-        if kind == "Service":  # the API server answers a Service delete with the object, others with Status
+        if kind in ("Service", "PersistentVolumeClaim"):  # answered with the object, others with a Status
             return obj
         for pod in owned:
             if policy == "Orphan":
@@ -632,6 +644,14 @@ class StandinCluster:
 
     def _schedule(self, pod: dict[str, Any]) -> None:
         need = _gpus(pod)
+        for vol in (pod["spec"].get("volumes") or []) if self.require_claims else []:  # VolumeBinding
+            claim = (vol.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and ("PersistentVolumeClaim", pod["metadata"]["namespace"], claim) not in self.objects:
+                message = f'persistentvolumeclaim "{claim}" not found'
+                if {c.get("message") for c in pod["status"].get("conditions") or []} != {message}:
+                    self._add_condition(pod, "PodScheduled", "Unschedulable", message, status="False")
+                    self._event(pod, "FailedScheduling", message, "Warning")
+                return
         nodes = sorted((o for (k, _, _), o in self.objects.items() if k == "Node"), key=lambda n: n["metadata"]["name"])
         used: dict[str, int] = {}
         for other in self.pods():
