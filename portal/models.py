@@ -170,3 +170,4 @@ class AuditEvent(models.Model):
 
 
 from portal.marketplace.models import App, AppCall, AppVersion  # noqa: E402,F401 - the marketplace's models
+from portal.sshkeys import SshKey  # noqa: E402,F401 - users' SSH public keys
