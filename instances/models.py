@@ -355,3 +355,6 @@ class JobLogArchive(models.Model):
 
     def __str__(self) -> str:
         return f"{self.attempt_id}/rank {self.rank}"
+
+
+from instances.interactive.utilization_models import UtilizationSample  # noqa: E402,F401 - sampled utilization

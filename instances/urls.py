@@ -3,6 +3,7 @@
 from django.urls import path
 
 from instances import views
+from instances.interactive import views as interactive_views
 
 urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
@@ -10,6 +11,7 @@ urlpatterns = [
     path("instances/quote/", views.launch_quote, name="launch_quote"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
+    path("instances/<int:pk>/access/", interactive_views.instance_access, name="instance_access"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),

@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from billing.choices import RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.interactive.api import SshAccessField
 from instances.limits import (
     HYPERPARAMETER_LIMITS,
     LAUNCH_LIMITS,
@@ -66,6 +67,7 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
     gpu_type = serializers.CharField(source="gpu_type.code", read_only=True)
     image = serializers.CharField(source="image.name", read_only=True, default=None)
     job = serializers.SerializerMethodField()
+    ssh = SshAccessField()
 
     class Meta:
         model = Instance
@@ -85,6 +87,7 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "submitted_at",
             "created_at",
             "job",
+            "ssh",
         ]
 
     def get_job(self, obj: Instance) -> int | None:

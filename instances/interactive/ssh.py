@@ -42,7 +42,8 @@ from instances.choices import InstanceKind, InstanceStatus
 from instances.interactive.sidecar import ssh_state_dir
 from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, ENDPOINT, HOST_KEY
 from instances.models import Instance
-from instances.services.backend import _setting, compute_backend
+from instances.services import backend as boundary
+from instances.services.backend import _setting
 from portal.models import Membership, Organization
 from portal.sshkeys import SshKey
 
@@ -103,7 +104,7 @@ def ssh_prepare(*, instance: Instance, spec: JobSpec) -> Path | None:
     keys, login name; all 0600) and drop a previous attempt's endpoint. Returns the folder, or None when the
     instance gets no SSH server here (not interactive, disabled, or not the local backend). Raises
     :class:`BackendError` when the folder cannot be written."""
-    backend = compute_backend()
+    backend = boundary.compute_backend()  # the one boundary tests replace
     if not ssh_enabled(instance) or not isinstance(backend, LocalBackend):
         return None
     state = ssh_state_dir(backend.workspace_for(spec))

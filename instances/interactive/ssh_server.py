@@ -47,6 +47,7 @@ ENDPOINT = "endpoint.json"
 ACTIVITY = "last_activity"
 ACTIVITY_EVERY_S = 30.0
 HANGUP_GRACE_S = 1.0
+PTY_DRAIN_S = 1.0
 
 
 def authorized_public_data(path: Path) -> set[bytes]:
@@ -140,8 +141,14 @@ class Sessions:
         )
         self.children.add(child)
         try:
-            await process.redirect(stdin=child.stdin, stdout=child.stdout, stderr=child.stderr)
-            return await child.wait()
+            await process.redirect(stdin=child.stdin)
+            assert child.stdout is not None
+            assert child.stderr is not None
+            # copied by hand (not redirected) so that all output is sent before the exit status
+            _, _, code = await asyncio.gather(
+                _pump(child.stdout, process.stdout), _pump(child.stderr, process.stderr), child.wait()
+            )
+            return code
         finally:
             self.children.discard(child)
 
@@ -161,16 +168,52 @@ class Sessions:
         )
         os.close(slave)
         self.children.add(child)
+        pump = asyncio.create_task(_pump_fd(master, process.stdout))
         try:
-            await process.redirect(stdin=os.dup(master), stdout=master, stderr=asyncssh.DEVNULL)
-            return await child.wait()
+            await process.redirect(stdin=os.dup(master))
+            code = await child.wait()
+            with contextlib.suppress(TimeoutError):  # a background job may hold the terminal open
+                await asyncio.wait_for(asyncio.shield(pump), PTY_DRAIN_S)
+            return code
         finally:
+            pump.cancel()
             self.children.discard(child)
+            with contextlib.suppress(OSError):
+                os.close(master)
 
     def hang_up(self) -> None:
         for child in list(self.children):
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(child.pid, signal.SIGHUP) if _own_group(child.pid) else child.send_signal(signal.SIGHUP)
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncssh.SSHWriter[bytes]) -> None:
+    while data := await reader.read(65536):
+        writer.write(data)
+        await writer.drain()
+
+
+async def _pump_fd(fd: int, writer: asyncssh.SSHWriter[bytes]) -> None:
+    """Copy a pseudo-terminal's output to the channel until the terminal closes (EIO)."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+        chunks.put_nowait(data)
+
+    loop.add_reader(fd, readable)
+    try:
+        while data := await chunks.get():
+            writer.write(data)
+            await writer.drain()
+    finally:
+        loop.remove_reader(fd)
 
 
 def _own_group(pid: int) -> bool:

@@ -4,14 +4,15 @@ shell in the workspace, an outsider's and a revoked key are refused, and stoppin
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
 import time
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -49,6 +50,14 @@ def _ssh(access: Any, key: Path, command: str) -> subprocess.CompletedProcess[st
     return subprocess.run(argv, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (the launcher may exit before reaping the server; a subreaper reaps it later)."""
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
 def _wait(predicate: Any, timeout: float = 60) -> Any:
     from instances.services import instances_reconcile
 
@@ -63,10 +72,12 @@ def _wait(predicate: Any, timeout: float = 60) -> Any:
 def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_ends_the_server(
     local: Path, tmp_path: Path, alice: Any, bob: Any, charlie: Any, alice_org: Any
 ) -> None:
+    from django.utils import timezone
     from instances_support import fund
 
     from instances.interactive.ssh import ssh_access, ssh_host_key, ssh_last_activity
-    from instances.models import Instance
+    from instances.interactive.utilization import utilization_sample_due
+    from instances.models import Instance, UtilizationSample
     from instances.services import LaunchSpec, instance_launch, instance_stop, instances_reconcile
     from portal.services import membership_remove
     from portal.sshkeys import SshKey, ssh_key_add, ssh_key_revoke
@@ -120,10 +131,16 @@ def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_e
         f"portal-user-{alice.pk}"
     ]
 
+    # utilization of the same real instance: launcher, the command and the SSH server, no GPU on this machine
+    later = timezone.now() + timedelta(minutes=5)  # past the sampling pace
+    assert utilization_sample_due(now=later) == 1
+    sample = UtilizationSample.objects.get(instance=inst, sampled_at=later)
+    assert (sample.processes, sample.gpus) == (3, [])
+    assert sample.memory_bytes > 0 and sample.gpu_absent in ("no_nvml", "no_gpu")
+
     server_pid = json.loads((state / "endpoint.json").read_text())["pid"]
     instance_stop(instance=inst, reason="done", acting_user=alice)
     assert Instance.objects.get(pk=inst.pk).status == "stopped"
-    with pytest.raises(ProcessLookupError):
-        os.kill(server_pid, 0)
+    assert not _alive(server_pid)
     assert _ssh(access, alice_file, "pwd").returncode == 255
     assert ssh_access(Instance.objects.get(pk=inst.pk)).command == ""  # type: ignore[union-attr]
