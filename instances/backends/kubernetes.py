@@ -80,6 +80,7 @@ from instances.backends.k8s_objects import (  # noqa: F401 - names of this modul
     job_status_from,
     nodes_from,
 )
+from instances.interactive.ssh_k8s import ssh_manifests_add, ssh_object_name
 from instances.scheduler import NodeView
 
 
@@ -382,8 +383,9 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def manifests(self, spec: JobSpec) -> list[dict[str, Any]]:
-        """ConfigMap, Service and Job, in creation order."""
-        return [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)]
+        """ConfigMap, Service and Job, in creation order (plus the SSH Service when the portal asked for SSH)."""
+        manifests = [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)]
+        return ssh_manifests_add(manifests, env=spec.env, job_label=JOB_LABEL)
 
     # -- the interface -------------------------------------------------------------------------------------
     def parse_handle(self, handle: str) -> tuple[str, str]:
@@ -399,14 +401,15 @@ class KubernetesBackend(ComputeBackend):
         second submit of the same attempt creates nothing. Returns ``k8s:<namespace>/<name>``."""
         from kubernetes.client.exceptions import ApiException
 
-        cm, svc, job = self.manifests(spec)
+        manifests = self.manifests(spec)
         core, batch = self._core(), self._batch()
-        calls = (
-            (core.create_namespaced_config_map, cm),
-            (core.create_namespaced_service, svc),
-            (batch.create_namespaced_job, job),
-        )
-        for create, body in calls:
+        creators = {
+            "ConfigMap": core.create_namespaced_config_map,
+            "Service": core.create_namespaced_service,
+            "Job": batch.create_namespaced_job,
+        }
+        job = next(m for m in manifests if m["kind"] == "Job")
+        for create, body in ((creators[m["kind"]], m) for m in manifests):
             try:
                 create(self.namespace, body)
             except ApiException as exc:
@@ -508,6 +511,8 @@ class KubernetesBackend(ComputeBackend):
             lambda: self._batch().delete_namespaced_job(name, ns, body=body),
             lambda: core.delete_namespaced_service(name, ns),
             lambda: core.delete_namespaced_config_map(name, ns),
+            lambda: core.delete_namespaced_service(ssh_object_name(name), ns),  # SSH, when it was set up
+            lambda: core.delete_namespaced_secret(ssh_object_name(name), ns),
         )
         for delete in deletes:
             try:

@@ -24,7 +24,7 @@ import hashlib
 import hmac
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,12 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from instances.backends.base import BackendError, JobSpec
+from instances.backends.k8s_objects import JOB_LABEL
+from instances.backends.kubernetes import KubernetesBackend, object_name
 from instances.backends.local import LocalBackend
 from instances.choices import InstanceKind, InstanceStatus
 from instances.interactive.sidecar import ssh_state_dir
+from instances.interactive.ssh_k8s import SECRET_ENV, secret_manifest, ssh_object_name
 from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, ENDPOINT, HOST_KEY
 from instances.models import Instance
 from instances.services import backend as boundary
@@ -99,26 +102,61 @@ def _write_private(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def ssh_prepare(*, instance: Instance, spec: JobSpec) -> Path | None:
-    """Before an attempt's submit: write the SSH state folder the launcher looks for (host key, authorized
-    keys, login name; all 0600) and drop a previous attempt's endpoint. Returns the folder, or None when the
-    instance gets no SSH server here (not interactive, disabled, or not the local backend). Raises
-    :class:`BackendError` when the folder cannot be written."""
+def ssh_prepare(*, instance: Instance, spec: JobSpec) -> JobSpec:
+    """Before an attempt's submit, set up what its SSH server needs; returns the spec to submit.
+
+    Local backend: the state folder the launcher looks for (host key, authorized keys, login name; all 0600),
+    without a previous attempt's endpoint. Kubernetes: the Secret ``<job object>-ssh`` (created, or replaced
+    when a retried submit finds it), named in the returned spec's environment so that the backend mounts it
+    and adds ``sshd`` and the Service (:mod:`instances.interactive.ssh_k8s`). Other instances (not
+    interactive, SSH disabled) get ``spec`` unchanged. Raises :class:`BackendError` when this fails.
+    """
     backend = boundary.compute_backend()  # the one boundary tests replace
-    if not ssh_enabled(instance) or not isinstance(backend, LocalBackend):
-        return None
+    if not ssh_enabled(instance):
+        return spec
+    host_key = ssh_host_key(instance.pk).export_private_key("openssh").decode()
+    keys = authorized_keys_text(instance.organization_id)
+    if isinstance(backend, KubernetesBackend):
+        name = object_name(spec.job_id, spec.attempt)
+        body = secret_manifest(
+            job_object=name,
+            namespace=backend.namespace,
+            labels={"app.kubernetes.io/managed-by": "gpu-portal", JOB_LABEL: name},
+            authorized_keys=keys,
+            host_key_openssh=host_key,
+        )
+        _secret_apply(backend, body)
+        return replace(spec, env={**spec.env, SECRET_ENV: body["metadata"]["name"]})
+    if not isinstance(backend, LocalBackend):
+        return spec
     state = ssh_state_dir(backend.workspace_for(spec))
     try:
         state.mkdir(parents=True, exist_ok=True)
         os.chmod(state, 0o700)
-        _write_private(state / HOST_KEY, ssh_host_key(instance.pk).export_private_key("openssh").decode())
-        _write_private(state / AUTHORIZED_KEYS, authorized_keys_text(instance.organization_id))
+        _write_private(state / HOST_KEY, host_key)
+        _write_private(state / AUTHORIZED_KEYS, keys)
         _write_private(state / CONFIG, json.dumps({"username": ssh_username()}))
         with contextlib.suppress(FileNotFoundError):
             (state / ENDPOINT).unlink()
     except OSError as exc:
         raise BackendError(f"cannot write the SSH state of {state}: {exc}") from exc
-    return state
+    return spec
+
+
+def _secret_apply(backend: KubernetesBackend, body: dict[str, Any]) -> None:
+    """Create the SSH Secret, or replace its contents when it exists (409)."""
+    from kubernetes.client.exceptions import ApiException
+
+    core, name = backend._core(), body["metadata"]["name"]
+    try:
+        core.create_namespaced_secret(backend.namespace, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise BackendError(f"creating Secret {name}: {exc.reason}") from exc
+        try:
+            core.patch_namespaced_secret(name, backend.namespace, {"stringData": body["stringData"]})
+        except ApiException as exc2:
+            raise BackendError(f"updating Secret {name}: {exc2.reason}") from exc2
 
 
 def _state_dir(instance: Instance) -> tuple[Path, Path] | None:
@@ -140,7 +178,37 @@ def ssh_keys_sync(*, organization: Organization | int) -> int:
         if found and (found[0] / HOST_KEY).is_file():
             _write_private(found[0] / AUTHORIZED_KEYS, text)
             written += 1
+        elif (k8s := _k8s_object(instance)) is not None:
+            backend, ns, name = k8s
+            with contextlib.suppress(Exception):  # the next change or the next launch writes it again
+                backend._core().patch_namespaced_secret(
+                    ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}}
+                )
+                written += 1
     return written
+
+
+def _k8s_object(instance: Instance) -> tuple[KubernetesBackend, str, str] | None:
+    """(backend, namespace, Job object name) of the instance's latest Kubernetes attempt, or None."""
+    handle = instance.attempts.order_by("-number").values_list("handle", flat=True).first()
+    backend = boundary.compute_backend()
+    if not handle or not handle.startswith("k8s:") or not isinstance(backend, KubernetesBackend):
+        return None
+    ns, name = backend.parse_handle(handle)
+    return backend, ns, name
+
+
+def _k8s_node_port(instance: Instance) -> int | None:
+    found = _k8s_object(instance)
+    if found is None:
+        return None
+    backend, ns, name = found
+    try:
+        service = backend._core().read_namespaced_service(ssh_object_name(name), ns)
+    except Exception:  # unreachable cluster, no Service yet: the page says the server is starting
+        return None
+    ports = service.spec.ports or []
+    return int(ports[0].node_port) if ports and ports[0].node_port else None
 
 
 def _endpoint(instance: Instance) -> dict[str, Any] | None:
@@ -163,9 +231,9 @@ def ssh_access(instance: Instance) -> SshAccess | None:
     if instance.status != InstanceStatus.RUNNING:
         return SshAccess("", host, None, username, fingerprint, _("SSH is available while the instance runs."))
     endpoint = _endpoint(instance)
-    if endpoint is None:
+    port = int(endpoint["port"]) if endpoint is not None else _k8s_node_port(instance)
+    if port is None:
         return SshAccess("", host, None, username, fingerprint, _("The SSH server is starting."))
-    port = int(endpoint["port"])
     return SshAccess(f"ssh -p {port} {username}@{host}", host, port, username, fingerprint)
 
 

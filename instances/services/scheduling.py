@@ -53,7 +53,7 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
 
     try:
         spec = job_spec_for(attempt)
-        ssh_prepare(instance=instance, spec=spec)  # the SSH server's keys, before its launcher starts
+        spec = ssh_prepare(instance=instance, spec=spec)  # SSH keys and host key, before the server starts
         handle = boundary.compute_backend().submit(spec)
     except (BackendError, ConfigError) as exc:
         with transaction.atomic():

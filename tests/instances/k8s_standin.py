@@ -80,10 +80,11 @@ KINDS = {
     ("v1", "pods"): "Pod",
     ("v1", "services"): "Service",
     ("v1", "configmaps"): "ConfigMap",
+    ("v1", "secrets"): "Secret",
     ("v1", "events"): "Event",
     ("v1", "nodes"): "Node",
 }
-VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap"})
+VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap", "Secret"})
 
 
 class ApiError(Exception):
@@ -520,6 +521,11 @@ class StandinCluster:
             body["status"] = {}
         elif kind == "Pod":
             body.setdefault("status", {"phase": "Pending", "conditions": []})
+        elif kind == "Service" and body["spec"].get("type") == "NodePort":  # allocated from 30000-32767
+            services = [o for o in self.objects.values() if o["kind"] == "Service"]
+            taken = {p.get("nodePort") for o in services for p in o["spec"]["ports"]}
+            for port in body["spec"]["ports"]:
+                port.setdefault("nodePort", min(set(range(30000, 32768)) - taken))
         obj = self._store(body, ns)
         if kind == "Job":
             self._event(obj, "Created", f"Job {ns}/{obj['metadata']['name']} created")
