@@ -14,6 +14,7 @@ key someone else registered cannot be added to a second account (it would let tw
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import asyncssh
 from django.conf import settings
@@ -25,6 +26,9 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy as _lazy
 
 from portal.audit import audit_log
+
+if TYPE_CHECKING:
+    from portal.models import User
 
 MIN_RSA_BITS = 2048
 ALLOWED_ALGORITHMS = (
@@ -122,12 +126,12 @@ def ssh_key_parse(text: str) -> ParsedKey:
     return ParsedKey(algorithm, bits, public_key, key.get_fingerprint("sha256"), comment)
 
 
-def ssh_keys_for_user(user: object) -> QuerySet[SshKey]:
+def ssh_keys_for_user(user: User) -> QuerySet[SshKey]:
     """The user's active keys, newest first."""
     return SshKey.objects.filter(user=user, revoked_at__isnull=True)
 
 
-def ssh_key_add(*, user: object, name: str, public_key: str) -> SshKey:
+def ssh_key_add(*, user: User, name: str, public_key: str) -> SshKey:
     """Add a public key to ``user``'s account (audited ``portal.ssh_key_add``); returns it.
 
     ``name`` defaults to the key's comment. Raises :class:`SshKeyError` for a key :func:`ssh_key_parse`
@@ -139,7 +143,7 @@ def ssh_key_add(*, user: object, name: str, public_key: str) -> SshKey:
     active = SshKey.objects.filter(fingerprint=parsed.fingerprint, revoked_at__isnull=True)
     owner_id = active.values_list("user_id", flat=True).first()
     if owner_id is not None:
-        if owner_id == getattr(user, "pk", None):
+        if owner_id == user.pk:
             raise SshKeyError(_("You have already added this key (%(fp)s).") % {"fp": parsed.fingerprint})
         raise SshKeyError(
             _("This key (%(fp)s) is registered to another account. Each person uses their own key.")
@@ -157,7 +161,7 @@ def ssh_key_add(*, user: object, name: str, public_key: str) -> SshKey:
             )
             audit_log(
                 action="portal.ssh_key_add",
-                actor=user,  # type: ignore[arg-type]
+                actor=user,
                 obj=key,
                 extra={"name": name, "fingerprint": parsed.fingerprint, "algorithm": parsed.algorithm},
             )
@@ -167,14 +171,14 @@ def ssh_key_add(*, user: object, name: str, public_key: str) -> SshKey:
     return key
 
 
-def ssh_key_revoke(*, key: SshKey, acting_user: object) -> SshKey:
+def ssh_key_revoke(*, key: SshKey, acting_user: User) -> SshKey:
     """Revoke a key (idempotent; audited ``portal.ssh_key_revoke`` once). Instances stop accepting it from
     the commit on: their authorized keys are rewritten (:data:`ssh_keys_changed`)."""
     with transaction.atomic():
         if SshKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=timezone.now()):
             audit_log(
                 action="portal.ssh_key_revoke",
-                actor=acting_user,  # type: ignore[arg-type]
+                actor=acting_user,
                 obj=key,
                 extra={"fingerprint": key.fingerprint},
             )

@@ -47,7 +47,7 @@ from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, 
 from instances.models import Instance
 from instances.services import backend as boundary
 from instances.services.backend import _setting
-from portal.models import Membership, Organization
+from portal.models import Membership, Organization, User
 from portal.sshkeys import SshKey
 
 LIVE = (InstanceStatus.PROVISIONING, InstanceStatus.RUNNING)
@@ -271,6 +271,11 @@ def _on_membership_changed(sender: Any, instance: Membership, **kwargs: Any) -> 
         _sync_after_commit([instance.organization_id])
 
 
+def _on_user_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if not instance.is_active and not kwargs.get("raw"):  # a deactivated user's keys stop working
+        _on_keys_changed(sender, instance)
+
+
 def connect_signals() -> None:
     """Connect the receivers that keep authorized keys current (``InstancesConfig.ready``)."""
     from django.db.models.signals import post_delete, post_save
@@ -280,3 +285,4 @@ def connect_signals() -> None:
     ssh_keys_changed.connect(_on_keys_changed, dispatch_uid="instances.ssh.keys")
     post_save.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_saved")
     post_delete.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_removed")
+    post_save.connect(_on_user_saved, sender=User, dispatch_uid="instances.ssh.user_saved")

@@ -261,6 +261,8 @@ async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int
     await stop.wait()
     beat.cancel()
     server.close()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.wait_closed(), HANGUP_GRACE_S)
     sessions.hang_up()
     deadline = time.monotonic() + HANGUP_GRACE_S
     while sessions.children and time.monotonic() < deadline:

@@ -46,12 +46,14 @@ class SshKeyViewSet(
         data.is_valid(raise_exception=True)
         try:
             key = ssh_key_add(
-                user=request.user, name=data.validated_data["name"], public_key=data.validated_data["public_key"]
+                user=request.user,  # type: ignore[arg-type]
+                name=data.validated_data["name"],
+                public_key=data.validated_data["public_key"],
             )
         except SshKeyError as exc:
             raise ApiError("invalid_ssh_key", str(exc), 400) from exc
         return Response(SshKeySerializer(key).data, status=status.HTTP_201_CREATED)
 
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:
-        key = ssh_key_revoke(key=self.get_object(), acting_user=request.user)
+        key = ssh_key_revoke(key=self.get_object(), acting_user=request.user)  # type: ignore[arg-type]
         return Response(SshKeySerializer(key).data)

@@ -144,3 +144,23 @@ def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_e
     assert not _alive(server_pid)
     assert _ssh(access, alice_file, "pwd").returncode == 255
     assert ssh_access(Instance.objects.get(pk=inst.pk)).command == ""  # type: ignore[union-attr]
+
+
+def test_authorized_keys_are_the_active_keys_of_the_organizations_active_members(
+    tmp_path: Path, alice: Any, bob: Any, charlie: Any, alice_org: Any
+) -> None:
+    from instances.interactive.ssh import authorized_keys_text
+    from portal.sshkeys import ssh_key_add, ssh_key_revoke
+
+    keys = {who.email: ssh_key_add(user=who, name="", public_key=_key(tmp_path, who.name)[1]) for who in (alice, bob)}
+    ssh_key_add(user=charlie, name="", public_key=_key(tmp_path, "charlie")[1])
+    a, b = keys["alice@example.com"], keys["bob@example.com"]
+    assert (
+        authorized_keys_text(alice_org)
+        == f"{a.public_key} portal-user-{alice.pk}\n{b.public_key} portal-user-{bob.pk}\n"
+    )
+    bob.is_active = False
+    bob.save(update_fields=["is_active"])
+    assert authorized_keys_text(alice_org) == f"{a.public_key} portal-user-{alice.pk}\n"
+    ssh_key_revoke(key=a, acting_user=alice)
+    assert authorized_keys_text(alice_org) == ""
