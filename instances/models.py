@@ -412,3 +412,6 @@ class VolumeAttachment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.volume} → instance {self.instance_id}"
+
+
+from instances.interactive.utilization_models import UtilizationSample  # noqa: E402,F401 - sampled utilization

@@ -3,8 +3,8 @@
 from django.urls import path
 
 from instances import views
-from instances.interactive import jupyter_views
-from instances.interactive import volume_views
+from instances.interactive import jupyter_views, volume_views
+from instances.interactive import views as interactive_views
 
 urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
@@ -17,6 +17,7 @@ urlpatterns = [
     path("volumes/", volume_views.volume_list, name="volumes"),
     path("volumes/quote/", volume_views.volume_quote, name="volume_quote"),
     path("volumes/<int:pk>/delete/", volume_views.volume_delete, name="volume_delete"),
+    path("instances/<int:pk>/access/", interactive_views.instance_access, name="instance_access"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),

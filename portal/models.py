@@ -167,3 +167,6 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M} {self.action}"
+
+
+from portal.sshkeys import SshKey  # noqa: E402,F401 - users' SSH public keys

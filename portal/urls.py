@@ -7,7 +7,7 @@ from django.urls import include, path
 from django.utils.translation import gettext_lazy as _
 from django.views.generic import RedirectView
 
-from portal import views
+from portal import sshkey_views, views
 from portal.forms import LoginForm
 
 admin.site.site_header = _("gpu-portal back office")
@@ -47,6 +47,8 @@ urlpatterns = [
     ),
     path("tokens/", views.api_tokens, name="api_tokens"),
     path("tokens/<int:pk>/revoke/", views.api_token_revoke_view, name="api_token_revoke"),
+    path("ssh-keys/", sshkey_views.ssh_keys, name="ssh_keys"),
+    path("ssh-keys/<int:pk>/revoke/", sshkey_views.ssh_key_revoke_view, name="ssh_key_revoke"),
     path("o/<slug:org>/", views.dashboard, name="dashboard"),
     path("o/<slug:org>/members/", views.members, name="members"),
     path("o/<slug:org>/members/<int:pk>/remove/", views.member_remove, name="member_remove"),

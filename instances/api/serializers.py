@@ -9,6 +9,7 @@ from rest_framework import serializers
 
 from billing.choices import RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.interactive.api import SshAccessField
 from instances.interactive.jupyter_api import JupyterAccessField
 from instances.limits import (
     HYPERPARAMETER_LIMITS,
@@ -68,6 +69,7 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
     image = serializers.CharField(source="image.name", read_only=True, default=None)
     job = serializers.SerializerMethodField()
     jupyter = JupyterAccessField(help_text="JupyterLab on the instance: state and the console link that opens it.")
+    ssh = SshAccessField()
 
     class Meta:
         model = Instance
@@ -88,6 +90,7 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "created_at",
             "job",
             "jupyter",
+            "ssh",
         ]
 
     def get_job(self, obj: Instance) -> int | None:

@@ -81,6 +81,7 @@ from instances.backends.k8s_objects import (  # noqa: F401 - names of this modul
     job_status_from,
     nodes_from,
 )
+from instances.interactive.ssh_k8s import ssh_manifests_add, ssh_object_name
 from instances.scheduler import NodeView
 
 
@@ -389,13 +390,14 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def manifests(self, spec: JobSpec) -> list[dict[str, Any]]:
-        """ConfigMap, Service and Job, in creation order (with the Jupyter objects when the spec asks for them:
-        ``instances/interactive/jupyter_k8s.py``)."""
+        """ConfigMap, Service and Job, in creation order, with the Jupyter objects
+        (``instances/interactive/jupyter_k8s.py``) and the SSH Service (``instances/interactive/ssh_k8s.py``)
+        when the spec asks for them."""
         from instances.interactive.jupyter_k8s import jupyter_k8s_extend
 
-        return jupyter_k8s_extend(
-            [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)], spec.env
-        )
+        manifests = [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)]
+        manifests = jupyter_k8s_extend(manifests, spec.env)
+        return ssh_manifests_add(manifests, env=spec.env, job_label=JOB_LABEL)
 
     # -- the interface -------------------------------------------------------------------------------------
     def parse_handle(self, handle: str) -> tuple[str, str]:
@@ -528,6 +530,8 @@ class KubernetesBackend(ComputeBackend):
             lambda: core.delete_namespaced_service(name, ns),
             lambda: core.delete_namespaced_config_map(name, ns),
             lambda: jupyter_k8s_delete(self.api_client, ns, name),
+            lambda: core.delete_namespaced_service(ssh_object_name(name), ns),  # SSH, when it was set up
+            lambda: core.delete_namespaced_secret(ssh_object_name(name), ns),
         )
         for delete in deletes:
             try:

@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from instances.backends.procfs import MARKER_ENV, job_processes, signal_all
+from instances.interactive.sidecar import sidecars_start
 from instances.runtime.exitcodes import (
     EXIT_CONFIG_ERROR,
     EXIT_FINISHED,
@@ -171,9 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGUSR1):
         signal.signal(sig, on_signal)
 
-    from instances.interactive.jupyter_process import jupyter_start  # hook: the instance's Jupyter server
-
-    jupyter_start(workspace)  # a child in this group; the leftover sweep below ends it with the job
+    sidecars_start(workspace)  # JupyterLab, the SSH server: children in the job's group, when the portal asked
     try:
         child = subprocess.Popen(command)
     except OSError as exc:

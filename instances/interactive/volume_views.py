@@ -19,7 +19,7 @@ from instances.interactive import volumes as svc
 from instances.models import Volume
 from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
-from portal.selectors import get_scoped_or_404, organization_for_user
+from portal.scoping import request_organization, scoped_get_or_404
 
 
 class VolumeCreateForm(forms.Form):
@@ -58,7 +58,7 @@ def _price(size: Any) -> dict[str, Any]:
 @require_http_methods(["GET", "POST"])
 def volume_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The volumes page; POST creates a volume (errors shown on the form, status 400, nothing written)."""
-    organization = organization_for_user(user=request.user, slug=org)
+    organization = request_organization(request, slug=org)
     form = VolumeCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
@@ -75,7 +75,7 @@ def volume_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @login_required
 def volume_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
     """The price of the size being typed (htmx partial of the create form)."""
-    organization_for_user(user=request.user, slug=org)
+    request_organization(request, slug=org)
     return render(request, "instances/volume_price.html", _price(request.GET.get("size_gb")))
 
 
@@ -83,8 +83,8 @@ def volume_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def volume_delete(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Confirm (GET), then delete (POST) a volume and its data; refused while an active instance has it."""
-    organization = organization_for_user(user=request.user, slug=org)
-    volume = get_scoped_or_404(Volume.objects.filter(deleted_at__isnull=True), organization=organization, pk=pk)
+    organization = request_organization(request, slug=org)
+    volume = scoped_get_or_404(Volume.objects.filter(deleted_at__isnull=True), organization=organization, pk=pk)
     if request.method == "POST":
         try:
             svc.volume_delete(volume=volume, user=request.user)

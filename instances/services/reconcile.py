@@ -191,6 +191,9 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
         if job_resume(job=job, reason=_("automatic resume"), now=now):
             resumed += 1
     placed = instances_schedule(now=now)
+    from instances.interactive.utilization import utilization_sample_due
+
+    utilization_sample_due(now=now)  # CPU, memory, GPU of running local instances, at its own pace
     return {"observed": observed, "resumed": resumed, "placed": len(placed)}
 
 

@@ -49,8 +49,11 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
     latest = instance.attempts.order_by("-number").values_list("pk", flat=True).first()
     if latest != attempt.pk:
         return attempt
+    from instances.interactive.ssh import ssh_prepare
+
     try:
         spec = job_spec_for(attempt)
+        spec = ssh_prepare(instance=instance, spec=spec)  # SSH keys and host key, before the server starts
         handle = boundary.compute_backend().submit(spec)
     except (BackendError, ConfigError) as exc:
         with transaction.atomic():

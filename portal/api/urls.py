@@ -2,11 +2,12 @@
 
 from django.urls import include, path
 
-from portal.api import docs, views
+from portal.api import docs, sshkeys, views
 from portal.api.routers import ApiRouter
 
 router = ApiRouter()
 router.register("tokens", views.ApiTokenViewSet, basename="api-token")
+router.register("ssh-keys", sshkeys.SshKeyViewSet, basename="api-ssh-key")
 
 urlpatterns = [
     path("me", views.MeView.as_view(), name="api-me"),

@@ -83,9 +83,9 @@ KINDS = {
     ("v1", "pods"): "Pod",
     ("v1", "services"): "Service",
     ("v1", "configmaps"): "ConfigMap",
+    ("v1", "secrets"): "Secret",
     ("v1", "events"): "Event",
     ("v1", "nodes"): "Node",
-    ("v1", "secrets"): "Secret",
     ("networking.k8s.io/v1", "ingresses"): "Ingress",
     ("v1", "persistentvolumeclaims"): "PersistentVolumeClaim",
 }
@@ -534,6 +534,11 @@ class StandinCluster:
                 "accessModes": body["spec"]["accessModes"],
                 "capacity": {"storage": requested},
             }
+        elif kind == "Service" and body["spec"].get("type") == "NodePort":  # allocated from 30000-32767
+            services = [o for o in self.objects.values() if o["kind"] == "Service"]
+            taken = {p.get("nodePort") for o in services for p in o["spec"]["ports"]}
+            for port in body["spec"]["ports"]:
+                port.setdefault("nodePort", min(set(range(30000, 32768)) - taken))
         obj = self._store(body, ns)
         if kind == "Job":
             self._event(obj, "Created", f"Job {ns}/{obj['metadata']['name']} created")

@@ -1,0 +1,288 @@
+"""SSH into instances, the portal's side: host keys, authorized keys, the command the console shows.
+
+Who may log in: every active member of the instance's organization, with any of their active SSH keys
+(``portal.sshkeys``). The portal writes the instance's ``authorized_keys`` before the launch
+(:func:`ssh_prepare`, called by ``scheduling.attempt_submit``) and rewrites it whenever the answer changes —
+a key added or revoked, a member added or removed (:func:`connect_signals`, after commit). The local SSH
+server (:mod:`instances.interactive.ssh_server`) reads the file again at every login.
+
+Host keys: one Ed25519 key per instance, derived from ``SECRET_KEY`` (HMAC-SHA256 of the instance id as the
+32-byte seed, RFC 8032 private key), so the fingerprint stays the same across restarts and both backends
+can show it without storing a private key in the database. Rotating ``SECRET_KEY`` changes every host key.
+
+Settings: ``INSTANCES_SSH_ENABLED`` (default True; interactive instances only), ``INSTANCES_SSH_HOST`` (the
+address shown in the command; default ``127.0.0.1``, where the local server listens),
+``INSTANCES_SSH_USER`` (login name; default the portal's own OS user locally — the shell runs as that
+user — and ``root`` on Kubernetes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import getpass
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from django.conf import settings
+from django.db import transaction
+from django.utils.translation import gettext as _
+
+from instances.backends.base import BackendError, JobSpec
+from instances.backends.k8s_objects import JOB_LABEL
+from instances.backends.kubernetes import KubernetesBackend, object_name
+from instances.backends.local import LocalBackend
+from instances.choices import InstanceKind, InstanceStatus
+from instances.interactive.sidecar import ssh_state_dir
+from instances.interactive.ssh_k8s import SECRET_ENV, secret_manifest, ssh_object_name
+from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, ENDPOINT, HOST_KEY
+from instances.models import Instance
+from instances.services import backend as boundary
+from instances.services.backend import _setting
+from portal.models import Membership, Organization, User
+from portal.sshkeys import SshKey
+
+LIVE = (InstanceStatus.PROVISIONING, InstanceStatus.RUNNING)
+
+
+@dataclass(frozen=True, slots=True)
+class SshAccess:
+    """What the instance page shows. ``command`` is ``ssh -p PORT USER@HOST`` once the server listens,
+    else "" with ``reason`` saying why; ``host_key_fingerprint`` is ``SHA256:…``."""
+
+    command: str
+    host: str
+    port: int | None
+    username: str
+    host_key_fingerprint: str
+    reason: str = ""
+
+
+def ssh_enabled(instance: Instance) -> bool:
+    """Whether the instance gets an SSH server (interactive instances, unless ``INSTANCES_SSH_ENABLED`` is off)."""
+    return bool(_setting("INSTANCES_SSH_ENABLED", True)) and instance.kind == InstanceKind.INTERACTIVE
+
+
+def ssh_host_key(instance_id: int) -> asyncssh.SSHKey:
+    """The instance's Ed25519 host key (see the module docstring)."""
+    seed = hmac.new(settings.SECRET_KEY.encode(), f"gpu-portal:ssh-host-key:{instance_id}".encode(), hashlib.sha256)
+    pem = Ed25519PrivateKey.from_private_bytes(seed.digest()).private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+    )
+    return asyncssh.import_private_key(pem)
+
+
+def ssh_username() -> str:
+    default = "root" if _setting("INSTANCES_BACKEND", "local") == "kubernetes" else getpass.getuser()
+    return str(_setting("INSTANCES_SSH_USER", "") or default)
+
+
+def authorized_keys_text(organization: Organization | int) -> str:
+    """The ``authorized_keys`` file of an organization's instances: one line per active key of an active
+    member, ``<algorithm> <base64> portal-user-<id>``, ordered by key id; "" when there is none."""
+    members = Membership.objects.filter(organization=organization, user__is_active=True).values("user_id")
+    keys = SshKey.objects.filter(user_id__in=members, revoked_at__isnull=True).order_by("pk")
+    return "".join(f"{k.public_key} portal-user-{k.user_id}\n" for k in keys)
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write ``text`` atomically to a file only its owner reads (0600 from its creation)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def ssh_prepare(*, instance: Instance, spec: JobSpec) -> JobSpec:
+    """Before an attempt's submit, set up what its SSH server needs; returns the spec to submit.
+
+    Local backend: the state folder the launcher looks for (host key, authorized keys, login name; all 0600),
+    without a previous attempt's endpoint. Kubernetes: the Secret ``<job object>-ssh`` (created, or replaced
+    when a retried submit finds it), named in the returned spec's environment so that the backend mounts it
+    and adds ``sshd`` and the Service (:mod:`instances.interactive.ssh_k8s`). Other instances (not
+    interactive, SSH disabled) get ``spec`` unchanged. Raises :class:`BackendError` when this fails.
+    """
+    backend = boundary.compute_backend()  # the one boundary tests replace
+    if not ssh_enabled(instance):
+        return spec
+    host_key = ssh_host_key(instance.pk).export_private_key("openssh").decode()
+    keys = authorized_keys_text(instance.organization_id)
+    if isinstance(backend, KubernetesBackend):
+        name = object_name(spec.job_id, spec.attempt)
+        body = secret_manifest(
+            job_object=name,
+            namespace=backend.namespace,
+            labels={"app.kubernetes.io/managed-by": "gpu-portal", JOB_LABEL: name},
+            authorized_keys=keys,
+            host_key_openssh=host_key,
+        )
+        _secret_apply(backend, body)
+        return replace(spec, env={**spec.env, SECRET_ENV: body["metadata"]["name"]})
+    if not isinstance(backend, LocalBackend):
+        return spec
+    state = ssh_state_dir(backend.workspace_for(spec))
+    try:
+        state.mkdir(parents=True, exist_ok=True)
+        os.chmod(state, 0o700)
+        _write_private(state / HOST_KEY, host_key)
+        _write_private(state / AUTHORIZED_KEYS, keys)
+        _write_private(state / CONFIG, json.dumps({"username": ssh_username()}))
+        with contextlib.suppress(FileNotFoundError):
+            (state / ENDPOINT).unlink()
+    except OSError as exc:
+        raise BackendError(f"cannot write the SSH state of {state}: {exc}") from exc
+    return spec
+
+
+def _secret_apply(backend: KubernetesBackend, body: dict[str, Any]) -> None:
+    """Create the SSH Secret, or replace its contents when it exists (409)."""
+    from kubernetes.client.exceptions import ApiException
+
+    core, name = backend._core(), body["metadata"]["name"]
+    try:
+        core.create_namespaced_secret(backend.namespace, body)
+    except ApiException as exc:
+        if exc.status != 409:
+            raise BackendError(f"creating Secret {name}: {exc.reason}") from exc
+        try:
+            core.patch_namespaced_secret(name, backend.namespace, {"stringData": body["stringData"]})
+        except ApiException as exc2:
+            raise BackendError(f"updating Secret {name}: {exc2.reason}") from exc2
+
+
+def _state_dir(instance: Instance) -> tuple[Path, Path] | None:
+    """(state folder, attempt workspace) of the instance's latest local attempt, or None."""
+    handle = instance.attempts.order_by("-number").values_list("handle", flat=True).first()
+    if not handle or not handle.startswith("local:"):
+        return None
+    _, ws = LocalBackend.parse_handle(handle)
+    return ssh_state_dir(ws), ws
+
+
+def ssh_keys_sync(*, organization: Organization | int) -> int:
+    """Rewrite the ``authorized_keys`` of the organization's live local instances; returns how many were
+    written. Safe to run twice (the file is replaced atomically)."""
+    text = authorized_keys_text(organization)
+    written = 0
+    for instance in Instance.objects.filter(organization=organization, status__in=LIVE, kind=InstanceKind.INTERACTIVE):
+        found = _state_dir(instance)
+        if found and (found[0] / HOST_KEY).is_file():
+            _write_private(found[0] / AUTHORIZED_KEYS, text)
+            written += 1
+        elif (k8s := _k8s_object(instance)) is not None:
+            backend, ns, name = k8s
+            with contextlib.suppress(Exception):  # the next change or the next launch writes it again
+                backend._core().patch_namespaced_secret(
+                    ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}}
+                )
+                written += 1
+    return written
+
+
+def _k8s_object(instance: Instance) -> tuple[KubernetesBackend, str, str] | None:
+    """(backend, namespace, Job object name) of the instance's latest Kubernetes attempt, or None."""
+    handle = instance.attempts.order_by("-number").values_list("handle", flat=True).first()
+    backend = boundary.compute_backend()
+    if not handle or not handle.startswith("k8s:") or not isinstance(backend, KubernetesBackend):
+        return None
+    ns, name = backend.parse_handle(handle)
+    return backend, ns, name
+
+
+def _k8s_node_port(instance: Instance) -> int | None:
+    found = _k8s_object(instance)
+    if found is None:
+        return None
+    backend, ns, name = found
+    try:
+        service = backend._core().read_namespaced_service(ssh_object_name(name), ns)
+    except Exception:  # unreachable cluster, no Service yet: the page says the server is starting
+        return None
+    ports = service.spec.ports or []
+    return int(ports[0].node_port) if ports and ports[0].node_port else None
+
+
+def _endpoint(instance: Instance) -> dict[str, Any] | None:
+    found = _state_dir(instance)
+    if found is None:
+        return None
+    try:
+        data = json.loads((found[0] / ENDPOINT).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if data.get("workspace") == str(found[1]) else None  # not a previous attempt's
+
+
+def ssh_access(instance: Instance) -> SshAccess | None:
+    """How to log in to ``instance`` (see :class:`SshAccess`), or None when it gets no SSH server."""
+    if not ssh_enabled(instance):
+        return None
+    username, host = ssh_username(), str(_setting("INSTANCES_SSH_HOST", "127.0.0.1"))
+    fingerprint = ssh_host_key(instance.pk).get_fingerprint("sha256")
+    if instance.status != InstanceStatus.RUNNING:
+        return SshAccess("", host, None, username, fingerprint, _("SSH is available while the instance runs."))
+    endpoint = _endpoint(instance)
+    port = int(endpoint["port"]) if endpoint is not None else _k8s_node_port(instance)
+    if port is None:
+        return SshAccess("", host, None, username, fingerprint, _("The SSH server is starting."))
+    return SshAccess(f"ssh -p {port} {username}@{host}", host, port, username, fingerprint)
+
+
+def ssh_last_activity(instance: Instance) -> datetime | None:
+    """When an SSH session of the instance's current attempt was last active (a login, a session starting
+    or ending, or every 30 s of an open session), UTC; None if never (or no local SSH server)."""
+    found = _state_dir(instance)
+    if found is None:
+        return None
+    try:
+        mtime = (found[0] / ACTIVITY).stat().st_mtime
+        started = json.loads((found[0] / ENDPOINT).read_text()).get("started_at", 0)
+    except (OSError, ValueError):
+        return None
+    if mtime < float(started or 0):  # a previous attempt's sessions
+        return None
+    return datetime.fromtimestamp(mtime, UTC)
+
+
+# -- keeping authorized keys current ------------------------------------------------------------------------
+def _sync_after_commit(organization_ids: list[int]) -> None:
+    def run() -> None:
+        for org_id in organization_ids:
+            ssh_keys_sync(organization=org_id)
+
+    transaction.on_commit(run)
+
+
+def _on_keys_changed(sender: Any, user: Any, **kwargs: Any) -> None:
+    _sync_after_commit(list(Membership.objects.filter(user=user).values_list("organization_id", flat=True)))
+
+
+def _on_membership_changed(sender: Any, instance: Membership, **kwargs: Any) -> None:
+    if not kwargs.get("raw"):
+        _sync_after_commit([instance.organization_id])
+
+
+def _on_user_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
+    if not instance.is_active and not kwargs.get("raw"):  # a deactivated user's keys stop working
+        _on_keys_changed(sender, instance)
+
+
+def connect_signals() -> None:
+    """Connect the receivers that keep authorized keys current (``InstancesConfig.ready``)."""
+    from django.db.models.signals import post_delete, post_save
+
+    from portal.sshkeys import ssh_keys_changed
+
+    ssh_keys_changed.connect(_on_keys_changed, dispatch_uid="instances.ssh.keys")
+    post_save.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_saved")
+    post_delete.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_removed")
+    post_save.connect(_on_user_saved, sender=User, dispatch_uid="instances.ssh.user_saved")

@@ -1,0 +1,293 @@
+"""The SSH server of one local instance: ``python -m instances.interactive.ssh_server --state DIR --workspace WS``.
+
+Started by the instance's launcher (:mod:`instances.interactive.sidecar`), so it lives in the instance's
+process group and session and carries its process marker: a stop (SIGTERM to the group, SIGKILL to what is
+left) or the end of the instance's command ends it. No Django here: it runs beside the user's command.
+
+Built on asyncssh (``asyncssh.create_server``). Files in the state dir ``DIR`` (written by the portal,
+:mod:`instances.interactive.ssh`, all 0600):
+
+* ``host_key``: the instance's host key (OpenSSH private key format);
+* ``authorized_keys``: one public key per line (OpenSSH format, the comment names the portal user), read
+  again at every authentication, so a key added or revoked in the console counts from the next login;
+* ``config.json``: ``{"username": "<login name>"}``; any other login name is refused.
+
+It writes ``endpoint.json`` (``{"port", "pid", "workspace", "host", "started_at"}``) once it listens on
+``127.0.0.1`` at a free port, and touches ``last_activity`` at each login, at each session's start and end,
+and every :data:`ACTIVITY_EVERY_S` seconds while a session is open (the idle autostop reads its mtime).
+
+A session runs ``exec`` commands through ``/bin/sh -c`` and interactive shells (``$SHELL``, else
+``/bin/bash``) under a pseudo-terminal when the client asks for one, in ``WS``. On SIGTERM / SIGINT / SIGHUP the
+server hangs up every session (SIGHUP, then SIGKILL, to the sessions' processes) and exits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import signal
+import struct
+import sys
+import termios
+import time
+from pathlib import Path
+from typing import Any
+
+import asyncssh
+
+HOST_KEY = "host_key"
+AUTHORIZED_KEYS = "authorized_keys"
+CONFIG = "config.json"
+ENDPOINT = "endpoint.json"
+ACTIVITY = "last_activity"
+ACTIVITY_EVERY_S = 30.0
+HANGUP_GRACE_S = 1.0
+PTY_DRAIN_S = 1.0
+
+
+def authorized_public_data(path: Path) -> set[bytes]:
+    """The key blobs of the authorized keys file (unparseable lines and a missing file give nothing)."""
+    try:
+        lines = path.read_text().splitlines()
+    except OSError:
+        return set()
+    found = set()
+    for line in lines:
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        with contextlib.suppress(asyncssh.KeyImportError, ValueError):
+            found.add(asyncssh.import_public_key(line).public_data)
+    return found
+
+
+def touch(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        path.touch()
+
+
+class InstanceSshServer(asyncssh.SSHServer):
+    """Public-key authentication only, against the state dir's ``authorized_keys`` read at each attempt."""
+
+    def __init__(self, state: Path, username: str) -> None:
+        self.state = state
+        self.username = username
+
+    def begin_auth(self, username: str) -> bool:
+        return True  # authentication is always required
+
+    def password_auth_supported(self) -> bool:
+        return False
+
+    def kbdint_auth_supported(self) -> bool:
+        return False
+
+    def public_key_auth_supported(self) -> bool:
+        return True
+
+    def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
+        ok = username == self.username and key.public_data in authorized_public_data(self.state / AUTHORIZED_KEYS)
+        if ok:
+            touch(self.state / ACTIVITY)
+        return ok
+
+
+class Sessions:
+    """The sessions' child processes (so a shutdown can hang them up) and the activity heartbeat."""
+
+    def __init__(self, state: Path, workspace: Path) -> None:
+        self.state = state
+        self.workspace = workspace
+        self.children: set[asyncio.subprocess.Process] = set()
+
+    def environment(self, process: asyncssh.SSHServerProcess[bytes]) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update({k: v for k, v in (process.env or {}).items() if isinstance(k, str) and k in ("LANG", "LC_ALL")})
+        env["PWD"] = str(self.workspace)
+        if process.term_type:
+            env["TERM"] = process.term_type
+        return env
+
+    async def heartbeat(self) -> None:
+        while True:
+            await asyncio.sleep(ACTIVITY_EVERY_S)
+            if self.children:
+                touch(self.state / ACTIVITY)
+
+    async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
+        touch(self.state / ACTIVITY)
+        try:
+            code = await (self._pty(process) if process.term_type else self._pipes(process))
+        except OSError as exc:
+            process.stderr.write(f"cannot start the session: {exc}\n".encode())
+            code = 1
+        touch(self.state / ACTIVITY)
+        process.exit(code)
+
+    async def _pipes(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
+        argv = ["/bin/sh", "-c", process.command] if process.command else [os.environ.get("SHELL", "/bin/bash")]
+        child = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=self.workspace,
+            env=self.environment(process),
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        self.children.add(child)
+        try:
+            await process.redirect(stdin=child.stdin)
+            assert child.stdout is not None
+            assert child.stderr is not None
+            # copied by hand (not redirected) so that all output is sent before the exit status
+            _, _, code = await asyncio.gather(
+                _pump(child.stdout, process.stdout), _pump(child.stderr, process.stderr), child.wait()
+            )
+            return code
+        finally:
+            self.children.discard(child)
+
+    async def _pty(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
+        master, slave = pty.openpty()
+        cols, rows = process.term_size[:2] if process.term_size else (80, 24)
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows or 24, cols or 80, 0, 0))
+        argv = ["/bin/sh", "-c", process.command] if process.command else [os.environ.get("SHELL", "/bin/bash"), "-i"]
+        child = await asyncio.create_subprocess_exec(
+            *argv,
+            cwd=self.workspace,
+            env=self.environment(process),
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            start_new_session=True,  # the terminal becomes its controlling terminal
+        )
+        os.close(slave)
+        self.children.add(child)
+        pump = asyncio.create_task(_pump_fd(master, process.stdout))
+        try:
+            await process.redirect(stdin=os.dup(master))
+            code = await child.wait()
+            with contextlib.suppress(TimeoutError):  # a background job may hold the terminal open
+                await asyncio.wait_for(asyncio.shield(pump), PTY_DRAIN_S)
+            return code
+        finally:
+            pump.cancel()
+            self.children.discard(child)
+            with contextlib.suppress(OSError):
+                os.close(master)
+
+    def hang_up(self) -> None:
+        for child in list(self.children):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGHUP) if _own_group(child.pid) else child.send_signal(signal.SIGHUP)
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncssh.SSHWriter[bytes]) -> None:
+    while data := await reader.read(65536):
+        writer.write(data)
+        await writer.drain()
+
+
+async def _pump_fd(fd: int, writer: asyncssh.SSHWriter[bytes]) -> None:
+    """Copy a pseudo-terminal's output to the channel until the terminal closes (EIO)."""
+    loop = asyncio.get_running_loop()
+    chunks: asyncio.Queue[bytes] = asyncio.Queue()
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+        chunks.put_nowait(data)
+
+    loop.add_reader(fd, readable)
+    try:
+        while data := await chunks.get():
+            writer.write(data)
+            await writer.drain()
+    finally:
+        loop.remove_reader(fd)
+
+
+def _own_group(pid: int) -> bool:
+    try:
+        return os.getpgid(pid) == pid
+    except ProcessLookupError:
+        return False
+
+
+def write_endpoint(state: Path, data: dict[str, Any]) -> None:
+    tmp = state / f".{ENDPOINT}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps(data))
+    os.chmod(tmp, 0o600)
+    os.replace(tmp, state / ENDPOINT)
+
+
+async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int = 0) -> None:
+    """Listen until SIGTERM / SIGINT / SIGHUP; see the module docstring."""
+    config = json.loads((state / CONFIG).read_text())
+    username = str(config["username"])
+    host_key = asyncssh.read_private_key(state / HOST_KEY)
+    sessions = Sessions(state, workspace)
+    server = await asyncssh.create_server(
+        lambda: InstanceSshServer(state, username),
+        host,
+        port,
+        server_host_keys=[host_key],
+        process_factory=sessions.handle,
+        encoding=None,
+        line_editor=False,
+        allow_scp=False,
+        agent_forwarding=False,
+        x11_forwarding=False,
+    )
+    bound = server.sockets[0].getsockname()[1]
+    write_endpoint(
+        state,
+        {"port": bound, "pid": os.getpid(), "workspace": str(workspace), "host": host, "started_at": time.time()},
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        loop.add_signal_handler(sig, stop.set)
+    beat = asyncio.create_task(sessions.heartbeat())
+    await stop.wait()
+    beat.cancel()
+    server.close()
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(server.wait_closed(), HANGUP_GRACE_S)
+    sessions.hang_up()
+    deadline = time.monotonic() + HANGUP_GRACE_S
+    while sessions.children and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    for child in list(sessions.children):
+        with contextlib.suppress(ProcessLookupError):
+            child.kill()
+    with contextlib.suppress(OSError):
+        (state / ENDPOINT).unlink()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m instances.interactive.ssh_server")
+    parser.add_argument("--state", required=True, type=Path)
+    parser.add_argument("--workspace", required=True, type=Path)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args(argv)
+    try:
+        asyncio.run(serve(args.state, args.workspace, args.host, args.port))
+    except (OSError, KeyError, ValueError, asyncssh.Error) as exc:
+        print(f"ssh_server: {exc}", file=sys.stderr, flush=True)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

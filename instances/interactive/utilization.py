@@ -1,0 +1,162 @@
+"""Utilization of running instances: sampled by the reconcile tick (``instances_reconcile`` calls
+:func:`utilization_sample_due`), kept as a bounded window of :class:`UtilizationSample` rows per instance,
+charted on the instance page with the project's chart module (``portal.lib.charts``).
+
+Only instances on the local backend are sampled (their processes are on this machine: the launcher's
+process group plus the processes carrying the job's marker, as the backend itself finds them). Settings:
+``INSTANCES_UTILIZATION_EVERY_S`` (least seconds between two samples of one instance, default 30) and
+``INSTANCES_UTILIZATION_KEEP`` (samples kept per instance, default 120: an hour at the default pace).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.safestring import SafeString
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
+
+from instances.backends.local import LocalBackend
+from instances.backends.procfs import job_processes
+from instances.choices import InstanceStatus
+from instances.interactive import metrics
+from instances.interactive.utilization_models import UtilizationSample
+from instances.models import Instance
+from instances.services.backend import _setting
+from portal.lib.charts import svg_line_chart
+
+log = logging.getLogger(__name__)
+
+GPU_ABSENT = {
+    metrics.NO_NVML: gettext_lazy("No NVIDIA GPU on this node (the NVIDIA driver's NVML library is not installed)."),
+    metrics.NO_GPU: gettext_lazy("No NVIDIA GPU on this node (NVML sees no card)."),
+    metrics.NVML_ERROR: gettext_lazy("The NVIDIA driver did not answer (NVML error)."),
+}
+
+
+def _local_pids(instance: Instance) -> list[int] | None:
+    """Pids of the instance's current local attempt, or None when it is not a local one."""
+    handle = instance.attempts.order_by("-number").values_list("handle", flat=True).first()
+    if not handle or not handle.startswith("local:"):
+        return None
+    pgid, ws = LocalBackend.parse_handle(handle)
+    return [p.pid for p in job_processes(str(ws), pgid)]
+
+
+def utilization_record(
+    *, instance: Instance, totals: metrics.ProcessTotals, gpu: metrics.GpuReading, now: datetime | None = None
+) -> UtilizationSample:
+    """Store one sample (CPU % from the previous sample's CPU time, clamped at 0 when processes ended) and
+    keep the newest ``INSTANCES_UTILIZATION_KEEP``; returns it."""
+    now = now or timezone.now()
+    keep = int(_setting("INSTANCES_UTILIZATION_KEEP", 120))
+    with transaction.atomic():
+        prev = UtilizationSample.objects.filter(instance=instance).order_by("-sampled_at", "-id").first()
+        cpu_percent = None
+        if prev is not None and now > prev.sampled_at:
+            seconds = (now - prev.sampled_at).total_seconds()
+            cpu_percent = round(max(0.0, totals.cpu_seconds - prev.cpu_seconds) / seconds * 100, 1)
+        sample = UtilizationSample.objects.create(
+            instance=instance,
+            sampled_at=now,
+            processes=totals.processes,
+            cpu_seconds=totals.cpu_seconds,
+            cpu_percent=cpu_percent,
+            memory_bytes=totals.memory_bytes,
+            gpus=gpu.cards,
+            gpu_absent=gpu.absent,
+            gpu_detail=gpu.detail[:200],
+        )
+        old = UtilizationSample.objects.filter(instance=instance).order_by("-sampled_at", "-id")[keep:]
+        UtilizationSample.objects.filter(pk__in=list(old.values_list("pk", flat=True))).delete()
+    return sample
+
+
+def utilization_sample_due(*, now: datetime | None = None) -> int:
+    """Sample every running local instance whose last sample is at least ``INSTANCES_UTILIZATION_EVERY_S``
+    old (or that has none); returns how many were sampled. Never raises into the reconcile tick."""
+    now = now or timezone.now()
+    every = timedelta(seconds=float(_setting("INSTANCES_UTILIZATION_EVERY_S", 30)))
+    running = Instance.objects.filter(status=InstanceStatus.RUNNING, attempts__handle__startswith="local:").distinct()
+    due = [
+        i
+        for i in running.annotate(last=Max("utilization_samples__sampled_at"))
+        if i.last is None or now - i.last >= every
+    ]
+    if not due:
+        return 0
+    gpu = metrics.gpu_reading()  # one NVML reading per tick: the cards are the node's
+    sampled = 0
+    for instance in due:
+        try:
+            pids = _local_pids(instance)
+            if pids is None:
+                continue
+            utilization_record(instance=instance, totals=metrics.process_totals(pids), gpu=gpu, now=now)
+            sampled += 1
+        except Exception:  # a sample is never worth a failed reconcile
+            log.exception("utilization sample of instance %s failed", instance.pk)
+    return sampled
+
+
+@dataclass
+class UtilizationView:
+    """What the instance page shows: the latest sample (or None), the charts, and why metrics are absent."""
+
+    latest: UtilizationSample | None
+    charts: list[SafeString] = field(default_factory=list)
+    absent: list[str] = field(default_factory=list)
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+
+
+def utilization_view(instance: Instance) -> UtilizationView:
+    """The samples of ``instance`` as charts (CPU %, memory MiB, and per card GPU % and memory MiB; x axis:
+    minutes before the latest sample) and the sentences that explain missing metrics."""
+    samples = list(UtilizationSample.objects.filter(instance=instance).order_by("sampled_at", "id"))
+    if not samples:
+        local = instance.attempts.filter(handle__startswith="local:").exists() or not instance.attempts.exists()
+        why = (
+            _("No samples yet: the first one is taken within a minute of the start.")
+            if local
+            else _("Utilization is sampled for instances on the local backend; this instance runs elsewhere.")
+        )
+        return UtilizationView(latest=None, absent=[why])
+    last = samples[-1]
+
+    def minutes(s: UtilizationSample) -> float:
+        return round((s.sampled_at - last.sampled_at).total_seconds() / 60, 2)
+
+    charts = [
+        svg_line_chart(
+            [(minutes(s), s.cpu_percent) for s in samples if s.cpu_percent is not None], title=_("CPU (%)"), unit="%"
+        ),
+        svg_line_chart(
+            [(minutes(s), s.memory_bytes / 2**20) for s in samples], title=_("Memory (MiB)"), color="#1f8a4c"
+        ),
+    ]
+    for card in last.gpus:
+        idx = card["index"]
+        per = [(minutes(s), c) for s in samples for c in s.gpus if c["index"] == idx]
+        charts.append(
+            svg_line_chart(
+                [(x, c["utilization_percent"]) for x, c in per],
+                title=_("GPU %(i)s utilization (%%)") % {"i": idx},
+                color="#b4541a",
+                unit="%",
+            )
+        )
+        charts.append(
+            svg_line_chart(
+                [(x, c["memory_used_bytes"] / 2**20) for x, c in per],
+                title=_("GPU %(i)s memory (MiB)") % {"i": idx},
+                color="#7a3db8",
+            )
+        )
+    absent = [str(GPU_ABSENT.get(last.gpu_absent, last.gpu_absent))] if last.gpu_absent else []
+    return UtilizationView(latest=last, charts=charts, absent=absent, gpus=last.gpus)
