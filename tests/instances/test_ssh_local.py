@@ -131,11 +131,12 @@ def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_e
         f"portal-user-{alice.pk}"
     ]
 
-    # utilization of the same real instance: launcher, the command and the SSH server, no GPU on this machine
+    # utilization of the same real instance: launcher, the command, the SSH server and the JupyterLab server
+    # (interactive instances get both sidecars), no GPU on this machine
     later = timezone.now() + timedelta(minutes=5)  # past the sampling pace
     assert utilization_sample_due(now=later) == 1
     sample = UtilizationSample.objects.get(instance=inst, sampled_at=later)
-    assert (sample.processes, sample.gpus) == (3, [])
+    assert (sample.processes, sample.gpus) == (4, [])
     assert sample.memory_bytes > 0 and sample.gpu_absent in ("no_nvml", "no_gpu")
 
     server_pid = json.loads((state / "endpoint.json").read_text())["pid"]
