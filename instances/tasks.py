@@ -34,6 +34,12 @@ def stop_instance(instance_id: int) -> None:
 
 
 @shared_task
+def preempt_instance(instance_id: int) -> None:
+    """Preempt an interruptible instance that got the scheduler's notice (SIGTERM → checkpoint → preempted)."""
+    services.instance_preempt_backend(instance_id=instance_id)
+
+
+@shared_task
 def checkpoint_timers() -> int:
     """Periodic: ask running jobs whose last checkpoint is overdue for one."""
     return services.checkpoint_timers()

@@ -1,0 +1,191 @@
+"""The interruptible tier (issue 14, item 4): an on-demand launch that needs the capacity preempts an
+interruptible training job through the lost-node path (notice → SIGTERM → checkpoint → ``preempted``, not a
+crash), which resumes when capacity returns; every minute it ran is charged at the discounted price.
+Against the stand-in backend, over frozen time; the victim choice is tested as a pure function."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from instances_support import FakeBackend, accept, fund
+from test_launch import counts, spec
+
+from instances.backends.base import JobStatus
+
+T0 = datetime(2027, 1, 4, 9, 0, tzinfo=UTC)
+MIN = timedelta(minutes=1)
+
+
+@pytest.fixture
+def frozen(catalog: None, alice_org: Any, alice: Any, dataset_version: Any, time_machine: Any) -> Any:
+    """The catalog priced now, then time frozen at T0 (later), alice's organization funded with 10 CNY, the
+    dataset's license accepted and one local node of 2 CPU slots."""
+    from instances.models import GpuType, Node
+
+    time_machine.move_to(T0, tick=False)
+    fund(alice_org, 10)
+    accept(alice_org, alice, dataset_version)
+    Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+    return alice_org
+
+
+def test_the_price_book_discounts_the_interruptible_tier_and_the_quote_shows_both(frozen: Any) -> None:
+    from billing.pricing import PriceBook, discounted_price_micros, price_quote, tier_discount_set
+
+    assert discounted_price_micros(price_per_gpu_hour_micros=8_000_000, discount_bps=4000) == 4_800_000
+    assert discounted_price_micros(price_per_gpu_hour_micros=1, discount_bps=5000) == 1  # half up, once
+    book = PriceBook()
+    assert book.at("cpu-local", "container", T0) == 600_000
+    assert book.at("cpu-local", "container", T0, "interruptible") == 360_000
+    on_demand = price_quote(organization=frozen, gpu_type="cpu-local", gpu_count=2, mode="container")
+    cheap = price_quote(
+        organization=frozen, gpu_type="cpu-local", gpu_count=2, mode="container", tier="interruptible"
+    )
+    assert (on_demand.price_per_hour_micros, cheap.price_per_hour_micros) == (1_200_000, 720_000)
+    for bad in (-1, 10_001, "40"):
+        with pytest.raises(ValueError, match="0 to 10000 basis points"):
+            tier_discount_set(tier="interruptible", discount_bps=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="interruptible tier"):
+        tier_discount_set(tier="on_demand", discount_bps=100)
+
+
+def test_an_interruptible_training_launch_without_a_checkpoint_interval_is_refused(
+    frozen: Any, alice: Any, dataset_version: Any, fake_backend: FakeBackend
+) -> None:
+    from instances.services import LaunchError, instance_launch
+
+    before = counts()
+    for changes, code, field in [
+        ({"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0}, "checkpoint_required", "checkpoint_every_minutes"),
+        ({"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0, "kind": "interactive", "command": []}, "invalid", "command"),
+        ({"tier": "spot"}, "invalid_tier", "tier"),
+    ]:
+        with pytest.raises(LaunchError) as exc:
+            instance_launch(
+                organization=frozen,
+                user=alice,
+                spec=spec(dataset_version_ids=[dataset_version.pk], **{"tier": "interruptible", **changes}),
+            )
+        assert (exc.value.code, exc.value.field) == (code, field)
+    assert "needs a checkpoint interval" in str(
+        pytest.raises(
+            LaunchError,
+            instance_launch,
+            organization=frozen,
+            user=alice,
+            spec=spec(
+                dataset_version_ids=[dataset_version.pk],
+                tier="interruptible",
+                checkpoint_every_minutes=0,
+                checkpoint_every_steps=0,
+            ),
+        ).value
+    )
+    assert counts() == before  # nothing made, nothing billed
+    assert fake_backend.submitted == []
+
+
+def test_an_on_demand_launch_preempts_an_interruptible_job_which_resumes_and_is_charged_at_the_discount(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    time_machine: Any,
+) -> None:
+    from billing.metering import metering_tick
+    from billing.models import UsageRecord
+    from instances.models import Instance
+    from instances.selectors import preemption_summary
+    from instances.services import instance_launch, instance_stop, instances_reconcile
+
+    def reconcile(at: datetime) -> None:
+        time_machine.move_to(at, tick=False)
+        with django_capture_on_commit_callbacks(execute=True):
+            instances_reconcile(now=at, backend=fake_backend)  # type: ignore[arg-type]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cheap = instance_launch(
+            organization=frozen,
+            user=alice,
+            spec=spec(dataset_version_ids=[dataset_version.pk], tier="interruptible", checkpoint_every_steps=5),
+        )
+    job = cheap.job
+    assert (cheap.tier, cheap.status) == ("interruptible", "provisioning")
+    reconcile(T0)
+    cheap.refresh_from_db()
+    assert cheap.status == "running"
+
+    # five minutes later an on-demand instance needs one of the two slots: the job gets the notice and is
+    # stopped (SIGTERM, the runtime checkpoints), recorded as preempted; the on-demand instance is placed
+    time_machine.move_to(T0 + 5 * MIN, tick=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        urgent = instance_launch(
+            organization=frozen, user=alice, spec=spec(kind="interactive", command=["sleep", "600"], gpu_count=1)
+        )
+    cheap.refresh_from_db()
+    job.refresh_from_db()
+    urgent.refresh_from_db()
+    assert fake_backend.stopped == [job.attempts.get(number=1).handle]
+    assert (urgent.tier, urgent.status) == ("on_demand", "provisioning")
+    assert cheap.status == "scheduling"  # resumed at once, queued behind on-demand work until capacity returns
+    assert cheap.preempt_requested_at is None
+    assert (job.preempt_count, job.crash_count) == (1, 0)
+    assert job.attempts.get(number=1).state == "preempted"
+    preempted = cheap.transitions.get(to_status="preempted")
+    assert preempted.reason == (
+        "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "
+        "exactly from it when capacity returns (not a crash)"
+    )
+    reconcile(T0 + 6 * MIN)
+    urgent.refresh_from_db()
+    assert urgent.status == "running"
+
+    # the on-demand instance stops at T0+20: capacity returns and the job resumes from its newest checkpoint
+    time_machine.move_to(T0 + 20 * MIN, tick=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        instance_stop(instance=urgent, reason="done", acting_user=alice)
+    cheap.refresh_from_db()
+    assert cheap.status == "provisioning"
+    second = job.attempts.get(number=2)
+    assert second.resume_from_step == -1  # the newest complete checkpoint: the one saved on SIGTERM
+    reconcile(T0 + 21 * MIN)
+    fake_backend.states[second.handle] = JobStatus("succeeded", 0, "finished")
+    reconcile(T0 + 30 * MIN)
+    cheap.refresh_from_db()
+    assert list(cheap.transitions.values_list("to_status", flat=True)) == [
+        "scheduling",
+        "provisioning",
+        "running",
+        "preempted",
+        "scheduling",
+        "provisioning",
+        "running",
+        "stopped",
+    ]
+
+    # every minute it ran (5 + 9) at 0.36 CNY per slot-hour (0.60 less 40 %) for 2 slots: 0.012 CNY a minute
+    time_machine.move_to(T0 + 31 * MIN, tick=False)
+    metering_tick(now=T0 + 31 * MIN)
+    rows = list(
+        UsageRecord.objects.filter(instance_id=cheap.pk)
+        .order_by("minute")
+        .values_list("minute", "price_per_gpu_hour_micros", "amount_micros")
+    )
+    ran = [T0 + i * MIN for i in range(5)] + [T0 + (21 + i) * MIN for i in range(9)]
+    assert rows == [(m, 360_000, 12_000) for m in ran]
+    on_demand_rows = UsageRecord.objects.filter(instance_id=urgent.pk).values_list("price_per_gpu_hour_micros", flat=True)
+    assert set(on_demand_rows) == {600_000} and len(on_demand_rows) == 14
+    summary = preemption_summary(Instance.objects.get(pk=cheap.pk))
+    assert summary == {
+        "tier": "interruptible",
+        "preemptions": 1,
+        "steps_rerun": 0,
+        "minutes_rerun": 0,
+        "minutes_billed": 14,
+        "charged_micros": 168_000,
+        "on_demand_micros": 280_000,
+        "saved_micros": 112_000,
+    }
