@@ -61,8 +61,11 @@ class _Inventory:
     fingerprint: str
     holders: dict[int, tuple[datetime, list[tuple[str, int]]]] = field(default_factory=dict)
     exact: bool = True
+    interruptible: set[int] = field(default_factory=set)  # holders of the interruptible tier
 
-    def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any]) -> None:
+    def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any], tier: str = "") -> None:
+        if tier == PriceTier.INTERRUPTIBLE:
+            self.interruptible.add(pk)
         taken: list[tuple[str, int]] = []
         for name, gpus in placement or []:
             free = self.index.free_gpus(name)
@@ -77,6 +80,7 @@ class _Inventory:
         self.holders[pk] = (updated_at, taken)
 
     def unhold(self, pk: int) -> None:
+        self.interruptible.discard(pk)
         _, taken = self.holders.pop(pk)
         for name, gpus in taken:
             self.index.release(name, gpus)
@@ -127,10 +131,10 @@ def _inventory_build(fingerprint: str) -> _Inventory:
         )
     ]
     inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint)
-    for pk, updated_at, placement in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
-        "pk", "updated_at", "placement"
+    for pk, updated_at, placement, tier in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
+        "pk", "updated_at", "placement", "tier"
     ):
-        inv.hold(pk, updated_at, placement)
+        inv.hold(pk, updated_at, placement, tier)
     return inv
 
 
@@ -146,12 +150,12 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
     if len(changed) > _REBUILD_AFTER:
         return _inventory_build(fingerprint)
     if changed:
-        for pk, updated_at, placement in Instance.objects.filter(pk__in=changed).values_list(
-            "pk", "updated_at", "placement"
+        for pk, updated_at, placement, tier in Instance.objects.filter(pk__in=changed).values_list(
+            "pk", "updated_at", "placement", "tier"
         ):
             if pk in cached.holders:
                 cached.unhold(pk)
-            cached.hold(pk, updated_at, placement)
+            cached.hold(pk, updated_at, placement, tier)
     return cached
 
 
@@ -312,6 +316,7 @@ def schedule_pass(
             for pk, org, code, gpus, mode, submitted, _, _, tier in queue
         ]
         result = scheduler.schedule_queue(requests, inv.index, quotas, usage)
+        tiers = {row[0]: row[8] for row in queue}
         # schedule_queue committed its placements into the index; undo those that are not written.
         pending = {int(p.request_id): p for p in result.placements}
 
@@ -352,6 +357,8 @@ def schedule_pass(
             drop(pk)  # its status changed under us (e.g. stopped): it is not placed
         for m in placed_moves:
             inv.holders[m.instance.pk] = (now, list(pending[m.instance.pk].assignments))
+            if tiers[m.instance.pk] == PriceTier.INTERRUPTIBLE:
+                inv.interruptible.add(m.instance.pk)
         attempts = (
             _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend)
             if placed_moves
@@ -360,12 +367,16 @@ def schedule_pass(
         if on_attempt is not None:
             for attempt_pk in attempts:
                 transaction.on_commit(functools.partial(on_attempt, attempt_pk))
-        preempting = preemptions_plan(
-            waiting=result.waiting,
-            capacity=inv.index,
-            tiers={row[0]: row[8] for row in queue},
-            now=now,
-            on_preempt=lambda pk: transaction.on_commit(functools.partial(on_preempt, pk)) if on_preempt else None,
+        preempting = (
+            preemptions_plan(  # only when interruptible work holds capacity: no statement otherwise
+                waiting=result.waiting,
+                capacity=inv.index,
+                tiers=tiers,
+                now=now,
+                on_preempt=lambda pk: transaction.on_commit(functools.partial(on_preempt, pk)) if on_preempt else None,
+            )
+            if inv.interruptible
+            else {}
         )
         before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason, _ in queue}
         _write_waiting(

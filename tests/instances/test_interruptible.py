@@ -57,9 +57,10 @@ def test_an_interruptible_training_launch_without_a_checkpoint_interval_is_refus
     from instances.services import LaunchError, instance_launch
 
     before = counts()
+    no_interval = {"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0}
     for changes, code, field in [
-        ({"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0}, "checkpoint_required", "checkpoint_every_minutes"),
-        ({"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0, "kind": "interactive", "command": []}, "invalid", "command"),
+        (no_interval, "checkpoint_required", "checkpoint_every_minutes"),
+        ({**no_interval, "kind": "interactive", "command": []}, "invalid", "command"),
         ({"tier": "spot"}, "invalid_tier", "tier"),
     ]:
         with pytest.raises(LaunchError) as exc:
@@ -69,20 +70,12 @@ def test_an_interruptible_training_launch_without_a_checkpoint_interval_is_refus
                 spec=spec(dataset_version_ids=[dataset_version.pk], **{"tier": "interruptible", **changes}),
             )
         assert (exc.value.code, exc.value.field) == (code, field)
-    assert "needs a checkpoint interval" in str(
-        pytest.raises(
-            LaunchError,
-            instance_launch,
+    with pytest.raises(LaunchError, match="An interruptible training job needs a checkpoint interval"):
+        instance_launch(
             organization=frozen,
             user=alice,
-            spec=spec(
-                dataset_version_ids=[dataset_version.pk],
-                tier="interruptible",
-                checkpoint_every_minutes=0,
-                checkpoint_every_steps=0,
-            ),
-        ).value
-    )
+            spec=spec(dataset_version_ids=[dataset_version.pk], tier="interruptible", **no_interval),
+        )
     assert counts() == before  # nothing made, nothing billed
     assert fake_backend.submitted == []
 
@@ -176,7 +169,9 @@ def test_an_on_demand_launch_preempts_an_interruptible_job_which_resumes_and_is_
     )
     ran = [T0 + i * MIN for i in range(5)] + [T0 + (21 + i) * MIN for i in range(9)]
     assert rows == [(m, 360_000, 12_000) for m in ran]
-    on_demand_rows = UsageRecord.objects.filter(instance_id=urgent.pk).values_list("price_per_gpu_hour_micros", flat=True)
+    on_demand_rows = UsageRecord.objects.filter(instance_id=urgent.pk).values_list(
+        "price_per_gpu_hour_micros", flat=True
+    )
     assert set(on_demand_rows) == {600_000} and len(on_demand_rows) == 14
     summary = preemption_summary(Instance.objects.get(pk=cheap.pk))
     assert summary == {
@@ -189,3 +184,51 @@ def test_an_on_demand_launch_preempts_an_interruptible_job_which_resumes_and_is_
         "on_demand_micros": 280_000,
         "saved_micros": 112_000,
     }
+
+
+def _holder(pk: int, minute: int, placement: list[tuple[str, int]], freeing: bool = False) -> Any:
+    from instances.preemption import Holder
+
+    return Holder(pk, T0 + minute * MIN, sum(g for _, g in placement), tuple(placement), freeing)
+
+
+def _pool(free: dict[str, int]) -> Any:
+    from instances.scheduler import CapacityIndex, NodeView
+
+    return CapacityIndex([NodeView(n, "A100", 8, f, "rack-1") for n, f in sorted(free.items())]).pool("A100")
+
+
+def _request(gpus: int, mode: str = "container") -> Any:
+    from instances.scheduler import PlacementRequest
+
+    return PlacementRequest("r", "o", "A100", gpus, mode, T0)  # type: ignore[arg-type]
+
+
+def test_victims_are_the_fewest_gpus_that_free_enough_then_the_newest() -> None:
+    from instances.preemption import victims_choose
+
+    # node a: 1 free, interruptible 1 (4 GPUs, oldest), 2 (2 GPUs), 3 (1 GPU, newest); node b: full, 4 (8 GPUs)
+    holders = [
+        _holder(1, 0, [("a", 4)]),
+        _holder(2, 1, [("a", 2)]),
+        _holder(3, 2, [("a", 1)]),
+        _holder(4, 3, [("b", 8)]),
+    ]
+    pool = _pool({"a": 1, "b": 0})
+    pick = lambda gpus: [h.pk for h in victims_choose(_request(gpus), pool, holders) or []]  # noqa: E731
+    assert pick(2) == [3]  # 1 GPU frees enough
+    assert pick(3) == [2]  # 2 GPUs (not 4, not 2 + 1 = 3 GPUs)
+    assert pick(4) == [3, 2]  # 3 GPUs beat 4 (victims listed newest first)
+    assert pick(5) == [1]  # 4 GPUs beat 2 + 1 + … (not enough) and 8 on b
+    assert pick(7) == [2, 1]  # 6 GPUs on a beat 8 on b
+    # a whole-node request takes the node whose interruptible users free the fewest GPUs: a (7) before b (8)
+    assert [h.pk for h in victims_choose(_request(8, "bare_metal"), pool, holders) or []] == [3, 2, 1]
+    # on-demand work on a node keeps it out of whole-node choices
+    assert victims_choose(_request(16, "bare_metal"), pool, holders) is not None
+    assert victims_choose(_request(24, "bare_metal"), pool, holders) is None
+    # victims already being preempted count as capacity on its way: nothing more is preempted
+    freeing = [_holder(3, 2, [("a", 1)], freeing=True), *holders[:2], holders[3]]
+    assert victims_choose(_request(2), pool, freeing) == []
+    # ties between equal sets: the newest goes first
+    twins = [_holder(5, 0, [("a", 2)]), _holder(6, 9, [("a", 2)])]
+    assert [h.pk for h in victims_choose(_request(3), _pool({"a": 1}), twins) or []] == [6]
