@@ -17,8 +17,11 @@ def launch_attempt(attempt_id: int) -> None:
 @shared_task
 def reconcile() -> dict[str, int]:
     """Periodic: backend status → transitions (preemption, crash, finish), due auto-resumes, a scheduling
-    pass."""
-    return services.instances_reconcile()
+    pass; then idle autostop of interactive instances (``instances.interactive.idle``)."""
+    from instances.interactive.idle import idle_autostop_tick
+
+    counts = services.instances_reconcile()
+    return {**counts, **idle_autostop_tick()}
 
 
 @shared_task

@@ -279,6 +279,8 @@ INSTANCES_STOP_GRACE_S = env_int("INSTANCES_STOP_GRACE_S", 120, minimum=1)  # SI
 INSTANCES_MAX_CRASH_RESUMES = env_int("INSTANCES_MAX_CRASH_RESUMES", 3, minimum=0)
 INSTANCES_RESUME_BACKOFF_S = env_int("INSTANCES_RESUME_BACKOFF_S", 30, minimum=0)  # doubles per crash
 INSTANCES_PREEMPT_RESUME_DELAY_S = env_int("INSTANCES_PREEMPT_RESUME_DELAY_S", 0, minimum=0)
+# idle autostop of interactive instances: the warning (console + e-mail) comes this many minutes before the stop
+INSTANCES_IDLE_WARNING_MINUTES = env_int("INSTANCES_IDLE_WARNING_MINUTES", 10, minimum=0)
 
 LOGGING = {
     "version": 1,

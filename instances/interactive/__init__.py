@@ -1,0 +1,1 @@
+"""Interactive access to instances: JupyterLab, SSH, volumes, idle autostop."""
