@@ -66,10 +66,9 @@ def test_an_idle_instance_is_warned_then_stopped_a_training_job_is_not_and_off_m
     from instances.interactive.idle import autostop_at, minutes_saved
 
     cap = django_capture_on_commit_callbacks
-    idle = _run(org, alice, fake_backend, cap, kind="interactive", command=["sleep", "9999"], name="notebook")
-    off = _run(
-        org, alice, fake_backend, cap, kind="interactive", command=["sleep", "9999"], name="off", idle_autostop_minutes=0
-    )
+    shell = {"kind": "interactive", "command": ["sleep", "9999"]}
+    idle = _run(org, alice, fake_backend, cap, **shell, name="notebook")
+    off = _run(org, alice, fake_backend, cap, **shell, name="off", idle_autostop_minutes=0)
     train = _run(org, alice, fake_backend, cap, name="train", dataset_version_ids=[dataset_version.pk])
     assert (idle.idle_autostop_minutes, off.idle_autostop_minutes, train.idle_autostop_minutes) == (30, 0, None)
     assert autostop_at(idle) == T0 + 30 * MIN
