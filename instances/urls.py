@@ -10,6 +10,7 @@ urlpatterns = [
     path("instances/quote/", views.launch_quote, name="launch_quote"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
+    path("instances/<int:pk>/keep-running/", views.instance_keep_running, name="instance_keep_running"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),
     path("jobs/<int:pk>/", views.job_detail, name="job_detail"),

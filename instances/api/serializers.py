@@ -7,8 +7,9 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.limits import (
     HYPERPARAMETER_LIMITS,
     LAUNCH_LIMITS,
@@ -85,6 +86,11 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "submitted_at",
             "created_at",
             "job",
+            "tier",
+            "idle_autostop_minutes",
+            "last_activity_at",
+            "idle_warned_at",
+            "autostopped_at",
         ]
 
     def get_job(self, obj: Instance) -> int | None:
@@ -176,6 +182,15 @@ class InstanceLaunchSerializer(serializers.Serializer[Any]):
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
     command = serializers.ListField(child=serializers.CharField(max_length=2000), min_length=1, max_length=256)
+    tier = serializers.ChoiceField(choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
+    idle_autostop_minutes = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_IDLE_AUTOSTOP_MINUTES,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="stop after this many idle minutes (0 = off; omitted = the organization's default)",
+    )
 
 
 class JobLaunchSerializer(serializers.Serializer[Any]):
@@ -195,6 +210,24 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
     checkpoint_every_minutes = _bounded(LAUNCH_LIMITS["checkpoint_every_minutes"], default=30)
     checkpoint_every_steps = _bounded(LAUNCH_LIMITS["checkpoint_every_steps"], default=0)
     keep_last = _bounded(LAUNCH_LIMITS["keep_last"], default=3)
+    tier = serializers.ChoiceField(choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
+
+
+class InstanceCostsSerializer(serializers.Serializer[Any]):
+    """Output of ``GET /instances/{id}/costs``: the tier, its preemptions and what they cost (nothing lost
+    when every resume started at the checkpoint: ``steps_rerun`` = ``minutes_rerun`` = 0), the metered
+    minutes and charges against the on-demand price (micro-CNY), and idle autostop's minutes saved."""
+
+    tier = serializers.ChoiceField(choices=PriceTier.choices)
+    preemptions = serializers.IntegerField()
+    steps_rerun = serializers.IntegerField()
+    minutes_rerun = serializers.IntegerField()
+    minutes_billed = serializers.IntegerField()
+    charged_micros = serializers.IntegerField()
+    on_demand_micros = serializers.IntegerField()
+    saved_micros = serializers.IntegerField()
+    autostop_at = serializers.DateTimeField(allow_null=True)
+    idle_minutes_saved = serializers.IntegerField()
 
 
 class LogsQuerySerializer(serializers.Serializer[Any]):

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 S = InstanceStatus
 
 ActivitySource = Callable[[Instance], datetime | None]
+# The longest idle autostop an instance may ask for (a week, in minutes), as the checkpoint interval's bound.
+MAX_IDLE_AUTOSTOP_MINUTES = 10_080
 
 
 def portal_last_activity(instance: Instance) -> datetime | None:

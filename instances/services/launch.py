@@ -16,6 +16,7 @@ from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import limits, scheduler
 from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
+from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.models import GpuType, Image, Instance, TrainingJob
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
@@ -57,9 +58,6 @@ class LaunchSpec:
     idempotency_key: str = ""
     tier: str = PriceTier.ON_DEMAND
     idle_autostop_minutes: int | None = None
-
-# The longest idle autostop an instance may ask for (a week, in minutes), as the checkpoint interval's bound.
-MAX_IDLE_AUTOSTOP_MINUTES = 10_080
 
 
 def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
