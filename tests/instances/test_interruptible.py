@@ -232,3 +232,33 @@ def test_victims_are_the_fewest_gpus_that_free_enough_then_the_newest() -> None:
     # ties between equal sets: the newest goes first
     twins = [_holder(5, 0, [("a", 2)]), _holder(6, 9, [("a", 2)])]
     assert [h.pk for h in victims_choose(_request(3), _pool({"a": 1}), twins) or []] == [6]
+
+
+@pytest.mark.django_db
+def test_staff_add_a_tier_discount_in_the_admin_never_backdated_nor_above_100_percent(
+    client: Any, time_machine: Any
+) -> None:
+    from django.urls import reverse
+
+    from billing.models import TierDiscount
+    from billing.pricing import PriceBook
+    from portal.models import User
+
+    time_machine.move_to(datetime(2026, 11, 2, 12, 30, tzinfo=UTC), tick=False)
+    staff = User.objects.create_superuser(email="staff@example.com", password="staff pass 12345")
+    client.force_login(staff)
+    url = reverse("admin:billing_tierdiscount_add")
+    form = {"tier": "interruptible", "discount_bps": "5000", "effective_from_0": "2026-11-02"}
+    backdated = client.post(url, {**form, "effective_from_1": "20:00:00"})  # 12:00 UTC in Asia/Shanghai
+    assert "A price cannot take effect in the past" in backdated.content.decode()
+    assert "0 to 10000 basis points" in client.post(
+        url, {**form, "discount_bps": "10001", "effective_from_1": "21:00:00"}
+    ).content.decode()
+    assert TierDiscount.objects.count() == 0
+    assert client.post(url, {**form, "effective_from_1": "21:00:00"}).status_code == 302  # 13:00 UTC
+    assert list(TierDiscount.objects.values_list("tier", "discount_bps", "effective_from", "created_by")) == [
+        ("interruptible", 5000, datetime(2026, 11, 2, 13, tzinfo=UTC), staff.pk)
+    ]
+    book = PriceBook()
+    assert book.discount_bps_at("interruptible", datetime(2026, 11, 2, 12, 59, tzinfo=UTC)) == 0
+    assert book.discount_bps_at("interruptible", datetime(2026, 11, 2, 13, tzinfo=UTC)) == 5000

@@ -57,13 +57,13 @@ def test_an_on_demand_launch_preempts_an_interruptible_job_which_resumes_exactly
 ) -> None:
     from django.core.management import call_command
     from django.utils import timezone
+    from instances_support import accept, fund
 
     from billing.metering import metering_tick
     from billing.models import UsageRecord
     from instances.models import Instance, JobMetric, TrainingJob
     from instances.selectors import newest_complete_checkpoint, preemption_summary
     from instances.services import LaunchSpec, instance_launch, instance_stop, nodes_sync
-    from instances_support import accept, fund
 
     call_command("seed_catalog", verbosity=0)
     assert nodes_sync() == 1
