@@ -134,3 +134,15 @@ class InstanceLaunchForm(_CapacityForm):
             command=self.cleaned_data["command"],
             idle_autostop_minutes=self.cleaned_data.get("idle_autostop_minutes"),
         )
+
+
+class IdleAutostopForm(forms.Form):
+    """The organization's default idle autostop (minutes; empty or 0 = off)."""
+
+    minutes = forms.IntegerField(
+        label=_("Idle autostop for new interactive instances (minutes)"),
+        min_value=0,
+        max_value=MAX_IDLE_AUTOSTOP_MINUTES,
+        required=False,
+        help_text=_("Stopped after this many minutes without activity, warned first. Empty or 0 = off."),
+    )

@@ -8,6 +8,7 @@ urlpatterns = [
     path("instances/", views.instance_list, name="instances"),
     path("instances/new/", views.instance_new, name="instance_new"),
     path("instances/quote/", views.launch_quote, name="launch_quote"),
+    path("instances/idle-autostop/", views.idle_autostop_settings, name="idle_autostop_settings"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
     path("instances/<int:pk>/keep-running/", views.instance_keep_running, name="instance_keep_running"),

@@ -21,8 +21,8 @@ from django.views.decorators.http import require_http_methods, require_POST
 from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
-from instances.forms import InstanceLaunchForm, JobLaunchForm
-from instances.interactive.idle import instance_activity_record
+from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
+from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
 from instances.job_page import format_duration, job_summary
 from instances.models import GpuType, Instance, TrainingJob
 from instances.tiers import tier_and_idle_context, tier_prices
@@ -86,6 +86,21 @@ def launch_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
 
 
 # --- instances ----------------------------------------------------------------------------------------------
+@login_required
+def idle_autostop_settings(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    """The organization's default idle autostop for new interactive instances (owners and admins change it)."""
+    organization = _org(request, org)
+    form = IdleAutostopForm(request.POST or None, initial={"minutes": organization.idle_autostop_minutes})
+    if request.method == "POST" and form.is_valid():
+        organization_idle_autostop_set(
+            organization=organization, minutes=form.cleaned_data["minutes"], acting_user=request.user
+        )
+        messages.success(request, _("Idle autostop default saved."))
+        return redirect("idle_autostop_settings", org=organization.slug)
+    ctx = {"org": organization, "form": form}
+    return render(request, "instances/idle_settings.html", ctx, status=400 if form.errors else 200)
+
+
 @login_required
 @require_POST
 def instance_keep_running(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:

@@ -36,7 +36,8 @@ from instances.choices import InstanceKind, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, TrainingJob
 from portal.audit import audit_log
 from portal.choices import MANAGER_ROLES
-from portal.models import User
+from portal.models import Organization, User
+from portal.permissions import Action, authorize
 
 log = logging.getLogger(__name__)
 S = InstanceStatus
@@ -126,6 +127,32 @@ def instance_activity_record(
             )
     instance.refresh_from_db()
     return instance
+
+
+def organization_idle_autostop_set(
+    *, organization: Organization, minutes: int | None, acting_user: User | None
+) -> Organization:
+    """Set the organization's default idle autostop for new interactive instances (``None`` or 0 = off;
+    running instances keep theirs). Raises ``PermissionRefused`` unless ``acting_user`` may manage every
+    instance (owners, admins) and ``ValueError`` for minutes outside 0…``MAX_IDLE_AUTOSTOP_MINUTES``; nothing
+    is written then. Returns the refreshed organization."""
+    authorize(user=acting_user, organization=organization, action=Action.INSTANCES_MANAGE_ANY)
+    if minutes is not None and (
+        not isinstance(minutes, int) or isinstance(minutes, bool) or not 0 <= minutes <= MAX_IDLE_AUTOSTOP_MINUTES
+    ):
+        raise ValueError(f"Idle autostop is 0 (off) to {MAX_IDLE_AUTOSTOP_MINUTES} minutes, not {minutes!r}.")
+    with transaction.atomic():
+        before = Organization.objects.select_for_update().get(pk=organization.pk).idle_autostop_minutes
+        Organization.objects.filter(pk=organization.pk).update(idle_autostop_minutes=minutes)
+        audit_log(
+            action="instances.idle_autostop_default_set",
+            actor=acting_user,
+            organization=organization,
+            obj=organization,
+            extra={"from": before, "to": minutes},
+        )
+    organization.refresh_from_db()
+    return organization
 
 
 def idle_autostop_tick(*, now: datetime | None = None) -> dict[str, int]:

@@ -134,3 +134,35 @@ def test_the_api_launches_a_tier_and_reports_its_costs_and_refuses_bad_input(
     outsider = APIClient()
     outsider.force_authenticate(charlie)
     assert outsider.get(f"/api/v1/instances/{data['id']}/costs").status_code == 404
+
+
+def test_owners_set_the_organizations_idle_autostop_default_members_cannot_outsiders_get_404(
+    client: Any, alice: Any, bob: Any, charlie: Any, org: Any, fake_backend: FakeBackend
+) -> None:
+    from instances.services import LaunchSpec, instance_launch
+    from portal.models import AuditEvent
+
+    url = f"/o/{org.slug}/instances/idle-autostop/"
+    client.force_login(charlie)
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"minutes": 5}).status_code == 404
+    client.force_login(bob)
+    assert client.post(url, {"minutes": 5}).status_code == 403
+    client.force_login(alice)
+    assert client.post(url, {"minutes": -1}).status_code == 400
+    org.refresh_from_db()
+    assert org.idle_autostop_minutes is None
+    assert client.post(url, {"minutes": 45}).status_code == 302
+    org.refresh_from_db()
+    assert org.idle_autostop_minutes == 45
+    assert list(
+        AuditEvent.objects.filter(action="instances.idle_autostop_default_set").values_list("actor", "extra")
+    ) == [(alice.pk, {"from": None, "to": 45})]
+    assert 'value="45"' in client.get(url).content.decode()
+    shell = {"gpu_type": "cpu-local", "gpu_count": 1, "kind": "interactive", "command": ["sleep", "1"]}
+    inherits = instance_launch(organization=org, user=alice, spec=LaunchSpec(name="a", **shell))
+    own = instance_launch(organization=org, user=alice, spec=LaunchSpec(name="b", idle_autostop_minutes=0, **shell))
+    assert (inherits.idle_autostop_minutes, own.idle_autostop_minutes) == (45, 0)
+    assert client.post(url, {"minutes": ""}).status_code == 302  # empty = off
+    org.refresh_from_db()
+    assert org.idle_autostop_minutes is None
