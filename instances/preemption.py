@@ -15,7 +15,8 @@ on-demand request that lacks capacity may take it back. The rules (issue 14, ite
   a whole-node request takes the nodes whose every user is interruptible, cheapest first. Victims already
   being preempted (or stopping) count as capacity on its way: nothing more is preempted while they suffice.
 * **How.** The same path as a lost node's preemption: the victim gets a notice (``preempt_requested_at``, its
-  reason shown), its attempt is stopped with SIGTERM (the runtime saves a checkpoint at the current step),
+  reason shown; acted on again by a later pass if its preemption has not ended within the stop grace + 60 s),
+  its attempt is stopped with SIGTERM (the runtime saves a checkpoint at the current step),
   the instance becomes ``preempted`` (not a crash: the crash budget is untouched) and a training job resumes
   from that checkpoint when capacity returns; an interactive instance is queued again (its disk is kept,
   its processes are not).
@@ -29,9 +30,9 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from django.db.models import Q
+from django.conf import settings
 from django.utils.translation import gettext as _
 
 from billing.choices import PriceTier
@@ -150,8 +151,12 @@ def preemptions_plan(
         status__in=HOLDS_CAPACITY, tier=PriceTier.INTERRUPTIBLE, gpu_type__code__in=list(heads)
     ).values_list("pk", "gpu_type__code", "gpu_count", "submitted_at", "placement", "preempt_requested_at", "status")
     by_type: dict[str, list[Holder]] = {}
+    # a notice whose preemption has not finished within the stop grace (a lost task) is acted on again
+    stale = now - timedelta(seconds=float(getattr(settings, "INSTANCES_STOP_GRACE_S", 120)) + 60)
     for pk, code, gpus, submitted, placement, requested, status in rows:
         freeing = requested is not None or status == InstanceStatus.STOPPING
+        if requested is not None and requested < stale and status != InstanceStatus.STOPPING:
+            on_preempt(pk)
         by_type.setdefault(code, []).append(
             Holder(pk, submitted, gpus, tuple((str(n), int(g)) for n, g in placement or []), freeing)
         )
@@ -175,8 +180,7 @@ def _notices_give(victims: list[Holder], *, for_pk: int, now: datetime, on_preem
     notice = _("preemption notice: an on-demand request needs this capacity; checkpointing, then stopping")
     pks = [h.pk for h in victims]
     claimed = list(
-        Instance.objects.filter(pk__in=pks, status__in=HOLDS_CAPACITY)
-        .filter(Q(preempt_requested_at__isnull=True))
+        Instance.objects.filter(pk__in=pks, status__in=HOLDS_CAPACITY, preempt_requested_at__isnull=True)
         .exclude(status=InstanceStatus.STOPPING)
         .values_list("pk", "organization_id")
     )

@@ -122,6 +122,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
     instance = serializers.IntegerField(source="instance_id", read_only=True)  # type: ignore[assignment]
     gpu_type = serializers.CharField(source="instance.gpu_type.code", read_only=True)
     gpu_count = serializers.IntegerField(source="instance.gpu_count", read_only=True)
+    tier = serializers.CharField(source="instance.tier", read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
 
     class Meta:
@@ -136,6 +137,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
             "outcome",
             "gpu_type",
             "gpu_count",
+            "tier",
             "model_preset",
             "engine",
             "hyperparameters",

@@ -27,8 +27,8 @@ def preempted_reason(instance: Instance) -> str:
     checkpoint saved on SIGTERM; an interactive instance keeps its disk, not its processes."""
     if instance.kind == InstanceKind.INTERACTIVE:
         return _(
-            "preempted for an on-demand request (interruptible tier): your disk (workspace and volumes) is kept, "
-            "running processes are not; it starts again when capacity returns"
+            "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
+            "folder and volumes), running processes are not; it starts again when capacity returns"
         )
     return _(
         "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "

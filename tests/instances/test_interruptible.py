@@ -262,3 +262,37 @@ def test_staff_add_a_tier_discount_in_the_admin_never_backdated_nor_above_100_pe
     book = PriceBook()
     assert book.discount_bps_at("interruptible", datetime(2026, 11, 2, 12, 59, tzinfo=UTC)) == 0
     assert book.discount_bps_at("interruptible", datetime(2026, 11, 2, 13, tzinfo=UTC)) == 5000
+
+
+def test_an_interactive_victim_is_told_its_disk_is_kept_and_queues_again_interruptible_work_never_preempts(
+    frozen: Any, alice: Any, fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any
+) -> None:
+    from instances.services import instance_launch, instances_reconcile
+
+    shell = {"kind": "interactive", "command": ["sleep", "600"]}
+    with django_capture_on_commit_callbacks(execute=True):
+        victim = instance_launch(organization=frozen, user=alice, spec=spec(**shell, name="v", tier="interruptible"))
+    with django_capture_on_commit_callbacks(execute=True):
+        instances_reconcile(now=T0, backend=fake_backend)  # type: ignore[arg-type]
+    # another interruptible request waits; it preempts nobody
+    with django_capture_on_commit_callbacks(execute=True):
+        late = instance_launch(organization=frozen, user=alice, spec=spec(**shell, name="w", tier="interruptible"))
+    victim.refresh_from_db()
+    assert (victim.status, victim.preempt_requested_at, late.status) == ("running", None, "scheduling")
+    assert fake_backend.stopped == []
+    # an on-demand request, submitted after the waiting interruptible one, goes first and preempts the victim
+    with django_capture_on_commit_callbacks(execute=True):
+        urgent = instance_launch(organization=frozen, user=alice, spec=spec(**shell, name="u", gpu_count=1))
+    victim.refresh_from_db()
+    late.refresh_from_db()
+    urgent.refresh_from_db()
+    assert (urgent.status, late.status, victim.status) == ("provisioning", "scheduling", "scheduling")
+    assert list(victim.transitions.values_list("to_status", "reason"))[-2:] == [
+        (
+            "preempted",
+            "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
+            "folder and volumes), running processes are not; it starts again when capacity returns",
+        ),
+        ("scheduling", "waiting for capacity to return (preempted)"),
+    ]
+    assert victim.attempts.get(number=1).state == "preempted"

@@ -131,6 +131,14 @@ def test_the_api_launches_a_tier_and_reports_its_costs_and_refuses_bad_input(
         "autostop_at": None,
         "idle_minutes_saved": 0,
     }
+    job_body = {"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [1], "tier": "interruptible"}
+    refused = api.post("/api/v1/jobs", {**job_body, "checkpoint_every_minutes": 0}, format="json")
+    assert refused.status_code == 400
+    assert (refused.json()["error"]["code"], refused.json()["error"]["details"]) == (
+        "checkpoint_required",
+        {"field": "checkpoint_every_minutes"},
+    )
+    assert Instance.objects.count() == 1
     outsider = APIClient()
     outsider.force_authenticate(charlie)
     assert outsider.get(f"/api/v1/instances/{data['id']}/costs").status_code == 404
