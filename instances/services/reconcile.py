@@ -85,8 +85,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             and instance.status != S.STOPPING
         )
         # the scheduler's preemption notice for this attempt (interruptible tier): its stop is a preemption
-        by_scheduler = (
-            state in ("stopped", "preempted")
+        by_scheduler = (  # (Kubernetes: the Job deleted by the preemption task reads as "failed", "deleted")
+            (state in ("stopped", "preempted") or (state == "failed" and status.reason == "deleted"))
             and instance.status != S.STOPPING
             and instance.preempt_requested_at is not None
             and instance.preempt_requested_at >= attempt.created_at

@@ -296,3 +296,39 @@ def test_an_interactive_victim_is_told_its_disk_is_kept_and_queues_again_interru
         ("scheduling", "waiting for capacity to return (preempted)"),
     ]
     assert victim.attempts.get(number=1).state == "preempted"
+
+
+def test_a_victim_whose_job_is_deleted_asynchronously_as_on_kubernetes_is_preempted_not_lost(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    time_machine: Any,
+) -> None:
+    from instances.services import instance_launch, instances_reconcile
+
+    with django_capture_on_commit_callbacks(execute=True):
+        cheap = instance_launch(
+            organization=frozen,
+            user=alice,
+            spec=spec(dataset_version_ids=[dataset_version.pk], tier="interruptible", checkpoint_every_steps=5),
+        )
+    with django_capture_on_commit_callbacks(execute=True):
+        instances_reconcile(now=T0, backend=fake_backend)  # type: ignore[arg-type]
+    handle = cheap.job.attempts.get(number=1).handle
+    # the Kubernetes backend's stop returns while the pods still get their grace period
+    fake_backend.stop = lambda h, grace_s: JobStatus("running")  # type: ignore[method-assign]
+    time_machine.move_to(T0 + 2 * MIN, tick=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        instance_launch(organization=frozen, user=alice, spec=spec(kind="interactive", command=["x"], gpu_count=1))
+    cheap.refresh_from_db()
+    assert (cheap.status, cheap.preempt_requested_at) == ("running", T0 + 2 * MIN)
+    fake_backend.states[handle] = JobStatus("failed", None, "job not found: deleted", reason="deleted")
+    with django_capture_on_commit_callbacks(execute=True):
+        instances_reconcile(now=T0 + 3 * MIN, backend=fake_backend)  # type: ignore[arg-type]
+    cheap.refresh_from_db()
+    preempted = cheap.transitions.get(to_status="preempted")
+    assert preempted.reason.startswith("preempted for an on-demand request (interruptible tier)")
+    assert cheap.job.attempts.get(number=1).state == "preempted"
+    assert (cheap.job.preempt_count, cheap.job.crash_count) == (1, 0)
