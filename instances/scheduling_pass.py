@@ -280,14 +280,16 @@ def schedule_pass(
     on_attempt: Callable[[int], None] | None = None,
     on_preempt: Callable[[int], None] | None = None,
 ) -> list[Instance]:
-    """One pass of the gang scheduler over the instances in ``scheduling`` (see the module docstring). Placed
-    instances move to ``provisioning`` with their placement and a new attempt on ``backend``;
-    ``on_attempt(attempt_pk)`` is called after commit for each (the launch task is enqueued there). Waiting ones
-    get their 1-based queue position per GPU type and the reason; permanently unplaceable ones move to
-    ``failed``. The first on-demand request of a GPU type that lacks capacity gives interruptible instances the
-    preemption notice (``instances.preemption``); ``on_preempt(instance_pk)`` is called after commit for each
-    (the preemption task is enqueued there). Returns the instances placed, in placement order. Raises nothing
-    for a bad request (it fails with its reason); database errors propagate and nothing is written.
+    """One pass of the gang scheduler over the instances in ``scheduling`` (see the module docstring).
+
+    Placed instances move to ``provisioning`` with their placement and a new attempt on ``backend``;
+    ``on_attempt(attempt_pk)`` is called after commit for each (the launch task is enqueued there). Waiting
+    ones get their 1-based queue position per GPU type and the reason; permanently unplaceable ones move
+    to ``failed``. The first on-demand request of a GPU type that lacks capacity gives interruptible
+    instances the preemption notice (``instances.preemption``); ``on_preempt(instance_pk)`` is called after
+    commit for each (the preemption task is enqueued there). Returns the instances placed, in placement
+    order. Raises nothing for a bad request (it fails with its reason); database errors propagate and
+    nothing is written.
     """
     now = now or timezone.now()
     with transaction.atomic():

@@ -332,3 +332,25 @@ def test_a_victim_whose_job_is_deleted_asynchronously_as_on_kubernetes_is_preemp
     assert preempted.reason.startswith("preempted for an on-demand request (interruptible tier)")
     assert cheap.job.attempts.get(number=1).state == "preempted"
     assert (cheap.job.preempt_count, cheap.job.crash_count) == (1, 0)
+
+
+def test_a_victim_not_yet_submitted_to_the_backend_is_preempted_at_once(
+    frozen: Any, alice: Any, dataset_version: Any, fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any
+) -> None:
+    from instances.services import instance_launch
+
+    with django_capture_on_commit_callbacks(execute=False):  # its launch task has not run yet
+        cheap = instance_launch(
+            organization=frozen,
+            user=alice,
+            spec=spec(dataset_version_ids=[dataset_version.pk], tier="interruptible", checkpoint_every_steps=5),
+        )
+    assert (cheap.status, cheap.job.attempts.get().handle) == ("provisioning", "")
+    with django_capture_on_commit_callbacks(execute=True):
+        urgent = instance_launch(organization=frozen, user=alice, spec=spec(kind="interactive", command=["x"]))
+    cheap.refresh_from_db()
+    urgent.refresh_from_db()
+    first = cheap.job.attempts.get(number=1)
+    assert (first.state, first.message, first.handle) == ("preempted", "preempted before start", "")
+    assert (cheap.status, cheap.job.preempt_count, urgent.status) == ("scheduling", 1, "provisioning")
+    assert fake_backend.stopped == []
