@@ -169,9 +169,9 @@ def preemptions_plan(
         pk = int(w.request.request_id)
         if victims:
             _notices_give(victims, for_pk=pk, now=now, on_preempt=on_preempt)
-        freeing = len(victims) + sum(1 for h in holders if h.freeing)
+        count = len(victims) + sum(1 for h in holders if h.freeing)
         reasons[pk] = _("waiting for %(n)d interruptible instance(s) to be preempted (checkpoint, then stop)") % {
-            "n": freeing
+            "n": count
         }
     return reasons
 

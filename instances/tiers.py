@@ -46,7 +46,8 @@ def tier_and_idle_context(instance: Instance) -> dict[str, Any]:
     running = instance.status == InstanceStatus.RUNNING
     last = last_activity(instance) if enabled and running else None
     stop_at = autostop_at(instance, last=last) if last is not None else None
-    warned = bool(stop_at and instance.idle_warned_at is not None and instance.idle_warned_at >= last)
+    warned_at = instance.idle_warned_at
+    warned = stop_at is not None and last is not None and warned_at is not None and warned_at >= last
     return {
         "costs": preemption_summary(instance),
         "idle": {
