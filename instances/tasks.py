@@ -18,10 +18,16 @@ def launch_attempt(attempt_id: int) -> None:
 def reconcile() -> dict[str, int]:
     """Periodic: backend status → transitions (preemption, crash, finish), due auto-resumes, a scheduling
     pass; then idle autostop of interactive instances (``instances.interactive.idle``)."""
+    from django.conf import settings
+    from django.core.cache import cache
+
     from instances.interactive.idle import idle_autostop_tick
 
     counts = services.instances_reconcile()
-    return {**counts, **idle_autostop_tick()}
+    # idle autostop asks every source (JupyterLab's server over HTTP among them): at most once a minute
+    if cache.add("instances:idle-autostop-tick", 1, timeout=int(getattr(settings, "INSTANCES_IDLE_TICK_S", 60))):
+        return {**counts, **idle_autostop_tick()}
+    return counts
 
 
 @shared_task

@@ -15,7 +15,8 @@ run segment (a freshly started instance is not idle). The JupyterLab and SSH ser
 (``instances.interactive.jupyter.jupyter_last_activity``, ``instances.interactive.ssh.ssh_last_activity``).
 
 :func:`idle_autostop_tick` runs from the periodic control-plane tick (``instances.tasks.reconcile``, every
-10 s on the control queue); it is safe to run twice (the warning and the stop are compare-and-set).
+10 s on the control queue; the idle pass at most every ``INSTANCES_IDLE_TICK_S`` = 60 s, as it asks every
+source); it is safe to run twice (the warning and the stop are compare-and-set).
 """
 
 from __future__ import annotations
