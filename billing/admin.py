@@ -23,6 +23,7 @@ from billing.models import (
     LedgerTransaction,
     StoragePrice,
     StripeEvent,
+    TierDiscount,
     TopUp,
     UsageWriteOff,
     VolumeUsage,
@@ -169,6 +170,58 @@ class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
             obj=obj,
             staff=True,
             extra={"price_micros": obj.price_per_gpu_hour_micros},
+        )
+
+
+class TierDiscountForm(forms.ModelForm):  # type: ignore[type-arg]
+    """A new tier-discount row (basis points, 0…10000), not in the past (as a price-book row)."""
+
+    class Meta:
+        model = TierDiscount
+        fields = ["tier", "discount_bps", "effective_from"]
+
+    def clean_effective_from(self) -> object:
+        from billing.pricing import BackdatedPrice, price_effective_validate
+
+        value = self.cleaned_data["effective_from"]
+        try:
+            price_effective_validate(effective_from=value)
+        except BackdatedPrice as exc:
+            raise forms.ValidationError(str(exc)) from exc
+        return value
+
+    def clean_discount_bps(self) -> int:
+        value = int(self.cleaned_data["discount_bps"])
+        if value > 10_000:
+            raise forms.ValidationError("A discount is 0 to 10000 basis points (0-100 %).")
+        return value
+
+
+@admin.register(TierDiscount)
+class TierDiscountAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """The interruptible tier's discount: append-only rows like the price book's."""
+
+    form = TierDiscountForm
+    list_display = ["tier", "discount_bps", "effective_from", "created_by"]
+    fields = ["tier", "discount_bps", "effective_from"]
+
+    def has_change_permission(self, request: HttpRequest, obj: TierDiscount | None = None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request: HttpRequest, obj: TierDiscount | None = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: TierDiscount, form: object, change: bool) -> None:
+        obj.created_by = request.user  # type: ignore[assignment]
+        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
+        from portal.audit import audit_log
+
+        audit_log(
+            action="admin.tier_discount_add",
+            actor=request.user,  # type: ignore[arg-type]
+            obj=obj,
+            staff=True,
+            extra={"tier": obj.tier, "discount_bps": obj.discount_bps},
         )
 
 

@@ -50,6 +50,14 @@ class RentalMode(models.TextChoices):
     BARE_METAL = "bare_metal", _("Bare metal")
 
 
+class PriceTier(models.TextChoices):
+    """How capacity is sold: on demand (never taken back), or interruptible at the price book's discount
+    (``billing.TierDiscount``): the scheduler may preempt it when an on-demand request needs the capacity."""
+
+    ON_DEMAND = "on_demand", _("On demand")
+    INTERRUPTIBLE = "interruptible", _("Interruptible")
+
+
 class TopUpStatus(models.TextChoices):
     """A top-up's life: created → checkout_open → paid (credited once); or failed / expired."""
 

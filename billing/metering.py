@@ -225,7 +225,7 @@ def _charge_pass(
             continue
         too_old = min(total, started_minutes(started_at=start, until=window_start))
         if done < too_old:  # began before the lookback: written off, visibly
-            price = prices.at(seg["gpu_type"], seg["mode"], start + done * MINUTE) or 0
+            price = prices.at(seg["gpu_type"], seg["mode"], start + done * MINUTE, seg["tier"]) or 0
             minutes = too_old - done
             write_offs.append(
                 (
@@ -246,7 +246,7 @@ def _charge_pass(
         more = more or last < total
         for index in range(done, last):
             minute = start + index * MINUTE
-            price_or_none = prices.at(seg["gpu_type"], seg["mode"], minute)
+            price_or_none = prices.at(seg["gpu_type"], seg["mode"], minute, seg["tier"])
             if price_or_none is None:
                 log.error(
                     "no price for %s/%s at %s: instance %s not charged", seg["gpu_type"], seg["mode"], minute, iid
@@ -516,7 +516,7 @@ def burn_rates(*, now: datetime | None = None, organization: Organization | None
     prices = PriceBook()
     per_org: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for s in segments:
-        price = prices.at(s["gpu_type"], s["mode"], current) or 0
+        price = prices.at(s["gpu_type"], s["mode"], current, s["tier"]) or 0
         per_org[s["organization_id"]].append((s["instance_id"], -(-price * s["gpu_count"] // 60)))
     return {org: Burn(sum(c for _, c in items), tuple(i for i, _ in items)) for org, items in per_org.items()}
 

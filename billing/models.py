@@ -16,7 +16,15 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from billing.choices import AccountKind, GrantKind, RentalMode, StripeEventStatus, TopUpStatus, TransactionKind
+from billing.choices import (
+    AccountKind,
+    GrantKind,
+    PriceTier,
+    RentalMode,
+    StripeEventStatus,
+    TopUpStatus,
+    TransactionKind,
+)
 
 
 class LedgerAccount(models.Model):
@@ -138,6 +146,32 @@ class GpuPrice(models.Model):
 
     def __str__(self) -> str:
         return f"{self.gpu_type} {self.mode} from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
+class TierDiscount(models.Model):
+    """A row of the price book's tier discounts: ``discount_bps`` basis points (1/100 %) off every GPU price
+    for capacity sold in ``tier``, in force from ``effective_from`` until the next row of the same tier.
+
+    Append-only like ``GpuPrice``: a change is a new row, so minutes already charged keep their price. No row
+    (or 0 bps) = no discount. The discounted price per GPU-hour is rounded once, half up, to a micro-CNY
+    (``billing.pricing.discounted_price_micros``); the one charging rule then applies to it unchanged.
+    """
+
+    tier = models.CharField(max_length=20, choices=PriceTier.choices)
+    discount_bps = models.PositiveIntegerField(help_text="basis points off the GPU price: 4000 = 40 % off")
+    effective_from = models.DateTimeField(default=timezone.now)
+    created_at = models.DateTimeField(default=timezone.now)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+
+    class Meta:
+        ordering = ["tier", "-effective_from"]
+        constraints = [
+            models.UniqueConstraint(fields=["tier", "effective_from"], name="uniq_tier_discount_row"),
+            models.CheckConstraint(condition=models.Q(discount_bps__lte=10_000), name="tier_discount_at_most_100pct"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tier} −{self.discount_bps / 100:g} % from {self.effective_from:%Y-%m-%d %H:%M}"
 
 
 class TopUp(models.Model):

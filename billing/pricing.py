@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from billing.choices import RentalMode
-from billing.models import GpuPrice, StoragePrice
+from billing.choices import PriceTier, RentalMode
+from billing.models import GpuPrice, StoragePrice, TierDiscount
 from billing.money import to_micros
 from billing.selectors import wallet_balance
 from portal.audit import audit_log
@@ -35,6 +35,9 @@ DEFAULT_PRICES: dict[str, dict[str, str]] = {
     "L40S-48G": {RentalMode.CONTAINER: "5.50", RentalMode.BARE_METAL: "4.95"},
     "RTX-4090-24G": {RentalMode.CONTAINER: "2.20", RentalMode.BARE_METAL: "1.98"},
 }
+# Seeded tier discount (basis points off every GPU price): interruptible capacity at 60 % of the on-demand
+# price, in the range of public spot / interruptible discounts (RunPod, Vast, AutoDL: 40-70 % off).
+DEFAULT_TIER_DISCOUNT_BPS: dict[str, int] = {PriceTier.INTERRUPTIBLE: 4000}
 
 
 class PriceNotFound(LookupError):
@@ -76,9 +79,19 @@ def minute_charge_micros(*, price_per_gpu_hour_micros: int, gpus: int, minute_in
     )
 
 
+def discounted_price_micros(*, price_per_gpu_hour_micros: int, discount_bps: int) -> int:
+    """``price_per_gpu_hour_micros`` less ``discount_bps`` basis points, rounded once, half up, to a
+    micro-CNY: 8.00 CNY/GPU-hour at 4000 bps (40 % off) is exactly 4.80 CNY/GPU-hour (4_800_000)."""
+    if not 0 <= discount_bps <= 10_000 or price_per_gpu_hour_micros < 0:
+        raise ValueError("discount_bps must be 0…10000 and the price non-negative")
+    return (price_per_gpu_hour_micros * (10_000 - discount_bps) + 5_000) // 10_000
+
+
 class PriceBook:
     """Price-book rows of some GPU types, looked up by bisect on ``effective_from``: the one price lookup
-    (the price quote, the pricing page and metering all read prices through it). One query on creation."""
+    (the price quote, the pricing page and metering all read prices through it). One query on creation;
+    the tier discounts (``TierDiscount``) are read by a second query the first time a tier other than
+    on-demand is asked for."""
 
     def __init__(self, gpu_types: set[str] | None = None) -> None:
         """Load the rows of ``gpu_types`` (all rows, a small table, with ``None``)."""
@@ -92,11 +105,33 @@ class PriceBook:
             times.append(start)
             prices.append(price)
 
-    def at(self, gpu_type: str, mode: str, at: datetime) -> int | None:
-        """Micro-CNY per GPU-hour in force at ``at`` (the newest row with ``effective_from <= at``), or None."""
+        self._discounts: dict[str, tuple[list[datetime], list[int]]] | None = None
+
+    def discount_bps_at(self, tier: str, at: datetime) -> int:
+        """Basis points off for ``tier`` in force at ``at`` (0 for on-demand or without a row)."""
+        if tier == PriceTier.ON_DEMAND:
+            return 0
+        if self._discounts is None:
+            self._discounts = {}
+            for row_tier, start, bps in TierDiscount.objects.order_by("effective_from").values_list(
+                "tier", "effective_from", "discount_bps"
+            ):
+                times, values = self._discounts.setdefault(row_tier, ([], []))
+                times.append(start)
+                values.append(bps)
+        times, values = self._discounts.get(tier, ([], []))
+        i = bisect.bisect_right(times, at) - 1
+        return values[i] if i >= 0 else 0
+
+    def at(self, gpu_type: str, mode: str, at: datetime, tier: str = PriceTier.ON_DEMAND) -> int | None:
+        """Micro-CNY per GPU-hour in force at ``at`` (the newest row with ``effective_from <= at``) for
+        ``tier`` (the tier discount in force at ``at`` applied, :func:`discounted_price_micros`), or None."""
         times, prices = self.rows.get((gpu_type, mode), ([], []))
         i = bisect.bisect_right(times, at) - 1
-        return prices[i] if i >= 0 else None
+        if i < 0:
+            return None
+        bps = self.discount_bps_at(tier, at)
+        return prices[i] if not bps else discounted_price_micros(price_per_gpu_hour_micros=prices[i], discount_bps=bps)
 
     def storage_at(self, at: datetime) -> int:
         """Micro-CNY per GB-hour of persistent volumes in force at ``at``: the newest ``StoragePrice`` row with
@@ -123,9 +158,11 @@ def volume_hour_charge_micros(*, price_per_gb_hour_micros: int, size_gb: int, ho
     )
 
 
-def gpu_price_at(*, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetime | None = None) -> int:
-    """Price per GPU-hour in micro-CNY in force at ``at`` (default now). Raises ``PriceNotFound``."""
-    price = PriceBook({gpu_type}).at(gpu_type, mode, at or timezone.now())
+def gpu_price_at(
+    *, gpu_type: str, mode: str = RentalMode.CONTAINER, at: datetime | None = None, tier: str = PriceTier.ON_DEMAND
+) -> int:
+    """Price per GPU-hour in micro-CNY in force at ``at`` (default now) for ``tier``. Raises ``PriceNotFound``."""
+    price = PriceBook({gpu_type}).at(gpu_type, mode, at or timezone.now(), tier)
     if price is None:
         raise PriceNotFound(f"no price for {gpu_type} ({mode})")
     return price
@@ -171,10 +208,12 @@ def burn_runway_minutes(*, balance_micros: int, per_minute_micros: int) -> int |
     return balance_micros // per_minute_micros if per_minute_micros else None
 
 
-def price_quote(*, organization: Organization, gpu_type: str, gpu_count: int, mode: str) -> PriceQuote:
-    """Hourly price of ``gpu_count`` GPUs of ``gpu_type`` in ``mode`` now, and the wallet's runway at it
-    (whole minutes the balance covers, by the one charging rule). Raises ``PriceNotFound``."""
-    price = gpu_price_at(gpu_type=gpu_type, mode=mode)
+def price_quote(
+    *, organization: Organization, gpu_type: str, gpu_count: int, mode: str, tier: str = PriceTier.ON_DEMAND
+) -> PriceQuote:
+    """Hourly price of ``gpu_count`` GPUs of ``gpu_type`` in ``mode`` and ``tier`` now, and the wallet's
+    runway at it (whole minutes the balance covers, by the one charging rule). Raises ``PriceNotFound``."""
+    price = gpu_price_at(gpu_type=gpu_type, mode=mode, tier=tier)
     balance = wallet_balance(organization=organization).total_micros
     per_hour = cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=gpu_count, minutes=60)
     runway = runway_minutes(balance_micros=balance, price_per_gpu_hour_micros=price, gpus=gpu_count)
@@ -209,6 +248,42 @@ def gpu_price_set(
             extra={"gpu_type": gpu_type, "mode": mode, "price": str(price)},
         )
     return row
+
+
+def tier_discount_set(
+    *, tier: str, discount_bps: int, effective_from: datetime | None = None, created_by: User | None = None
+) -> TierDiscount:
+    """Add a tier-discount row (basis points, 0…10000) in force from ``effective_from`` (default now). Raises
+    ``ValueError`` for an unknown tier or a discount outside 0…10000 and ``BackdatedPrice`` for a time in the
+    past; nothing is written then."""
+    if tier not in PriceTier.values or tier == PriceTier.ON_DEMAND:
+        raise ValueError(f"a discount applies to the interruptible tier, not {tier!r}")
+    if not isinstance(discount_bps, int) or not 0 <= discount_bps <= 10_000:
+        raise ValueError(f"a discount is 0 to 10000 basis points (0-100 %), not {discount_bps!r}")
+    now = timezone.now()
+    effective_from = effective_from or now
+    price_effective_validate(effective_from=effective_from, now=now)
+    with transaction.atomic():
+        row = TierDiscount.objects.create(
+            tier=tier, discount_bps=discount_bps, effective_from=effective_from, created_by=created_by
+        )
+        audit_log(
+            action="billing.tier_discount_set",
+            actor=created_by,
+            obj=row,
+            extra={"tier": tier, "discount_bps": discount_bps},
+        )
+    return row
+
+
+def seed_tier_discounts() -> int:
+    """Insert the default tier discounts for tiers that have no row yet; returns rows created."""
+    created = 0
+    for tier, bps in DEFAULT_TIER_DISCOUNT_BPS.items():
+        if not TierDiscount.objects.filter(tier=tier).exists():
+            TierDiscount.objects.create(tier=tier, discount_bps=bps, effective_from=datetime(2026, 1, 1, tzinfo=UTC))
+            created += 1
+    return created
 
 
 def seed_price_book() -> int:

@@ -8,8 +8,9 @@ from typing import Any
 from django import forms
 from django.utils.translation import gettext_lazy as _
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
+from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.limits import HYPERPARAMETER_LIMITS, LAUNCH_LIMITS, Bound
 from instances.models import GpuType, Image
 from instances.services import LaunchSpec
@@ -31,6 +32,16 @@ class _CapacityForm(forms.Form):
     )
     gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
+    tier = forms.ChoiceField(
+        label=_("Tier"),
+        choices=PriceTier.choices,
+        initial=PriceTier.ON_DEMAND,
+        required=False,  # absent = on demand
+        help_text=_(
+            "Interruptible: cheaper, but an on-demand request may take the capacity back (a training job "
+            "checkpoints and resumes exactly; an interactive instance keeps its disk, not its processes)."
+        ),
+    )
     image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name", required=False)
     volumes = forms.CharField(
         label=_("Volumes"),
@@ -47,6 +58,7 @@ class _CapacityForm(forms.Form):
             "gpu_type": d["gpu_type"].code,
             "gpu_count": d["gpu_count"],
             "mode": d["mode"],
+            "tier": d.get("tier") or PriceTier.ON_DEMAND,
             "image": d["image"].name if d.get("image") else "",
         }
 
@@ -102,6 +114,16 @@ class InstanceLaunchForm(_CapacityForm):
     command = forms.CharField(
         label=_("Command"), max_length=2000, help_text=_("Run in the image, e.g. python train.py --epochs 3")
     )
+    idle_autostop_minutes = forms.IntegerField(
+        label=_("Idle autostop (minutes)"),
+        min_value=0,
+        max_value=MAX_IDLE_AUTOSTOP_MINUTES,
+        required=False,
+        help_text=_(
+            "Stop after this many minutes without JupyterLab, terminal or SSH activity (warned first; the disk "
+            "is kept). 0 = off; empty = your organization's default."
+        ),
+    )
 
     def clean_command(self) -> list[str]:
         try:
@@ -113,4 +135,21 @@ class InstanceLaunchForm(_CapacityForm):
         return argv
 
     def to_spec(self) -> LaunchSpec:
-        return LaunchSpec(kind=InstanceKind.INTERACTIVE, **self.spec_fields(), command=self.cleaned_data["command"])
+        return LaunchSpec(
+            kind=InstanceKind.INTERACTIVE,
+            **self.spec_fields(),
+            command=self.cleaned_data["command"],
+            idle_autostop_minutes=self.cleaned_data.get("idle_autostop_minutes"),
+        )
+
+
+class IdleAutostopForm(forms.Form):
+    """The organization's default idle autostop (minutes; empty or 0 = off)."""
+
+    minutes = forms.IntegerField(
+        label=_("Idle autostop for new interactive instances (minutes)"),
+        min_value=0,
+        max_value=MAX_IDLE_AUTOSTOP_MINUTES,
+        required=False,
+        help_text=_("Stopped after this many minutes without activity, warned first. Empty or 0 = off."),
+    )

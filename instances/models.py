@@ -18,7 +18,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from instances.choices import (
     AttemptState,
     Engine,
@@ -109,6 +109,12 @@ class Instance(models.Model):
     ``placement``: ``[[node_name, gpus], …]`` from the scheduler while the instance holds capacity.
     ``queue_position`` / ``status_reason``: what the user sees while it waits.
     ``idempotency_key``: the API's ``Idempotency-Key`` (unique per organization when given).
+    ``tier``: on-demand, or interruptible (charged at the price book's discount; may be preempted for an
+    on-demand request, ``instances.preemption``); ``preempt_requested_at``: the preemption notice was given
+    and the attempt is being stopped (the attempt's end then counts as a preemption, not a stop).
+    Idle autostop (interactive instances, ``instances.interactive.idle``): ``idle_autostop_minutes``
+    (None or 0 = off; the organization's default at launch), ``last_activity_at`` (activity the portal
+    records), ``idle_warned_at`` (the warning of the current idle period), ``autostopped_at``.
     """
 
     organization = models.ForeignKey("portal.Organization", on_delete=models.PROTECT, related_name="instances")
@@ -126,6 +132,12 @@ class Instance(models.Model):
     placement = models.JSONField(default=list, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
     idempotency_key = models.CharField(max_length=200, blank=True)
+    tier = models.CharField(_("tier"), max_length=20, choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
+    preempt_requested_at = models.DateTimeField(null=True, blank=True)
+    idle_autostop_minutes = models.PositiveIntegerField(_("idle autostop (minutes)"), null=True, blank=True)
+    last_activity_at = models.DateTimeField(null=True, blank=True)
+    idle_warned_at = models.DateTimeField(null=True, blank=True)
+    autostopped_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
 

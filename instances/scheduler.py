@@ -17,9 +17,10 @@ Placement rules (DESIGN.md §1 row 5, issue 5):
 * Cordoned and draining nodes are never used.
 * **Quota**: an organization's GPUs in use plus the request must not exceed its ``quota_gpus``.
 
-Queue rule (:func:`schedule_queue`): requests are walked first-come first-served by ``(submitted_at,
-request_id)``, independently per GPU type, with a **restricted backfill** that never delays the first
-waiting request of that type:
+Queue rule (:func:`schedule_queue`): requests are walked first-come first-served by ``(rank, submitted_at,
+request_id)`` (``rank`` 0 = on demand, 1 = interruptible: interruptible work queues behind every on-demand
+request, see ``instances.preemption``), independently per GPU type, with a **restricted backfill** that
+never delays the first waiting request of that type:
 
 * Once a *whole-node* request of a GPU type cannot be placed for lack of capacity, later requests of that
   type may still be placed, but only on nodes that are already partly used -- capacity the waiting gang can
@@ -90,7 +91,8 @@ class NodeView:
 
 @dataclass(frozen=True, slots=True)
 class PlacementRequest:
-    """A request for ``gpus`` GPUs of ``gpu_type`` for one organization, in FIFO order of ``submitted_at``."""
+    """A request for ``gpus`` GPUs of ``gpu_type`` for one organization, in FIFO order of ``submitted_at``
+    within its ``rank`` (0 = on demand, 1 = interruptible; lower ranks go first)."""
 
     request_id: str
     org_id: str
@@ -98,6 +100,7 @@ class PlacementRequest:
     gpus: int
     mode: Mode
     submitted_at: datetime
+    rank: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,7 +460,7 @@ def schedule_queue(
 ) -> QueueResult:
     """Place as many queued requests as the rules allow, in FIFO order with restricted backfill.
 
-    ``requests``: the waiting requests (any order; sorted here by ``(submitted_at, request_id)``).
+    ``requests``: the waiting requests (any order; sorted here by ``(rank, submitted_at, request_id)``).
     ``nodes``: the inventory with current free GPUs (not modified; an index of it is built here), or a
     :class:`CapacityIndex` kept by the caller, into which the placements of this pass are committed (the
     caller releases them again if it does not keep them).
@@ -484,7 +487,7 @@ def schedule_queue(
         positions[req.gpu_type] = positions.get(req.gpu_type, 0) + 1
         waiting.append(Waiting(req, positions[req.gpu_type], refusal.reason, refusal.code))
 
-    for req in sorted(requests, key=lambda r: (r.submitted_at, r.request_id)):
+    for req in sorted(requests, key=lambda r: (r.rank, r.submitted_at, r.request_id)):
         pool = capacity.pool(req.gpu_type)
         refused = _validate(req, pool.node_size) or _check_quota(req, quotas.get(req.org_id), used.get(req.org_id, 0))
         if refused:

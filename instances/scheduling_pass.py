@@ -37,10 +37,12 @@ from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
+from billing.choices import PriceTier
 from instances import scheduler
 from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
+from instances.preemption import preemptions_plan
 from instances.transitions import Move, instances_transition
 
 S = InstanceStatus
@@ -59,8 +61,11 @@ class _Inventory:
     fingerprint: str
     holders: dict[int, tuple[datetime, list[tuple[str, int]]]] = field(default_factory=dict)
     exact: bool = True
+    interruptible: set[int] = field(default_factory=set)  # holders of the interruptible tier
 
-    def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any]) -> None:
+    def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any], tier: str = "") -> None:
+        if tier == PriceTier.INTERRUPTIBLE:
+            self.interruptible.add(pk)
         taken: list[tuple[str, int]] = []
         for name, gpus in placement or []:
             free = self.index.free_gpus(name)
@@ -75,6 +80,7 @@ class _Inventory:
         self.holders[pk] = (updated_at, taken)
 
     def unhold(self, pk: int) -> None:
+        self.interruptible.discard(pk)
         _, taken = self.holders.pop(pk)
         for name, gpus in taken:
             self.index.release(name, gpus)
@@ -125,10 +131,10 @@ def _inventory_build(fingerprint: str) -> _Inventory:
         )
     ]
     inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint)
-    for pk, updated_at, placement in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
-        "pk", "updated_at", "placement"
+    for pk, updated_at, placement, tier in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
+        "pk", "updated_at", "placement", "tier"
     ):
-        inv.hold(pk, updated_at, placement)
+        inv.hold(pk, updated_at, placement, tier)
     return inv
 
 
@@ -144,12 +150,12 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
     if len(changed) > _REBUILD_AFTER:
         return _inventory_build(fingerprint)
     if changed:
-        for pk, updated_at, placement in Instance.objects.filter(pk__in=changed).values_list(
-            "pk", "updated_at", "placement"
+        for pk, updated_at, placement, tier in Instance.objects.filter(pk__in=changed).values_list(
+            "pk", "updated_at", "placement", "tier"
         ):
             if pk in cached.holders:
                 cached.unhold(pk)
-            cached.hold(pk, updated_at, placement)
+            cached.hold(pk, updated_at, placement, tier)
     return cached
 
 
@@ -268,15 +274,22 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
 
 
 def schedule_pass(
-    *, now: datetime | None = None, backend: str = "local", on_attempt: Callable[[int], None] | None = None
+    *,
+    now: datetime | None = None,
+    backend: str = "local",
+    on_attempt: Callable[[int], None] | None = None,
+    on_preempt: Callable[[int], None] | None = None,
 ) -> list[Instance]:
     """One pass of the gang scheduler over the instances in ``scheduling`` (see the module docstring).
 
     Placed instances move to ``provisioning`` with their placement and a new attempt on ``backend``;
     ``on_attempt(attempt_pk)`` is called after commit for each (the launch task is enqueued there). Waiting
     ones get their 1-based queue position per GPU type and the reason; permanently unplaceable ones move
-    to ``failed``. Returns the instances placed, in placement order. Raises nothing for a bad request (it
-    fails with its reason); database errors propagate and nothing is written.
+    to ``failed``. The first on-demand request of a GPU type that lacks capacity gives interruptible
+    instances the preemption notice (``instances.preemption``); ``on_preempt(instance_pk)`` is called after
+    commit for each (the preemption task is enqueued there). Returns the instances placed, in placement
+    order. Raises nothing for a bad request (it fails with its reason); database errors propagate and
+    nothing is written.
     """
     now = now or timezone.now()
     with transaction.atomic():
@@ -291,6 +304,7 @@ def schedule_pass(
                 "submitted_at",
                 "queue_position",
                 "status_reason",
+                "tier",
             )
         )
         if not queue:
@@ -298,10 +312,19 @@ def schedule_pass(
         inv = _inventory_current(_cache_take())
         quotas, usage = _quotas_and_usage({row[1] for row in queue})
         requests = [
-            scheduler.PlacementRequest(str(pk), str(org), code, gpus, mode, submitted)  # type: ignore[arg-type]
-            for pk, org, code, gpus, mode, submitted, _, _ in queue
+            scheduler.PlacementRequest(
+                str(pk),
+                str(org),
+                code,
+                gpus,
+                mode,
+                submitted,
+                int(tier == PriceTier.INTERRUPTIBLE),  # type: ignore[arg-type]
+            )
+            for pk, org, code, gpus, mode, submitted, _, _, tier in queue
         ]
         result = scheduler.schedule_queue(requests, inv.index, quotas, usage)
+        tiers = {row[0]: row[8] for row in queue}
         # schedule_queue committed its placements into the index; undo those that are not written.
         pending = {int(p.request_id): p for p in result.placements}
 
@@ -342,6 +365,8 @@ def schedule_pass(
             drop(pk)  # its status changed under us (e.g. stopped): it is not placed
         for m in placed_moves:
             inv.holders[m.instance.pk] = (now, list(pending[m.instance.pk].assignments))
+            if tiers[m.instance.pk] == PriceTier.INTERRUPTIBLE:
+                inv.interruptible.add(m.instance.pk)
         attempts = (
             _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend)
             if placed_moves
@@ -350,14 +375,25 @@ def schedule_pass(
         if on_attempt is not None:
             for attempt_pk in attempts:
                 transaction.on_commit(functools.partial(on_attempt, attempt_pk))
-        before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason in queue}
+        preempting = (
+            preemptions_plan(  # only when interruptible work holds capacity: no statement otherwise
+                waiting=result.waiting,
+                capacity=inv.index,
+                tiers=tiers,
+                now=now,
+                on_preempt=lambda pk: transaction.on_commit(functools.partial(on_preempt, pk)) if on_preempt else None,
+            )
+            if inv.interruptible
+            else {}
+        )
+        before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason, _ in queue}
         _write_waiting(
             [
-                (pk, w.position, w.reason[:300])
+                (pk, w.position, preempting.get(pk, w.reason)[:300])
                 for w in result.waiting
                 if w.position is not None
                 for pk in (int(w.request.request_id),)
-                if before[pk] != (w.position, w.reason[:300])
+                if before[pk] != (w.position, preempting.get(pk, w.reason)[:300])
             ]
         )
         transaction.on_commit(functools.partial(_cache_put, inv))

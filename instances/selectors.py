@@ -27,7 +27,8 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
     """Run segments that overlap ``[start, end)`` — the metering interface.
 
     Returns dicts with ``instance_id``, ``organization_id``, ``gpu_type`` (the GPU type code),
-    ``gpu_count``, ``mode``, ``started_at``, ``ended_at`` (``None`` while the instance still runs), ordered
+    ``gpu_count``, ``mode``, ``tier`` (the price tier), ``started_at``, ``ended_at`` (``None`` while the
+    instance still runs), ordered
     by ``(instance_id, started_at)``. A segment overlaps when it started before ``end`` and has not ended
     or ended after ``start``. Times are timezone-aware UTC.
     """
@@ -43,6 +44,7 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
             gpu_type=F("instance__gpu_type__code"),
             gpu_count=F("instance__gpu_count"),
             mode=F("instance__mode"),
+            tier=F("instance__tier"),
         )
     )
 
@@ -193,3 +195,47 @@ def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int,
     if isinstance(result, scheduler.Placement):
         return False, _("%(n)d request(s) for this GPU type are waiting ahead of you.") % {"n": ahead}
     return False, _("Waits: %(reason)s (%(n)d request(s) ahead).") % {"reason": result.reason, "n": ahead}
+
+
+def preemption_summary(instance: Instance) -> dict[str, Any]:
+    """What the tier and its preemptions cost an instance (console and API): ``tier``; ``preemptions`` (moves
+    to ``preempted``); ``steps_rerun`` (training steps reported more than once: 0 when every resume started
+    exactly at the checkpoint saved on preemption) and ``minutes_rerun`` (those steps' share of the billed
+    minutes, rounded up; 0 when none); ``minutes_billed`` and ``charged_micros`` (metered minutes and their
+    charge, micro-CNY); ``on_demand_micros`` (the same minutes at the on-demand price, by the one charging
+    rule) and ``saved_micros`` (the difference)."""
+    from billing.models import UsageRecord
+    from billing.pricing import PriceBook, cumulative_charge_micros
+
+    preemptions = instance.transitions.filter(to_status=InstanceStatus.PREEMPTED).count()
+    steps_rerun = distinct_steps = 0
+    job = TrainingJob.objects.filter(instance=instance).first()
+    if job is not None:
+        reported = JobMetric.objects.filter(job=job)
+        distinct_steps = reported.values("step").distinct().count()
+        steps_rerun = reported.count() - distinct_steps
+    usage = list(
+        UsageRecord.objects.filter(instance_id=instance.pk).values_list(
+            "minute", "gpu_type", "mode", "gpu_count", "amount_micros"
+        )
+    )
+    book = PriceBook({instance.gpu_type.code})
+    runs: dict[tuple[int, int], int] = {}  # (on-demand price, gpus) -> minutes
+    for minute, gpu_type, mode, gpus, _amount in usage:
+        price = book.at(gpu_type, mode, minute) or 0
+        runs[(price, gpus)] = runs.get((price, gpus), 0) + 1
+    on_demand = sum(
+        cumulative_charge_micros(price_per_gpu_hour_micros=p, gpus=g, minutes=m) for (p, g), m in runs.items()
+    )
+    charged = sum(row[4] for row in usage)
+    minutes = len(usage)
+    return {
+        "tier": instance.tier,
+        "preemptions": preemptions,
+        "steps_rerun": steps_rerun,
+        "minutes_rerun": -(-steps_rerun * minutes // distinct_steps) if steps_rerun else 0,
+        "minutes_billed": minutes,
+        "charged_micros": charged,
+        "on_demand_micros": on_demand,
+        "saved_micros": on_demand - charged,
+    }

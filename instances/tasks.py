@@ -17,8 +17,17 @@ def launch_attempt(attempt_id: int) -> None:
 @shared_task
 def reconcile() -> dict[str, int]:
     """Periodic: backend status → transitions (preemption, crash, finish), due auto-resumes, a scheduling
-    pass."""
-    return services.instances_reconcile()
+    pass; then idle autostop of interactive instances (``instances.interactive.idle``)."""
+    from django.conf import settings
+    from django.core.cache import cache
+
+    from instances.interactive.idle import idle_autostop_tick
+
+    counts = services.instances_reconcile()
+    # idle autostop asks every source (JupyterLab's server over HTTP among them): at most once a minute
+    if cache.add("instances:idle-autostop-tick", 1, timeout=int(getattr(settings, "INSTANCES_IDLE_TICK_S", 60))):
+        return {**counts, **idle_autostop_tick()}
+    return counts
 
 
 @shared_task
@@ -31,6 +40,12 @@ def schedule() -> int:
 def stop_instance(instance_id: int) -> None:
     """Stop an instance's current attempt on the backend (after the final checkpoint) and free capacity."""
     services.instance_stop_backend(instance_id=instance_id)
+
+
+@shared_task
+def preempt_instance(instance_id: int) -> None:
+    """Preempt an interruptible instance that got the scheduler's notice (SIGTERM → checkpoint → preempted)."""
+    services.instance_preempt_backend(instance_id=instance_id)
 
 
 @shared_task

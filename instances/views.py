@@ -18,16 +18,19 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_http_methods, require_POST
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
-from instances.forms import InstanceLaunchForm, JobLaunchForm
+from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
+from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
 from instances.job_page import format_duration, job_summary
 from instances.models import GpuType, Instance, TrainingJob
+from instances.tiers import tier_and_idle_context, tier_prices
 from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
+from portal.permissions import Action, authorize
 from portal.scoping import request_organization, scoped_get_or_404
 
 
@@ -54,14 +57,18 @@ def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
     except ValueError:
         count = 0
     mode = params.get("mode") or RentalMode.CONTAINER
-    ctx: dict[str, Any] = {"quote": None, "error": ""}
+    tier = params.get("tier") if params.get("tier") in PriceTier.values else PriceTier.ON_DEMAND
+    ctx: dict[str, Any] = {"quote": None, "error": "", "tier": tier}
     if not GpuType.objects.filter(code=code, active=True).exists():
         ctx["error"] = _("Choose a GPU type.")
     elif not 1 <= count <= 1024:
         ctx["error"] = _("The GPU count must be between 1 and %(max)d.") % {"max": 1024}
     else:
         try:
-            ctx["quote"] = services.price_quote(organization=organization, gpu_type=code, gpu_count=count, mode=mode)
+            ctx["quote"] = services.price_quote(
+                organization=organization, gpu_type=code, gpu_count=count, mode=mode, tier=tier
+            )
+            ctx["tier_prices"] = tier_prices(gpu_type=code, gpu_count=count, mode=mode, selected=tier)
         except PriceNotFound:
             ctx["error"] = _("%(code)s has no price for this mode.") % {"code": code}
         else:
@@ -79,6 +86,32 @@ def launch_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
 
 
 # --- instances ----------------------------------------------------------------------------------------------
+@login_required
+def idle_autostop_settings(request: AuthedHttpRequest, org: str) -> HttpResponse:
+    """The organization's default idle autostop for new interactive instances (owners and admins change it)."""
+    organization = _org(request, org)
+    form = IdleAutostopForm(request.POST or None, initial={"minutes": organization.idle_autostop_minutes})
+    if request.method == "POST" and form.is_valid():
+        organization_idle_autostop_set(
+            organization=organization, minutes=form.cleaned_data["minutes"], acting_user=request.user
+        )
+        messages.success(request, _("Idle autostop default saved."))
+        return redirect("idle_autostop_settings", org=organization.slug)
+    ctx = {"org": organization, "form": form}
+    return render(request, "instances/idle_settings.html", ctx, status=400 if form.errors else 200)
+
+
+@login_required
+@require_POST
+def instance_keep_running(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
+    """The idle warning's "keep it running": records activity (idle autostop starts counting again)."""
+    organization, instance = _instance(request, org, pk)
+    authorize(user=request.user, organization=organization, action=Action.INSTANCES_LAUNCH)
+    instance_activity_record(instance=instance, acting_user=request.user)
+    messages.success(request, _("%(name)s keeps running: the idle clock starts again.") % {"name": instance.name})
+    return redirect("instance_detail", org=organization.slug, pk=instance.pk)
+
+
 @login_required
 def instance_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = _org(request, org)
@@ -118,7 +151,12 @@ def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @login_required
 def instance_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
-    ctx = {"org": organization, "instance": instance, "transitions": instance.transitions.order_by("-id")[:50]}
+    ctx = {
+        "org": organization,
+        "instance": instance,
+        "transitions": instance.transitions.order_by("-id")[:50],
+        **tier_and_idle_context(instance),
+    }
     template = "instances/instance_status.html" if is_partial(request) else "instances/instance_detail.html"
     return render(request, template, ctx)
 

@@ -77,6 +77,12 @@ class Organization(models.Model):
         blank=True,
         help_text="micro-CNY per calendar month; empty = the platform default (APP_MONTHLY_CAP_CNY)",
     )
+    idle_autostop_minutes = models.PositiveIntegerField(
+        _("idle autostop (minutes)"),
+        null=True,
+        blank=True,
+        help_text="default for new interactive instances: stop after this many idle minutes; empty or 0 = off",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="organizations")
 

@@ -7,9 +7,10 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
 from instances.interactive.api import SshAccessField
+from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.interactive.jupyter_api import JupyterAccessField
 from instances.limits import (
     HYPERPARAMETER_LIMITS,
@@ -91,6 +92,11 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "job",
             "jupyter",
             "ssh",
+            "tier",
+            "idle_autostop_minutes",
+            "last_activity_at",
+            "idle_warned_at",
+            "autostopped_at",
         ]
 
     def get_job(self, obj: Instance) -> int | None:
@@ -122,6 +128,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
     instance = serializers.IntegerField(source="instance_id", read_only=True)  # type: ignore[assignment]
     gpu_type = serializers.CharField(source="instance.gpu_type.code", read_only=True)
     gpu_count = serializers.IntegerField(source="instance.gpu_count", read_only=True)
+    tier = serializers.CharField(source="instance.tier", read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
 
     class Meta:
@@ -136,6 +143,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
             "outcome",
             "gpu_type",
             "gpu_count",
+            "tier",
             "model_preset",
             "engine",
             "hyperparameters",
@@ -189,6 +197,15 @@ class InstanceLaunchSerializer(serializers.Serializer[Any]):
         max_length=16,
         help_text="names of your organization's volumes to attach read-write (one active instance per volume)",
     )
+    tier = serializers.ChoiceField(choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
+    idle_autostop_minutes = serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_IDLE_AUTOSTOP_MINUTES,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="stop after this many idle minutes (0 = off; omitted = the organization's default)",
+    )
 
 
 class JobLaunchSerializer(serializers.Serializer[Any]):
@@ -215,6 +232,24 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
         max_length=16,
         help_text="names of your organization's volumes to attach read-write (one active instance per volume)",
     )
+    tier = serializers.ChoiceField(choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
+
+
+class InstanceCostsSerializer(serializers.Serializer[Any]):
+    """Output of ``GET /instances/{id}/costs``: the tier, its preemptions and what they cost (nothing lost
+    when every resume started at the checkpoint: ``steps_rerun`` = ``minutes_rerun`` = 0), the metered
+    minutes and charges against the on-demand price (micro-CNY), and idle autostop's minutes saved."""
+
+    tier = serializers.ChoiceField(choices=PriceTier.choices)
+    preemptions = serializers.IntegerField()
+    steps_rerun = serializers.IntegerField()
+    minutes_rerun = serializers.IntegerField()
+    minutes_billed = serializers.IntegerField()
+    charged_micros = serializers.IntegerField()
+    on_demand_micros = serializers.IntegerField()
+    saved_micros = serializers.IntegerField()
+    autostop_at = serializers.DateTimeField(allow_null=True)
+    idle_minutes_saved = serializers.IntegerField()
 
 
 class LogsQuerySerializer(serializers.Serializer[Any]):

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from instances import checkpoints, joblogs, selectors, services
 from instances.api.serializers import (
     CheckpointSerializer,
+    InstanceCostsSerializer,
     InstanceLaunchSerializer,
     InstanceSerializer,
     JobLaunchSerializer,
@@ -94,6 +95,20 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
         instance = self.get_object()
         instance = services.instance_stop(instance=instance, reason="stopped through the API", acting_user=request.user)
         return Response(InstanceSerializer(instance).data)
+
+    @extend_schema(request=None, responses=InstanceCostsSerializer)
+    @action(detail=True, methods=["get"])
+    def costs(self, request: AuthedRequest, pk: str) -> Response:
+        """The tier, preemptions and what they cost, and idle autostop's minutes saved."""
+        from instances.interactive.idle import autostop_at, minutes_saved
+
+        instance = self.get_object()
+        data = {
+            **selectors.preemption_summary(instance),
+            "autostop_at": autostop_at(instance) if instance.status == "running" else None,
+            "idle_minutes_saved": minutes_saved(instance),
+        }
+        return Response(InstanceCostsSerializer(data).data)
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]

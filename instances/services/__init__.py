@@ -14,6 +14,7 @@ Where each operation lives:
 - ``launch``: ``LaunchSpec``, validation, ``instance_launch``
 - ``scheduling``: ``instances_schedule``, ``attempt_submit``
 - ``reconcile``: ``attempt_observe``, ``instances_reconcile``, ``job_resume``, ``instance_stop``
+- ``preempting``: ``instance_preempt_backend`` (the interruptible tier's preemption task)
 - ``jobs``: ``job_restart``, ``job_rollback``, ``job_checkpoint_now``, ``checkpoint_timers``
 - ``callbacks``: ``job_events_receive``
 - ``inventory``: ``nodes_sync``, ``node_set_state``
@@ -28,6 +29,7 @@ from instances.services.errors import CallbackRefused, LaunchError, RollbackErro
 from instances.services.inventory import node_set_state, nodes_sync
 from instances.services.jobs import checkpoint_timers, job_checkpoint_now, job_restart, job_rollback
 from instances.services.launch import LaunchSpec, instance_launch
+from instances.services.preempting import instance_preempt_backend
 from instances.services.reconcile import (
     attempt_observe,
     instance_stop,
@@ -61,6 +63,7 @@ __all__ = [
     "checkpoint_timers",
     "compute_backend",
     "instance_launch",
+    "instance_preempt_backend",
     "instance_stop",
     "instance_stop_backend",
     "instance_transition",

@@ -12,10 +12,11 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.choices import RentalMode
+from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import limits, scheduler
 from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
+from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.models import GpuType, Image, Instance, TrainingJob
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
@@ -36,8 +37,10 @@ class LaunchSpec:
     """What a user asks for. ``gpu_type``: a catalog code; ``mode``: container | bare_metal; for a training
     job (``kind="training"``): ``dataset_version_ids``, ``model_preset``, ``engine``, ``hyperparameters``
     (runtime config fields), checkpoint interval (minutes, default 30; steps, default 0 = none) and
-    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image); for both: ``volumes``
-    (names of the organization's persistent volumes to attach, read-write)."""
+    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image) and
+    ``idle_autostop_minutes`` (None = the organization's default; 0 = off); for both: ``volumes`` (names of the
+    organization's persistent volumes to attach, read-write) and ``tier``: on_demand | interruptible
+    (discounted, may be preempted; a training job then needs a checkpoint interval)."""
 
     name: str
     gpu_type: str
@@ -55,6 +58,8 @@ class LaunchSpec:
     keep_last: int = 3
     idempotency_key: str = ""
     volumes: list[str] = field(default_factory=list)  # names of the organization's volumes, attached read-write
+    tier: str = PriceTier.ON_DEMAND
+    idle_autostop_minutes: int | None = None
 
 
 def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
@@ -88,15 +93,33 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
             % {"n": spec.gpu_count, "q": quota},
             "gpu_count",
         )
+    if spec.tier not in PriceTier.values:
+        raise LaunchError(
+            "invalid_tier",
+            _("Unknown tier %(tier)s: choose on_demand or interruptible.") % {"tier": spec.tier},
+            "tier",
+        )
     if spec.kind == InstanceKind.INTERACTIVE:
         if not spec.command or not all(isinstance(a, str) and a for a in spec.command):
             raise LaunchError("invalid", _("An interactive instance needs a command."), "command")
+        idle = spec.idle_autostop_minutes
+        if idle is not None and (
+            not isinstance(idle, int) or isinstance(idle, bool) or not 0 <= idle <= MAX_IDLE_AUTOSTOP_MINUTES
+        ):
+            raise LaunchError(
+                "invalid",
+                _("Idle autostop is 0 (off) to %(max)d minutes, not %(value)s.")
+                % {"max": MAX_IDLE_AUTOSTOP_MINUTES, "value": idle},
+                "idle_autostop_minutes",
+            )
     elif spec.kind == InstanceKind.TRAINING:
         _validate_training(organization, spec)
     else:
         raise LaunchError("invalid", _("Unknown kind %(kind)s.") % {"kind": spec.kind}, "kind")
     try:
-        quote = price_quote(organization=organization, gpu_type=gpu_type.code, gpu_count=spec.gpu_count, mode=spec.mode)
+        quote = price_quote(
+            organization=organization, gpu_type=gpu_type.code, gpu_count=spec.gpu_count, mode=spec.mode, tier=spec.tier
+        )
     except PriceNotFound:
         raise LaunchError(
             "no_price", _("%(code)s has no price for this mode.") % {"code": gpu_type.code}, "gpu_type"
@@ -135,6 +158,15 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
         limits.hyperparameters_validate(spec.hyperparameters)
     except limits.LimitError as exc:
         raise LaunchError("invalid", str(exc), exc.field) from None
+    if spec.tier == PriceTier.INTERRUPTIBLE and not spec.checkpoint_every_minutes and not spec.checkpoint_every_steps:
+        raise LaunchError(
+            "checkpoint_required",
+            _(
+                "An interruptible training job needs a checkpoint interval (minutes or steps): a preemption "
+                "resumes it from its newest checkpoint, and without one every preemption would start it over."
+            ),
+            "checkpoint_every_minutes",
+        )
     try:  # the runtime's own validation, with placeholder paths
         JobConfig.from_dict(
             {
@@ -198,6 +230,8 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 command=list(spec.command),
                 submitted_at=now,
                 idempotency_key=spec.idempotency_key,
+                tier=spec.tier,
+                idle_autostop_minutes=_idle_minutes(organization, spec),
             )
             if spec.kind == InstanceKind.TRAINING:
                 job = TrainingJob.objects.create(
@@ -227,7 +261,13 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 actor=user,
                 organization=organization,
                 obj=instance,
-                extra={"gpu_type": gpu_type.code, "gpus": spec.gpu_count, "mode": spec.mode, "kind": spec.kind},
+                extra={
+                    "gpu_type": gpu_type.code,
+                    "gpus": spec.gpu_count,
+                    "mode": spec.mode,
+                    "kind": spec.kind,
+                    "tier": spec.tier,
+                },
             )
             instance_transition(
                 instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"), acting_user=user, now=now
@@ -241,6 +281,13 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
         raise
     instance.refresh_from_db()
     return instance
+
+
+def _idle_minutes(organization: Organization, spec: LaunchSpec) -> int | None:
+    """The instance's idle autostop: the spec's, else the organization's default; never for training jobs."""
+    if spec.kind != InstanceKind.INTERACTIVE:
+        return None
+    return organization.idle_autostop_minutes if spec.idle_autostop_minutes is None else spec.idle_autostop_minutes
 
 
 def _attach_datasets(job: TrainingJob, user: User | None) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED, 
 from instances.services import backend as boundary
 from instances.services.backend import _setting
 from instances.services.inventory import nodes_sync
+from instances.services.preempting import interactive_requeue, preempted_reason
 from instances.services.scheduling import instances_schedule
 from instances.services.transitions import _job_finish, _try_transition, instance_transition
 from portal.audit import audit_log
@@ -83,6 +84,13 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES)
             and instance.status != S.STOPPING
         )
+        # the scheduler's preemption notice for this attempt (interruptible tier): its stop is a preemption
+        by_scheduler = (  # (Kubernetes: the Job deleted by the preemption task reads as "failed", "deleted")
+            (state in ("stopped", "preempted") or (state == "failed" and status.reason == "deleted"))
+            and instance.status != S.STOPPING
+            and instance.preempt_requested_at is not None
+            and instance.preempt_requested_at >= attempt.created_at
+        )
         if state == "succeeded":
             _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)
@@ -91,7 +99,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 event_type="job.finished",
                 data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number},
             )
-        elif state == "stopped" or instance.status == S.STOPPING:
+        elif (state == "stopped" and not by_scheduler) or instance.status == S.STOPPING:
             _try_transition(instance, S.STOPPED, status.message or _("stopped"), now=now, placement=[])
             if job is not None and job.restart_after_stop:
                 TrainingJob.objects.filter(pk=job.pk).update(
@@ -99,11 +107,14 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 )
             else:
                 _job_finish(instance, JobOutcome.STOPPED)
-        elif state == "preempted" or lost_node:
+        elif state == "preempted" or lost_node or by_scheduler:
             reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
             if status.reason == "deleted":
                 reason = status.message
-            _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[])
+            if by_scheduler:  # instances.preemption: the interruptible tier's notice
+                reason = preempted_reason(instance)
+                JobAttempt.objects.filter(pk=attempt.pk).update(state=AttemptState.PREEMPTED)
+            _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[], preempt_requested_at=None)
             if lost_node:  # no trace of when it stopped: bill up to when it was last seen running
                 attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
             webhook_emit(
@@ -117,6 +128,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 },
             )
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
+            if by_scheduler and job is None:  # an interactive instance queues again at once, behind on-demand work
+                interactive_requeue(instance=instance, now=now)
             if job is not None:
                 TrainingJob.objects.filter(pk=job.pk).update(
                     preempt_count=F("preempt_count") + 1,

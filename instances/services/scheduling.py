@@ -35,6 +35,7 @@ def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
         now=now,
         backend=_setting("INSTANCES_BACKEND", "local"),
         on_attempt=lambda attempt_id: tasks.launch_attempt.delay(attempt_id),
+        on_preempt=lambda instance_id: tasks.preempt_instance.delay(instance_id),
     )
 
 

@@ -286,6 +286,8 @@ INSTANCES_VOLUMES_ROOT = env_str("INSTANCES_VOLUMES_ROOT", str(DATA_DIR / "volum
 INSTANCES_VOLUME_QUOTA_GB = env_int("INSTANCES_VOLUME_QUOTA_GB", 500, minimum=0)
 VOLUME_PRICE_PER_GB_HOUR = env_str("VOLUME_PRICE_PER_GB_HOUR", "0.0005")  # CNY per GB-hour
 CELERY_BEAT_SCHEDULE["instances-volumes-measure"] = {"task": "instances.tasks.volumes_measure", "schedule": 60.0}
+# idle autostop of interactive instances: the warning (console + e-mail) comes this many minutes before the stop
+INSTANCES_IDLE_WARNING_MINUTES = env_int("INSTANCES_IDLE_WARNING_MINUTES", 10, minimum=0)
 
 LOGGING = {
     "version": 1,

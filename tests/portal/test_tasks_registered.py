@@ -10,6 +10,7 @@ EXPECTED = {
     "instances.tasks.reconcile",
     "instances.tasks.launch_attempt",
     "instances.tasks.stop_instance",
+    "instances.tasks.preempt_instance",
     "instances.tasks.checkpoint_timers",
     "instances.tasks.sync_inventory",
     "portal.marketplace.tasks.app_version_build",

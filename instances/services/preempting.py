@@ -1,0 +1,88 @@
+"""Preemption of interruptible instances for on-demand work (the interruptible tier; the choice of victims is
+``instances.preemption``): the preemption task, the words the user reads, and an interactive instance's
+re-queue. The path is the one a lost node takes: SIGTERM → checkpoint → ``preempted`` → resumed."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from instances import joblogs
+from instances.backends.base import JobStatus, UnknownHandle
+from instances.choices import AttemptState, InstanceKind, InstanceStatus
+from instances.models import Instance, JobAttempt, TrainingJob
+from instances.services import backend as boundary
+from instances.services.backend import _setting
+from instances.services.transitions import _try_transition
+
+S = InstanceStatus
+
+
+def preempted_reason(instance: Instance) -> str:
+    """What a preempted interruptible instance tells its user: a training job resumes exactly from the
+    checkpoint saved on SIGTERM; an interactive instance keeps its disk, not its processes."""
+    if instance.kind == InstanceKind.INTERACTIVE:
+        return _(
+            "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
+            "folder and volumes), running processes are not; it starts again when capacity returns"
+        )
+    return _(
+        "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "
+        "exactly from it when capacity returns (not a crash)"
+    )
+
+
+def interactive_requeue(*, instance: Instance, now: datetime) -> bool:
+    """Queue a preempted interactive instance again (``scheduling``, behind on-demand work by its tier's
+    rank), so that it starts again when capacity returns. Returns False if it was no longer preempted."""
+    return _try_transition(
+        instance, S.SCHEDULING, _("waiting for capacity to return (preempted)"), now=now, submitted_at=now
+    )
+
+
+def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -> Instance:
+    """The preemption task: stop the noticed instance's current attempt (SIGTERM: the runtime saves a
+    checkpoint and exits; SIGKILL after ``INSTANCES_STOP_GRACE_S``), record it as a preemption
+    (``attempt_observe``), then offer the freed capacity to the queue. An attempt not yet on the backend is
+    preempted at once. Idempotent: an instance without a notice, or no longer holding capacity, is left alone.
+    """
+    from instances.services.reconcile import attempt_observe, instances_reconcile_queue
+
+    instance = Instance.objects.get(pk=instance_id)
+    if instance.preempt_requested_at is None or instance.status not in (S.PROVISIONING, S.RUNNING):
+        return instance
+    attempt = instance.attempts.order_by("-number").first()
+    if attempt is None or not attempt.handle:
+        now = now or timezone.now()
+        with transaction.atomic():
+            if attempt is not None:
+                JobAttempt.objects.filter(pk=attempt.pk, handle="").update(
+                    state=AttemptState.PREEMPTED, message=_("preempted before start"), ended_at=now
+                )
+            moved = _try_transition(
+                instance, S.PREEMPTED, preempted_reason(instance), now=now, placement=[], preempt_requested_at=None
+            )
+            if moved:
+                delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
+                counted = TrainingJob.objects.filter(instance=instance).update(
+                    preempt_count=F("preempt_count") + 1, next_resume_at=now + timedelta(seconds=delay)
+                )
+                if not counted:  # an interactive instance: queued again at once
+                    interactive_requeue(instance=instance, now=now)
+    else:
+        backend = boundary.compute_backend()
+        joblogs.attempt_logs_archive(attempt=attempt, backend=backend)
+        try:
+            st = backend.stop(attempt.handle, float(_setting("INSTANCES_STOP_GRACE_S", 120)))
+        except UnknownHandle as exc:
+            st = JobStatus("stopped", None, str(exc))
+        if not st.terminal:
+            return instance  # the reconcile records it when the backend is done
+        attempt_observe(attempt=attempt, status=st, now=now)
+    instances_reconcile_queue()
+    instance.refresh_from_db()
+    return instance
