@@ -32,8 +32,14 @@ def _manage(db: Path, *args: str, stdin: str | None = None) -> str:
 SEED_AT_PORTAL_0007 = """
 from django.contrib.auth.models import Permission
 from django.contrib.contenttypes.models import ContentType
-from portal.marketplace.models import App, AppCall, AppPublishRequest, AppVersion
-from portal.models import AuditEvent, Organization
+from django.db import connection
+from django.db.migrations.loader import MigrationLoader
+# The models as they were at portal 0007 (today's classes have columns later migrations add).
+old = MigrationLoader(connection).project_state(("portal", "0007_membership_role_billing")).apps
+App, AppCall, AppPublishRequest, AppVersion, AuditEvent, Organization = (
+    old.get_model("portal", name)
+    for name in ("App", "AppCall", "AppPublishRequest", "AppVersion", "AuditEvent", "Organization")
+)
 org = Organization.objects.create(name="alice", slug="alice", personal=True)
 app = App.objects.create(publisher=org, name="Echo", slug="echo", category="general", price_per_call_micros=1500)
 version = AppVersion.objects.create(app=app, number=1, kind="echo", active=True)
