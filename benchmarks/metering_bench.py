@@ -14,8 +14,10 @@ times, in the same run and on the same rows:
   statement (data-modifying CTEs), rolled back;
 - the **first tick** (minute 0: cursors created) and a **steady tick** (minute 1: cursors updated), each
   charging that minute for every instance; the ratio steady tick / floor.
-Then ``BENCH_CATCHUP`` instances (default 200) whose workers were down for 1 hour and for 24 hours are caught
-up by one tick each, and the tracemalloc peak of each is printed: flat when the tick's chunking bounds it.
+On PostgreSQL the tick runs the statements of ``billing.tick_sql`` (minutes planned, priced and rounded by the
+database); on SQLite the portable path (no floor there). Then ``BENCH_CATCHUP`` instances (default 200) whose
+workers were down for 1 hour and for 24 hours are caught up by one tick each, and the tracemalloc peak of each
+is printed: flat when the tick's chunking bounds it.
 """
 
 from __future__ import annotations
