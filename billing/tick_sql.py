@@ -120,7 +120,8 @@ WITH seg AS (
 ), todo AS (  -- a later segment of an instance waits while an earlier one has minutes beyond this pass
     SELECT * FROM (
         SELECT c.*, bool_or(c.last < c.total) OVER (PARTITION BY c.instance_id ORDER BY c.started_at, c.segment_id
-            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS waits
+            ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS waits,
+            count(*) OVER (PARTITION BY c.instance_id) AS n_segments
         FROM capped c
     ) w WHERE w.waits IS NOT TRUE
 ), book AS (
@@ -129,9 +130,21 @@ WITH seg AS (
     FROM {quoted_table(GpuPrice)}
 ), expiry AS (
     SELECT o, array_agg(e) AS es FROM unnest(%s::bigint[], %s::timestamptz[]) AS g(o, e) GROUP BY o
-), minutes AS (
+), first_price AS (  -- the common case: one segment to charge, one price over its minutes (no window needed)
+    SELECT t.*, b.price AS price0, t.n_segments = 1 AND b.price IS NOT NULL AND NOT EXISTS (
+            SELECT 1 FROM book c WHERE c.gpu_type = t.gpu_type AND c.mode = t.mode
+                AND c.price_from > t.started_at + t.done * interval '1 minute'
+                AND c.price_from <= t.started_at + (t.last - 1) * interval '1 minute') AS simple
+    FROM todo t LEFT JOIN book b ON b.gpu_type = t.gpu_type AND b.mode = t.mode
+        AND t.started_at + t.done * interval '1 minute' >= b.price_from
+        AND (b.price_until IS NULL OR t.started_at + t.done * interval '1 minute' < b.price_until)
+), simple AS (
+    SELECT t.*, i AS minute_index, t.started_at + i * interval '1 minute' AS minute, t.price0 AS price,
+        CASE WHEN t.cur_price = t.price0 THEN t.cur_index ELSE 0 END + (i - t.done) + 1 AS run
+    FROM first_price t CROSS JOIN LATERAL generate_series(t.done, t.last - 1) AS i WHERE t.simple
+), minutes AS (  -- the rest: price per minute, runs continued across segments and restarted at price changes
     SELECT t.*, i AS minute_index, t.started_at + i * interval '1 minute' AS minute
-    FROM todo t CROSS JOIN LATERAL generate_series(t.done, t.last - 1) AS i
+    FROM first_price t CROSS JOIN LATERAL generate_series(t.done, t.last - 1) AS i WHERE NOT t.simple
 ), priced AS (
     SELECT m.*, b.price,
         lag(b.price, 1, m.cur_price) OVER w AS prev_price
@@ -147,6 +160,12 @@ WITH seg AS (
         ORDER BY i.started_at, i.segment_id, i.minute_index)
         + CASE WHEN i.island = 0 THEN i.cur_index ELSE 0 END AS run
     FROM islands i
+), charged AS (
+    SELECT organization_id, instance_id, segment_id, minute_index, minute, gpu_type, mode, gpu_count, started_at,
+        price, run, done, too_old, last, total FROM simple
+    UNION ALL
+    SELECT organization_id, instance_id, segment_id, minute_index, minute, gpu_type, mode, gpu_count, started_at,
+        price, run, done, too_old, last, total FROM runs
 )
 SELECT r.organization_id, r.instance_id, r.segment_id, r.minute_index, r.minute, r.gpu_type, r.mode,
     r.gpu_count, r.started_at, r.price, r.run,
@@ -154,7 +173,7 @@ SELECT r.organization_id, r.instance_id, r.segment_id, r.minute_index, r.minute,
     to_char(r.minute AT TIME ZONE %s, 'YYYYMM') AS month,
     COALESCE((SELECT count(*) FROM unnest(x.es) AS e WHERE e <= r.minute), 0)::int AS bucket,
     r.done < r.too_old AS old, r.last < r.total AS capped
-FROM runs r LEFT JOIN expiry x ON x.o = r.organization_id
+FROM charged r LEFT JOIN expiry x ON x.o = r.organization_id
 """
     end = now + _MICRO
     params = [
