@@ -22,9 +22,10 @@ connected in ``billing.apps``) from the models' current table names, so they fol
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 _RESERVE = """
 CREATE OR REPLACE FUNCTION billing_call_reserve(
@@ -192,9 +193,15 @@ def install(using: str = "default", **_: Any) -> None:
         cursor.execute(_sql(_SETTLE))
 
 
+def _own_transaction() -> AbstractContextManager[Any]:
+    """Nothing in autocommit mode (the statement is its transaction: one round trip); a savepoint inside an outer
+    transaction, so a failed call leaves that transaction usable, as the Python path's ``atomic`` blocks do."""
+    return transaction.atomic() if connection.in_atomic_block else nullcontext()
+
+
 def call_reserve_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
     """Run ``billing_call_reserve`` (one round trip): (outcome, call id, attempts)."""
-    with connection.cursor() as cursor:
+    with _own_transaction(), connection.cursor() as cursor:
         cursor.execute("SELECT * FROM billing_call_reserve(%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)", params)
         outcome, call_id, attempts = cursor.fetchone()
     return outcome, call_id, attempts
@@ -203,7 +210,7 @@ def call_reserve_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
 def call_settle_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
     """Run ``billing_call_settle`` (one round trip): (outcome, ledger transaction id or None, micro-CNY the
     wallet could spend when the outcome is ``insufficient``)."""
-    with connection.cursor() as cursor:
+    with _own_transaction(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT * FROM billing_call_settle(%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, %s,"
             " %s, %s)",
