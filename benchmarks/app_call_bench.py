@@ -16,6 +16,11 @@ open-reservation sum, the ``AppCall`` insert, its COMMIT), ``post`` is ``call_se
 transaction with the publisher's share, the call update, its COMMIT); ``billing`` is their sum. A second app with
 price 0 (still reserved, nothing posted) shows the difference.
 
+Beside them, in the same run, the same number of calls of a **bare DRF view** — ``POST /bench/bare`` with the same
+body, bearer token and DRF defaults (token authentication, scope permission, throttling), which parses the body
+and answers ``{"ok": true}`` without touching an app or money — so ``total - bare`` is what an app call adds,
+whatever the machine's load. On PostgreSQL reserving and posting are one round trip each (``billing.call_sql``).
+
 Also timed alone: ``wallet_lock`` (both uses: in the reservation and in the posting), ``wallet_spend`` (the ledger
 posting inside ``post``) and the COMMITs of the call (the durable writes: two per call). ``BENCH_SHOW_SQL=1``
 prints the statements of one call.
@@ -55,6 +60,9 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 from django.test import Client  # noqa: E402
 from django.test.utils import CaptureQueriesContext  # noqa: E402
+from django.urls import clear_url_caches, include, path  # noqa: E402
+from rest_framework.response import Response  # noqa: E402
+from rest_framework.views import APIView  # noqa: E402
 
 from billing.services import wallet_top_up  # noqa: E402
 from portal.choices import TokenScope  # noqa: E402
@@ -114,6 +122,31 @@ timed(calls, "call_reserve", "reserve")
 timed(calls, "call_settle", "post")
 timed(calls, "wallet_lock", "lock")
 timed(calls, "wallet_spend", "spend")
+
+
+class BareView(APIView):
+    """The floor of an authenticated API call: DRF's default authentication, permissions and throttling."""
+
+    def post(self, request: Any) -> Response:
+        return Response({"ok": bool(request.data)})
+
+
+urlpatterns = [path("bench/bare", BareView.as_view()), path("", include("portal.urls"))]
+
+
+def bare(token: str, calls: int) -> list[float]:
+    """Seconds per call of the bare view (50 warm-up calls first)."""
+    client = Client()
+    body = '{"text": "第一条 为了规范合同行为，保护合同当事人的合法权益"}'
+    out = []
+    for i in range(-50, calls):
+        t0 = time.perf_counter()
+        r = client.post("/bench/bare", body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+        if r.status_code != 200:
+            raise SystemExit(f"bare call failed: {r.status_code} {r.content[:300]!r}")
+        if i >= 0:
+            out.append(time.perf_counter() - t0)
+    return out
 
 
 def pct(values: list[float], q: float) -> float:
@@ -211,6 +244,8 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=1000)
     args = parser.parse_args()
     call_command("migrate", verbosity=0)
+    settings.ROOT_URLCONF = __name__  # this module's urlpatterns: the bare view, then the portal's
+    clear_url_caches()
     vendor = connection.vendor
     print(
         f"database: {vendor} ({connection.settings_dict['NAME']}), Django test client, echo backend, "
@@ -220,8 +255,18 @@ def main() -> None:
     stamp = str(int(time.time()))
     paid_slug, paid_token = setup(10_000, f"paid-{stamp}")
     free_slug, free_token = setup(0, f"free-{stamp}")
-    report("paid app (0.01 CNY per call, 70 % to the publisher)", run(paid_slug, paid_token, args.calls, f"p{stamp}"))
+    floor = bare(paid_token, args.calls)
+    paid = run(paid_slug, paid_token, args.calls, f"p{stamp}")
+    floor += bare(paid_token, args.calls)  # before and after the app calls: the same share of any load change
+    report("paid app (0.01 CNY per call, 70 % to the publisher)", paid)
     report("free app (reserved, nothing posted)", run(free_slug, free_token, args.calls, f"f{stamp}"))
+    ms = [x * 1000 for x in floor]
+    total = pct([x * 1000 for x in paid["total"]], 0.5)
+    print(
+        f"bare DRF view (same token authentication), {len(ms)} calls: p50 {pct(ms, 0.5):7.2f} ms  p99"
+        f" {pct(ms, 0.99):7.2f} ms  mean {statistics.fmean(ms):7.2f} ms; paid app call p50 - bare p50:"
+        f" {total - pct(ms, 0.5):.2f} ms"
+    )
 
 
 if __name__ == "__main__":

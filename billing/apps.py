@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class BillingConfig(AppConfig):
@@ -12,3 +13,8 @@ class BillingConfig(AppConfig):
 
         hooks.organization_created.connect(receivers.wallet_for_new_organization, dispatch_uid="billing.wallet")
         hooks.trial_claimed.connect(receivers.trial_credit_for_claim, dispatch_uid="billing.trial_credit")
+
+        from billing.call_sql import install
+
+        # the app-call billing functions of PostgreSQL, from the current table names (billing.call_sql)
+        post_migrate.connect(install, sender=self, dispatch_uid="billing.call_sql.install")

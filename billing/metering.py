@@ -19,19 +19,22 @@ Rules (DESIGN.md §4, issues 6 and 15):
   are written off: a ``UsageWriteOff`` row, an audit row and a statement line, never silently dropped. The
   per-shard ``MeteringWatermark`` lets the tick see segments that ended before its window.
 
-The tick is set-based. Segments stream from the instances app's selector ordered by organization, in chunks
-of organizations (``chunk_rows`` minutes at most per database transaction, so a 24-hour catch-up has flat
-peak memory); per chunk a handful of statements whatever the number of organizations: lock every wallet of
-the chunk in id order (one statement), read cursors, balances and grants (three), then insert the ledger
-transactions, entries, balance updates, usage records and cursors (one statement each on PostgreSQL).
-``metering_tick(shard=(k, n))`` charges only organizations with ``id % n == k``, so n workers can share a
-tick.
+The tick is set-based. On PostgreSQL (``billing.tick_sql``) the database does the per-minute work: the tick
+counts run segments per organization (one statement), cuts chunks of organizations (``chunk_rows`` minutes at
+most per database transaction), and per pass locks the chunk's wallets in id order, reads balances and grants,
+plans every due minute — price, run at one price, cumulative rounding, local month, grant bucket — into a
+temporary table with one ``CREATE TABLE … AS SELECT``, reads one row per posting batch, posts the batches
+(``ledger_post_many``: three statements) and inserts the usage records and cursors with one ``INSERT … SELECT``
+each: about a dozen statements per pass whatever the number of minutes, and no row of a minute in Python. A
+chunk with minutes to write off or without a price is charged by the portable path instead (``TickResult.
+portable_chunks``). The portable path (SQLite) streams segments from the instances app's selector and computes
+the minutes in Python with the same rules, batches and idempotency keys (``billing.usage_batches``); a test
+runs both on one scenario and compares every row. ``metering_tick(shard=(k, n))`` charges only
+organizations with ``id % n == k``, so n workers can share a tick.
 """
 
 from __future__ import annotations
 
-import bisect
-import hashlib
 import logging
 import zoneinfo
 from collections import defaultdict
@@ -45,8 +48,9 @@ from django.db.models import F
 from django.db.models.functions import Mod
 from django.utils import timezone
 
+from billing import tick_sql
 from billing.bulk import bulk_insert, in_clause
-from billing.choices import SystemAccount, TransactionKind
+from billing.choices import SystemAccount
 from billing.models import (
     CreditGrant,
     LedgerAccount,
@@ -58,7 +62,9 @@ from billing.models import (
 )
 from billing.pricing import PriceBook, cumulative_charge_micros, minute_charge_micros
 from billing.selectors import wallet_balance
-from billing.services import BulkPosting, IdempotencyKeyReused, ledger_post_many, system_account, wallet_create
+from billing.services import IdempotencyKeyReused, ledger_post_many, system_account, wallet_create
+from billing.tick_sql import Batch, billing_zone
+from billing.usage_batches import batch_postings, usage_batches
 from portal.audit import audit_log
 from portal.db import db_value, quoted_table
 from portal.models import Organization
@@ -79,16 +85,12 @@ def started_minutes(*, started_at: datetime, until: datetime) -> int:
     return -(-micros // 60_000_000) if micros > 0 else 0
 
 
-def billing_zone() -> zoneinfo.ZoneInfo:
-    """The organizations' local time zone for posting usage (``BILLING_TIME_ZONE``, default Asia/Shanghai)."""
-    return zoneinfo.ZoneInfo(getattr(settings, "BILLING_TIME_ZONE", "Asia/Shanghai"))
-
-
 @dataclass
 class TickResult:
     """What one tick did: records created, micro-CNY charged, organizations charged, conflicts (chunks left to
     a concurrent tick), shortfalls (micro-CNY the balance could not cover) per organization id, minutes
-    written off (older than the lookback), and database transactions (chunk passes) used."""
+    written off (older than the lookback), database transactions (chunk passes) used, and, on PostgreSQL,
+    chunks charged the portable way because a minute had to be written off or had no price."""
 
     records: int = 0
     charged_micros: int = 0
@@ -97,6 +99,7 @@ class TickResult:
     shortfalls: dict[int, int] = field(default_factory=dict)
     written_off_minutes: int = 0
     passes: int = 0
+    portable_chunks: int = 0
 
 
 class _Conflict(Exception):
@@ -128,8 +131,27 @@ def metering_tick(
     )
 
     result = TickResult()
-    prices = PriceBook()
     revenue_id = system_account(SystemAccount.REVENUE).pk
+    if connection.vendor == "postgresql":
+        _tick_in_sql(segments, now, window_start, revenue_id, chunk_rows, result)
+    else:
+        _tick_in_python(segments, now, window_start, revenue_id, chunk_rows, result)
+    table = quoted_table(MeteringWatermark)
+    bulk_insert(
+        table,
+        [("shard", "text"), ("scanned_until", "timestamptz")],
+        [(shard_key, now)],
+        suffix=f"ON CONFLICT (shard) DO UPDATE SET scanned_until = excluded.scanned_until"
+        f" WHERE {table}.scanned_until < excluded.scanned_until",
+    )
+    return result
+
+
+def _tick_in_python(
+    segments: Any, now: datetime, window_start: datetime, revenue_id: int, chunk_rows: int, result: TickResult
+) -> None:
+    """The portable tick (SQLite): segments read into Python in organization chunks, minutes computed here."""
+    prices = PriceBook()
     chunk: list[dict[str, Any]] = []
     last_org = None
     for seg in segments.iterator(chunk_size=5000):
@@ -140,15 +162,111 @@ def metering_tick(
         chunk.append(seg)
     if chunk:
         _charge_chunk(chunk, now, window_start, prices, revenue_id, chunk_rows, result)
-    table = quoted_table(MeteringWatermark)
-    bulk_insert(
-        table,
-        [("shard", "text"), ("scanned_until", "timestamptz")],
-        [(shard_key, now)],
-        suffix=f"ON CONFLICT (shard) DO UPDATE SET scanned_until = excluded.scanned_until"
-        f" WHERE {table}.scanned_until < excluded.scanned_until",
+
+
+class _Fallback(Exception):
+    """Some minute of the chunk needs the portable path (written off, or without a price): roll back the pass."""
+
+
+def _tick_in_sql(
+    segments: Any, now: datetime, window_start: datetime, revenue_id: int, chunk_rows: int, result: TickResult
+) -> None:
+    """The PostgreSQL tick: chunks of organizations cut from per-organization segment counts, each charged by
+    the statements of ``billing.tick_sql`` (a handful per pass whatever the number of minutes)."""
+    sql, params = segments.order_by().query.sql_with_params()
+    chunk: list[int] = []
+    count = 0
+    for org_id, n in tick_sql.organization_sizes(segments_sql=sql, segments_params=params):
+        if chunk and count >= max(1, chunk_rows // 4):
+            _charge_chunk_sql(chunk, count, segments, now, window_start, revenue_id, chunk_rows, result)
+            chunk, count = [], 0
+        chunk.append(org_id)
+        count += n
+    if chunk:
+        _charge_chunk_sql(chunk, count, segments, now, window_start, revenue_id, chunk_rows, result)
+
+
+def _charge_chunk_sql(
+    org_ids: list[int],
+    segment_count: int,
+    segments: Any,
+    now: datetime,
+    window_start: datetime,
+    revenue_id: int,
+    chunk_rows: int,
+    result: TickResult,
+) -> None:
+    """Charge a chunk of organizations in SQL passes of at most ``chunk_rows`` minutes; hand the chunk to the
+    portable path when a pass finds minutes to write off or without a price."""
+    _wallets_ensure(org_ids)
+    per_segment = max(1, chunk_rows // segment_count)
+    sql, params = segments.order_by().query.sql_with_params()  # the plan filters by organization itself
+    while True:
+        try:
+            with transaction.atomic():
+                more = _charge_pass_sql(sql, params, org_ids, now, window_start, revenue_id, per_segment, result)
+        except (_Conflict, IdempotencyKeyReused):  # a concurrent tick charged these minutes first
+            result.conflicts += 1
+            return
+        except _Fallback:
+            result.portable_chunks += 1
+            rows = list(segments.filter(instance__organization_id__in=org_ids))
+            _charge_chunk(rows, now, window_start, PriceBook(), revenue_id, chunk_rows, result)
+            return
+        result.passes += 1
+        if not more:
+            return
+
+
+def _charge_pass_sql(
+    sql: str,
+    params: tuple[Any, ...],
+    org_ids: list[int],
+    now: datetime,
+    window_start: datetime,
+    revenue_id: int,
+    per_segment: int,
+    result: TickResult,
+) -> bool:
+    """One database transaction of the PostgreSQL tick: lock and read, plan, post, record. Returns True when
+    minutes are left over."""
+    wallets, grants = _lock_and_read(org_ids, window_start)
+    plan = tick_sql.plan(
+        segments_sql=sql,
+        segments_params=params,
+        org_ids=org_ids,
+        now=now,
+        window_start=window_start,
+        per_segment=per_segment,
+        zone=billing_zone().key,
+        grants=grants,
     )
-    return result
+    if plan.fallback:
+        raise _Fallback
+    if not plan.batches:
+        return False
+    by_org: dict[int, list[Batch]] = defaultdict(list)
+    for batch in plan.batches:
+        by_org[batch.organization_id].append(batch)
+    postings, key_of, charged = batch_postings(by_org, wallets, grants, now, revenue_id, result.shortfalls)
+    tracked = {paid_account for paid_account, _ in wallets.values()} | {g[0] for gs in grants.values() for g in gs}
+    ids = ledger_post_many(postings=postings, tracked_account_ids=tracked) if postings else {}
+    rows = sum(b.rows for b in plan.batches)
+    if not tick_sql.apply(transaction_ids={k: ids.get(key) for k, key in key_of.items()}, rows=rows):
+        raise _Conflict
+    result.records += rows
+    result.charged_micros += charged
+    result.organizations += len(by_org)
+    return plan.more
+
+
+def _wallets_ensure(org_ids: list[int]) -> None:
+    """Create the wallets these organizations lack (a tick may be the first to charge one)."""
+    missing = set(org_ids) - set(
+        Wallet.objects.filter(organization_id__in=org_ids).values_list("organization_id", flat=True)
+    )
+    for org_id in sorted(missing):
+        wallet_create(organization=Organization.objects.get(pk=org_id))
 
 
 @dataclass
@@ -171,11 +289,7 @@ def _charge_chunk(
 ) -> None:
     """Charge the segments of a few organizations, in passes of at most ``chunk_rows`` minutes each."""
     org_ids = sorted({s["organization_id"] for s in segments})
-    missing = set(org_ids) - set(
-        Wallet.objects.filter(organization_id__in=org_ids).values_list("organization_id", flat=True)
-    )
-    for org_id in missing:
-        wallet_create(organization=Organization.objects.get(pk=org_id))
+    _wallets_ensure(org_ids)
     per_segment = max(1, chunk_rows // len(segments))
     while True:
         try:
@@ -206,8 +320,11 @@ def _charge_pass(
     write_offs: list[tuple[Any, ...]] = []
     changed: dict[int, _Cursor] = {}
     more = False
+    waiting: set[int] = set()  # instances with an earlier segment left unfinished by this pass
     for seg in segments:
         iid, seg_id, start = seg["instance_id"], seg["segment_id"], seg["started_at"]
+        if iid in waiting:  # charging a later segment first would move the cursor past the earlier one
+            continue
         cur = changed.get(iid) or cursors.get(iid)
         if cur is None:
             done = 0
@@ -243,7 +360,9 @@ def _charge_pass(
             cur = _Cursor(seg_id, done, start + (done - 1) * MINUTE, -1, 0)
             changed[iid] = cur
         last = min(total, done + per_segment)
-        more = more or last < total
+        if last < total:
+            more = True
+            waiting.add(iid)
         for index in range(done, last):
             minute = start + index * MINUTE
             price_or_none = prices.at(seg["gpu_type"], seg["mode"], minute, seg["tier"])
@@ -262,10 +381,15 @@ def _charge_pass(
             changed[iid] = cur
     if not rows and not write_offs:
         return False
-    postings, txn_of, charged = _postings(rows, wallets, grants, now, revenue_id, result)
+    by_org, batch_of = usage_batches(rows, grants)
+    postings, key_of, charged = batch_postings(by_org, wallets, grants, now, revenue_id, result.shortfalls)
     tracked = {paid_account for paid_account, _ in wallets.values()} | {g[0] for gs in grants.values() for g in gs}
     ids = ledger_post_many(postings=postings, tracked_account_ids=tracked) if postings else {}
-    usage = [(org, *row, ids.get(txn_of[(org, row[1], row[2])])) for org, org_rows in rows.items() for row in org_rows]
+    usage = [
+        (org, *row, ids.get(key_of[batch_of[(org, row[1], row[2])]]))
+        for org, org_rows in rows.items()
+        for row in org_rows
+    ]
     inserted = bulk_insert(
         quoted_table(UsageRecord),
         [
@@ -364,92 +488,6 @@ def _cursors_read(instance_ids: list[int]) -> dict[int, _Cursor]:
             last = timezone.make_aware(last, zoneinfo.ZoneInfo("UTC"))
         out[int(iid)] = _Cursor(seg, minutes, last, price, index)
     return out
-
-
-def _postings(
-    rows: dict[int, list[tuple[Any, ...]]],
-    wallets: dict[int, tuple[int, int]],
-    grants: dict[int, list[list[Any]]],
-    now: datetime,
-    revenue_id: int,
-    result: TickResult,
-) -> tuple[list[BulkPosting], dict[tuple[int, int, int], str], int]:
-    """Per organization, its minutes in time order split into batches at grant expiries and local month
-    starts; per batch one posting that takes grants valid at the batch's minutes (earliest expiry first),
-    then paid, then records the rest as shortfall. Returns (postings, posting key per (org, segment, minute
-    index), micro-CNY charged)."""
-    zone = billing_zone()
-    now_month = now.astimezone(zone).strftime("%Y%m")
-    postings: list[BulkPosting] = []
-    key_of: dict[tuple[int, int, int], str] = {}
-    charged = 0
-    for org, org_rows in rows.items():
-        org_rows.sort(key=lambda r: (r[3], r[1], r[2]))
-        org_grants = grants.get(org, [])
-        expiries = sorted({g[2] for g in org_grants})
-        batches: dict[tuple[str, int], list[tuple[Any, ...]]] = {}
-        for row in org_rows:
-            minute = row[3]
-            batches.setdefault(
-                (minute.astimezone(zone).strftime("%Y%m"), bisect.bisect_right(expiries, minute)), []
-            ).append(row)
-        paid_account, paid = wallets[org]
-        shortfall_total = 0
-        for (month, _), batch in sorted(batches.items(), key=lambda item: item[1][0][3]):
-            first, last = batch[0][3], batch[-1][3]
-            total = sum(r[9] for r in batch)
-            legs: list[tuple[int, int]] = []
-            left = total
-            for grant in org_grants:
-                if left == 0:
-                    break
-                if grant[2] > first and grant[1] > 0:
-                    take = min(left, grant[1])
-                    grant[1] -= take
-                    left -= take
-                    legs.append((grant[0], -take))
-            if left and paid:
-                take = min(left, paid)
-                paid -= take
-                left -= take
-                legs.append((paid_account, -take))
-            covered = total - left
-            shortfall_total += left
-            digest = hashlib.sha256(";".join(f"{r[1]}:{r[2]}" for r in batch).encode()).hexdigest()[:40]
-            key = f"usage:{org}:{first:%Y%m%d%H%M%S}:{digest}"
-            for r in batch:
-                key_of[(org, r[1], r[2])] = key
-            if covered == 0:
-                continue
-            legs.append((revenue_id, covered))
-            metadata: dict[str, Any] = {
-                "records": len(batch),
-                "first_minute": first.isoformat(),
-                "last_minute": last.isoformat(),
-            }
-            if left:
-                metadata["shortfall_micros"] = left
-            postings.append(
-                BulkPosting(
-                    idempotency_key=key,
-                    kind=TransactionKind.USAGE,
-                    organization_id=org,
-                    memo="GPU usage" if not left else "GPU usage (partly uncovered)",
-                    metadata=metadata,
-                    created_at=now if month == now_month else last,
-                    legs=tuple(legs),
-                )
-            )
-            charged += covered
-        wallets[org] = (paid_account, paid)
-        if shortfall_total:
-            result.shortfalls[org] = result.shortfalls.get(org, 0) + shortfall_total
-            audit_log(
-                action="billing.usage_shortfall",
-                organization=Organization(pk=org),
-                extra={"shortfall_micros": shortfall_total},
-            )
-    return postings, key_of, charged
 
 
 def _write_offs_record(write_offs: list[tuple[Any, ...]], result: TickResult) -> None:

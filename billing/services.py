@@ -245,6 +245,27 @@ def _credit_account_ids(destination: SystemAccount, organization_ids: Sequence[i
     return system if system is not None else int(system_account(destination).pk), paid
 
 
+def spend_fingerprint(
+    *,
+    kind: TransactionKind,
+    organization_id: int,
+    amount_micros: int,
+    destination: SystemAccount,
+    credit_wallets: Sequence[tuple[int, int]],
+) -> str:
+    """The content hash of a ``wallet_spend`` posting (its idempotency key must come back with the same one);
+    shared with the app-call settlement in SQL (``billing.call_sql``)."""
+    return _fingerprint(
+        {
+            "kind": str(kind),
+            "org": organization_id,
+            "amount": amount_micros,
+            "to": destination.value,
+            "wallets": sorted(credit_wallets),
+        }
+    )
+
+
 def wallet_spend(
     *,
     organization: Organization,
@@ -276,14 +297,12 @@ def wallet_spend(
     credit_total = sum(micros for _, micros in credit_wallets)
     if any(micros <= 0 for _, micros in credit_wallets) or credit_total > amount_micros:
         raise LedgerError("the parts credited to wallets must be positive and at most the amount")
-    fingerprint = _fingerprint(
-        {
-            "kind": str(kind),
-            "org": organization.pk,
-            "amount": amount_micros,
-            "to": destination.value,
-            "wallets": sorted(credit_wallets),
-        }
+    fingerprint = spend_fingerprint(
+        kind=kind,
+        organization_id=organization.pk,
+        amount_micros=amount_micros,
+        destination=destination,
+        credit_wallets=credit_wallets,
     )
     with transaction.atomic():
         wallet = wallet_lock(organization=organization, now=now)

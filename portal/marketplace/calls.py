@@ -17,10 +17,12 @@ A publisher's calls of its own app cost only the platform's part: the price less
 to itself. A reservation whose process died (no answer recorded ``APP_CALL_TIMEOUT_S`` + 2 minutes after it
 was made) is released by ``calls_release_stale`` (beat, every minute), so it holds no money for ever.
 
-Billing runs on every call, so its two transactions are a handful of hand-written statements each
-(``benchmarks/app_call_bench.py`` measures them): reserving is the wallet lock and its balance
-(``billing.services.wallet_lock``, two statements), the key lookup, the open-reservation sum and one
-``INSERT``; posting is ``billing.services.wallet_spend`` and one ``UPDATE`` of the call.
+Billing runs on every call (``benchmarks/app_call_bench.py`` measures it). On PostgreSQL each phase is one
+round trip and its own transaction: ``billing_call_reserve`` and ``billing_call_settle`` (``billing.call_sql``)
+do the statements below inside the database. Elsewhere (SQLite), and where a wallet must first be created,
+reserving is the wallet lock and its balance (``billing.services.wallet_lock``), the key lookup, the
+open-reservation sum and one ``INSERT``; posting is ``billing.services.wallet_spend`` and one ``UPDATE`` of the
+call. A test runs both ways and compares every row (``tests/billing/test_call_sql.py``).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import jsonschema
 from django.conf import settings
@@ -37,9 +39,11 @@ from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
-from billing.choices import TransactionKind
+from billing.call_sql import call_reserve_sql, call_settle_sql
+from billing.choices import SystemAccount, TransactionKind
+from billing.models import LedgerTransaction
 from billing.money import format_cny
-from billing.services import InsufficientFunds, wallet_lock, wallet_spend
+from billing.services import IdempotencyKeyReused, InsufficientFunds, spend_fingerprint, wallet_lock, wallet_spend
 from portal.db import db_value, loaded, quoted_table
 from portal.marketplace import serving
 from portal.marketplace.choices import AppState, CallStatus
@@ -258,6 +262,32 @@ def call_reserve(
     """
     now = timezone.now()
     cap = monthly_cap_micros(caller)
+    if connection.vendor == "postgresql":  # one round trip: billing.call_sql
+        outcome, sql_call_id, sql_attempts = call_reserve_sql(
+            [
+                caller.pk,
+                app.pk,
+                version.pk,
+                user.pk if user else None,
+                idempotency_key or None,
+                request_sha256,
+                price_micros,
+                share_micros,
+                now,
+                month_start(now) if cap else None,
+                cap,
+            ]
+        )
+        if outcome == "replay":
+            done = AppCall.objects.get(pk=sql_call_id)
+            return CallResult(call=done, output=done.response or {}, replayed=True)
+        if outcome == "reserved":
+            return _reserved_call(
+                sql_call_id, sql_attempts, app, version, caller, user, idempotency_key, request_sha256, now,
+                price_micros, share_micros,
+            )  # fmt: skip
+        if outcome != "no_wallet":  # no wallet yet: the path below creates it
+            _refuse(outcome, price_micros)
     calls = quoted_table(AppCall)
     with transaction.atomic(), connection.cursor() as cursor:
         wallet = wallet_lock(organization=caller, now=now)
@@ -271,19 +301,17 @@ def call_reserve(
             previous = cursor.fetchone()
             if previous is not None:
                 if previous[2] != request_sha256:
-                    raise IdempotencyConflict(_("This Idempotency-Key was used for a different request."))
+                    _refuse("conflict", price_micros)
                 if previous[1] == CallStatus.SUCCEEDED:
                     done = AppCall.objects.get(pk=previous[0])
                     return CallResult(call=done, output=done.response or {}, replayed=True)
                 if previous[1] == CallStatus.RESERVED:
-                    raise CallInProgress(_("A call with this Idempotency-Key is still running."))
+                    _refuse("in_progress", price_micros)
         open_micros, month_micros = held_and_month_micros(caller, month_start(now) if cap else None)
         if cap and month_micros + price_micros > cap:
-            raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
+            _refuse("cap", price_micros)
         if price_micros > wallet.spendable_micros - int(open_micros):
-            raise CallRefused(
-                _("The wallet cannot cover this call (%(p)s CNY); top up first.") % {"p": format_cny(price_micros, 6)}
-            )
+            _refuse("refused", price_micros)
         attempts = 1
         if previous is None:
             cursor.execute(
@@ -321,6 +349,38 @@ def call_reserve(
                     call_id,
                 ],
             )
+    return _reserved_call(
+        call_id, attempts, app, version, caller, user, idempotency_key, request_sha256, now, price_micros, share_micros
+    )
+
+
+def _refuse(outcome: str, price_micros: int) -> NoReturn:
+    """Raise the refusal of a reservation ``outcome`` (the Python path's and ``billing_call_reserve``'s)."""
+    if outcome == "conflict":
+        raise IdempotencyConflict(_("This Idempotency-Key was used for a different request."))
+    if outcome == "in_progress":
+        raise CallInProgress(_("A call with this Idempotency-Key is still running."))
+    if outcome == "cap":
+        raise MonthlyCapReached(_("This organization's monthly cap on app calls is reached."))
+    raise CallRefused(
+        _("The wallet cannot cover this call (%(p)s CNY); top up first.") % {"p": format_cny(price_micros, 6)}
+    )
+
+
+def _reserved_call(
+    call_id: int,
+    attempts: int,
+    app: App,
+    version: AppVersion,
+    caller: Organization,
+    user: User | None,
+    idempotency_key: str | None,
+    request_sha256: str,
+    now: datetime,
+    price_micros: int,
+    share_micros: int,
+) -> AppCall:
+    """The ``reserved`` call row as written, without reading it back."""
     call = AppCall(
         id=call_id,
         app=app,
@@ -359,6 +419,11 @@ def call_settle(
     if billed_tokens is not None:
         price = call_price_micros(app, billed_tokens, call.caller)
         share = publisher_share_micros(app, call.caller, price)
+    if connection.vendor == "postgresql" and _settle_sql(
+        call=call, app=app, output=output, started=started, finished=finished, latency_ms=latency_ms,
+        price=price, share=share, billed_tokens=billed_tokens,
+    ):  # fmt: skip
+        return call
     try:
         with transaction.atomic():
             txn = (
@@ -398,6 +463,61 @@ def call_settle(
     call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
     call.ledger_transaction_id = txn.pk if txn else None
     return call
+
+
+def _settle_sql(
+    *,
+    call: AppCall,
+    app: App,
+    output: dict[str, Any],
+    started: float,
+    finished: datetime,
+    latency_ms: int,
+    price: int,
+    share: int,
+    billed_tokens: int | None,
+) -> bool:
+    """``call_settle`` in one round trip (``billing_call_settle``); updates ``call`` and returns True, or False
+    when a wallet or account must first be created by the Python path. Raises as ``call_settle`` does."""
+    key = f"app-call:{call.pk}"
+    credit = [(app.publisher_id, share)] if share else []
+    outcome, txn_id, available = call_settle_sql(
+        [
+            call.pk,
+            call.caller_id,
+            app.publisher_id,
+            price,
+            share,
+            key,
+            TransactionKind.APP_CALL.value,
+            f"App call: {app.name}"[:300],
+            db_value(LedgerTransaction, "metadata", {"app": app.slug, "call": call.pk, "tokens": billed_tokens}),
+            spend_fingerprint(
+                kind=TransactionKind.APP_CALL,
+                organization_id=call.caller_id,
+                amount_micros=price,
+                destination=SystemAccount.REVENUE,
+                credit_wallets=credit,
+            ),
+            finished,
+            db_value(AppCall, "response", output),
+            latency_ms,
+            billed_tokens,
+            SystemAccount.REVENUE.value,
+        ]
+    )
+    if outcome == "no_wallet":
+        return False
+    if outcome == "insufficient":
+        message = f"balance {format_cny(available or 0)} CNY cannot cover {format_cny(price)} CNY"  # as wallet_spend
+        call_release(call=call, code="insufficient_funds", message=message, started=started)
+        raise CallRefused(_("The wallet no longer covers this call; nothing was charged."))
+    if outcome == "key_reused":
+        raise IdempotencyKeyReused(f"idempotency key {key!r} was already used for a different transaction")
+    call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
+    call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
+    call.ledger_transaction_id = txn_id
+    return True
 
 
 def call_release(*, call: AppCall, code: str, message: str, started: float) -> None:
