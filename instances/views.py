@@ -21,6 +21,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from billing.choices import RentalMode
 from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
+from instances.capacity import capacity_refusal
 from instances.forms import InstanceLaunchForm, JobLaunchForm
 from instances.job_page import format_duration, job_summary
 from instances.models import GpuType, Instance, TrainingJob
@@ -59,6 +60,8 @@ def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
         ctx["error"] = _("Choose a GPU type.")
     elif not 1 <= count <= 1024:
         ctx["error"] = _("The GPU count must be between 1 and %(max)d.") % {"max": 1024}
+    elif no_capacity := capacity_refusal(gpu_type=code, gpu_count=count, mode=mode):
+        ctx["error"] = no_capacity
     else:
         try:
             ctx["quote"] = services.price_quote(organization=organization, gpu_type=code, gpu_count=count, mode=mode)
@@ -110,7 +113,7 @@ def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         "org": organization,
         "form": form,
         "kind": "instance",
-        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+        **_quote_context(organization, form.data or {"gpu_type": form.initial.get("gpu_type"), "gpu_count": 1}),
     }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
@@ -167,7 +170,7 @@ def job_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         "org": organization,
         "form": form,
         "kind": "job",
-        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+        **_quote_context(organization, form.data or {"gpu_type": form.initial.get("gpu_type"), "gpu_count": 1}),
     }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
