@@ -20,10 +20,12 @@ from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
 from billing.forms import TcoForm
+from billing.line_labels import app_call_lines, instance_names, ledger_line_labels
 from billing.money import format_cny, from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
 from billing.pricing import DEFAULT_PRICES, PriceBook
-from billing.selectors import ledger_lines, wallet_balance
+from billing.selectors import ledger_lines, wallet_balance, wallet_grants
+from billing.statement_months import statement_month_check, statement_months
 from billing.statements import SPEND_KINDS, daily_cost, statement_build, statement_csv
 from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
 from portal.lib.charts import line_chart, stacked_bar_chart
@@ -131,23 +133,39 @@ def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> Ht
 
     organization = organization_for_user(user=request.user, slug=org)
     try:
+        statement_month_check(organization=organization, year=year, month=month, tz_name=request.user.timezone)
         st = statement_build(organization=organization, year=year, month=month, tz_name=request.user.timezone)  # type: ignore[union-attr]
     except ValueError as exc:
         raise Http404(str(exc)) from exc
+    names = instance_names([u.instance_id for u in st.usage] + [x.instance_id for x in st.write_offs])
+    app_calls = app_call_lines(organization=organization, start=st.start, end=st.end)
     if request.GET.get("format") == "csv":
-        response = HttpResponse(statement_csv(st), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(
+            statement_csv(st, names=names, app_calls=app_calls), content_type="text/csv; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="statement-{organization.slug}-{year}-{month:02d}.csv"'
         return response
-    return render(request, "billing/statement.html", {"org": organization, "st": st})
+    context = {
+        "org": organization,
+        "st": st,
+        "usage_rows": [(u, names.get(u.instance_id, f"#{u.instance_id}")) for u in st.usage],
+        "write_off_rows": [(x, names.get(x.instance_id, f"#{x.instance_id}")) for x in st.write_offs],
+        "app_calls": app_calls,
+    }
+    return render(request, "billing/statement.html", context)
 
 
 @login_required
 def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = organization_for_user(user=request.user, slug=org)
     page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
+    labels = ledger_line_labels(page.object_list)
+    for entry in page.object_list:
+        entry.label = labels.get(entry.transaction_id, "")  # type: ignore[attr-defined]
     context = {
         "org": organization,
         "balance": wallet_balance(organization=organization),
+        "grants": wallet_grants(organization=organization),
         "page": page,
         "stripe_configured": stripe_gateway.is_configured(),
         "topup_presets": settings.TOP_UP_PRESETS,
@@ -163,8 +181,6 @@ def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
             unit="CNY",
             total_label=_("Total"),
         )
-        now = timezone.localtime()
-        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
-        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
+        context["statement_months"] = statement_months(organization=organization, tz_name=request.user.timezone)
     template = "billing/wallet_table.html" if is_partial(request) else "billing/wallet.html"
     return render(request, template, context)

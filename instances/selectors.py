@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -193,3 +194,10 @@ def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int,
     if isinstance(result, scheduler.Placement):
         return False, _("%(n)d request(s) for this GPU type are waiting ahead of you.") % {"n": ahead}
     return False, _("Waits: %(reason)s (%(n)d request(s) ahead).") % {"reason": result.reason, "n": ahead}
+
+
+def instance_labels(instance_ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
+    """``{instance id: (name, training job id or None)}`` for the given ids (one query) — what billing names on
+    ledger lines and statements (``billing.line_labels``, a documented hook)."""
+    rows = Instance.objects.filter(pk__in=set(instance_ids)).values_list("pk", "name", "job__pk")
+    return {pk: (name, job) for pk, name, job in rows}

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_POST
 from billing.metering import burn_rates
 from billing.notices import open_notice
 from billing.pricing import burn_runway_minutes
-from billing.selectors import wallet_balance
+from billing.selectors import wallet_balance, wallet_grants
 from portal.choices import Role, TokenScope
 from portal.forms import ApiTokenForm, MemberForm, OrganizationForm, SignupForm
 from portal.lib.htmx import is_partial
@@ -117,6 +117,7 @@ def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
     context = {
         "org": organization,
         "balance": balance,
+        "grants": wallet_grants(organization=organization),
         "burn_per_hour_micros": per_hour,
         "runway_minutes": runway_minutes,
         "notice": open_notice(organization),
