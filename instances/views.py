@@ -23,7 +23,7 @@ from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
 from instances.capacity import capacity_refusal
 from instances.forms import InstanceLaunchForm, JobLaunchForm
-from instances.job_page import format_duration, job_summary
+from instances.job_page import format_duration, job_speed, job_summary
 from instances.models import GpuType, Instance, TrainingJob
 from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
@@ -195,7 +195,10 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
     summary = job_summary(job)
+    speed = job_speed(job)
     ctx.update(
+        speed=speed,
+        eta=format_duration(speed.eta) if speed.eta is not None else "",
         summary=summary,
         running_for=format_duration(summary.running),
         since_launch=format_duration(summary.since_launch),

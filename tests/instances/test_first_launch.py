@@ -219,3 +219,55 @@ def test_capacity_by_type_counts_ready_nodes_only(nodes: Any) -> None:
     assert got["cpu-local"] == (1, 2, 2, True)
     assert got["A100-80G-SXM"] == (1, 8, 8, True)
     assert got["H100-80G-SXM"] == (0, 0, 0, False)
+
+
+# --- i: the job page's speed, ETA, one status line, started vs resumed ------------------------------------------
+def test_the_job_page_shows_steps_per_second_eta_one_status_line_and_how_each_attempt_started(
+    client: Any,
+    alice: Any,
+    funded: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from instances.models import Instance, JobAttempt, JobMetric, TrainingJob
+
+    with django_capture_on_commit_callbacks(execute=True):
+        job = launch(funded, alice, licensed, hyperparameters={"max_steps": 1000}).job
+    attempt = job.attempts.get()
+    t0 = timezone.now() - timedelta(seconds=60)
+    for step in (1, 101, 201):  # 200 steps in 80 s = 2.50 steps/s; 799 steps left = 320 s (5:20)
+        JobMetric.objects.create(
+            job=job,
+            attempt=attempt,
+            step=step,
+            loss=5.0,
+            lr=1e-4,
+            tokens_per_s=1.0,
+            reported_at=t0 + timedelta(seconds=(step - 1) * 0.4),
+        )
+    TrainingJob.objects.filter(pk=job.pk).update(last_step=201)
+    Instance.objects.filter(pk=job.instance.pk).update(status="running", status_reason="running")
+    JobAttempt.objects.filter(pk=attempt.pk).update(started_step=0)
+    JobAttempt.objects.create(instance=job.instance, job=job, number=2, backend="fake", started_step=150)
+    client.force_login(alice)
+    html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
+    assert '<span data-testid="job-steps-per-s">2.50 steps/s</span>' not in html  # the newest attempt has no metrics
+    JobAttempt.objects.filter(number=2).delete()
+    html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
+    assert '<span data-testid="job-steps-per-s">2.50 steps/s</span>' in html
+    assert '<span data-testid="job-eta">ETA 0:05:20</span>' in html
+    assert 'data-testid="job-status-reason"' not in html  # "Running running" reads "Running"
+    assert '<td data-testid="attempt-start">started from the beginning</td>' in html
+    JobAttempt.objects.create(instance=job.instance, job=job, number=2, backend="fake", started_step=150)
+    html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
+    assert '<td data-testid="attempt-start">resumed from step 150</td>' in html
+    assert 'data-testid="job-eta"' not in html
+    Instance.objects.filter(pk=job.instance.pk).update(status="failed", status_reason="crashed (exit code 87)")
+    html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
+    assert '<span class="muted" data-testid="job-status-reason">crashed (exit code 87)</span>' in html
