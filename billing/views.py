@@ -21,13 +21,14 @@ from django.views.decorators.http import require_POST
 from billing import stripe_gateway
 from billing.forms import TcoForm
 from billing.line_labels import app_call_lines, instance_names, ledger_line_labels
+from billing.models import GpuPrice
 from billing.money import format_cny, from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
 from billing.pricing import DEFAULT_PRICES, PriceBook
 from billing.selectors import ledger_lines, wallet_balance, wallet_grants
 from billing.statement_months import statement_month_check, statement_months
 from billing.statements import SPEND_KINDS, daily_cost, statement_build, statement_csv
-from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
+from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TCO_SOURCES, TcoInputs, tco_compare
 from portal.lib.charts import line_chart, stacked_bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
@@ -86,15 +87,20 @@ def stripe_webhook(request: HttpRequest) -> HttpResponse:
 def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
 
-    book, now = PriceBook(set(DEFAULT_PRICES)), timezone.now()
+    # every type with a price row (the local CPU slot the launch page starts on included), catalogue order first
+    codes = list(DEFAULT_PRICES) + sorted(
+        set(GpuPrice.objects.values_list("gpu_type", flat=True)) - set(DEFAULT_PRICES)
+    )
+    book, now = PriceBook(set(codes)), timezone.now()
     rows = []
-    for gpu_type in DEFAULT_PRICES:
+    for gpu_type in codes:
         row: dict[str, object] = {"gpu_type": gpu_type}
         for mode in ("container", "bare_metal"):
             price = book.at(gpu_type, mode, now)
             row[mode] = None if price is None else from_micros(price)
         rows.append(row)
-    types = [str(r["gpu_type"]) for r in rows if r["container"] is not None]
+    # the calculator needs a card price to compare with: GPU types only
+    types = [str(r["gpu_type"]) for r in rows if r["container"] is not None and r["gpu_type"] in CARD_PRICE_CNY]
     data = request.GET if "gpus" in request.GET else None
     form = TcoForm(data, gpu_types=types, initial={"gpu_type": types[0] if types else ""})
     result = chart = None
@@ -118,7 +124,7 @@ def pricing(request: HttpRequest) -> HttpResponse:
         chart = line_chart(
             {"buy": [(m, float(v)) for m, v in result.buy_curve], "rent": [(m, float(v)) for m, v in result.rent_curve]}
         )
-    context = {"rows": rows, "form": form, "result": result, "chart": chart}
+    context = {"rows": rows, "form": form, "result": result, "chart": chart, "sources": TCO_SOURCES}
     return render(
         request,
         "billing/tco_result.html" if is_partial(request) else "billing/pricing.html",
