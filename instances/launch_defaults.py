@@ -13,9 +13,10 @@ the 2-core development machine, tiny preset, one thread per rank).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from instances.models import GpuType
+if TYPE_CHECKING:  # the defaults themselves import no Django: the runtime's tests read them
+    from instances.models import GpuType
 
 
 @dataclass(frozen=True)
@@ -68,4 +69,6 @@ def is_cpu_type(gpu_type: GpuType | None) -> bool:
 def launch_defaults(*, gpu_type: str) -> LaunchDefaults:
     """The defaults for a job on the GPU type with catalog code ``gpu_type`` (GPU defaults for an unknown
     code: the launch service refuses it anyway)."""
+    from instances.models import GpuType
+
     return CPU_DEFAULTS if is_cpu_type(GpuType.objects.filter(code=gpu_type).first()) else GPU_DEFAULTS
