@@ -54,7 +54,14 @@ class _CapacityForm(forms.Form):
     )
     gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
-    image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name", required=False)
+    image = forms.ModelChoiceField(
+        label=_("Image"),
+        queryset=Image.objects.all(),
+        to_field_name="name",
+        required=False,
+        empty_label=_("Default image (the platform's PyTorch image)"),
+        help_text=_("The container image the work runs in, with its PyTorch, CUDA and DeepSpeed versions."),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -271,3 +271,10 @@ def test_the_job_page_shows_steps_per_second_eta_one_status_line_and_how_each_at
     Instance.objects.filter(pk=job.instance.pk).update(status="failed", status_reason="crashed (exit code 87)")
     html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
     assert '<span class="muted" data-testid="job-status-reason">crashed (exit code 87)</span>' in html
+
+
+def test_the_image_choice_explains_its_default(client: Any, alice: Any, funded: Any, nodes: Any) -> None:
+    client.force_login(alice)
+    html = client.get(f"/o/{funded.slug}/instances/new/").content.decode()
+    assert '<option value="" selected>Default image (the platform&#x27;s PyTorch image)</option>' in html
+    assert "---------" not in html
