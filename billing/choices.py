@@ -40,7 +40,7 @@ class TransactionKind(models.TextChoices):
 class GrantKind(models.TextChoices):
     TRIAL = "trial", _("Trial credit")
     PROMOTIONAL = "promotional", _("Promotional credit")
-    STAFF = "staff", _("Staff grant")
+    STAFF = "staff", _("Credit from staff")
 
 
 class RentalMode(models.TextChoices):

@@ -51,6 +51,37 @@ def wallet_balance(*, organization: Organization, now: datetime | None = None) -
     )
 
 
+@dataclass(frozen=True)
+class GrantLine:
+    """One credit grant with money left, as the user sees it: ``kind`` (``GrantKind``), ``label`` ("Trial
+    credit", "Credit from staff", …), ``balance_micros`` left and its own ``expires_at``."""
+
+    kind: str
+    label: str
+    balance_micros: int
+    expires_at: datetime
+
+
+def wallet_grants(*, organization: Organization, now: datetime | None = None) -> list[GrantLine]:
+    """The organization's unexpired grants with money left, earliest expiry first (the order they are spent).
+    One query."""
+    from billing.choices import GrantKind
+
+    now = now or timezone.now()
+    rows = (
+        CreditGrant.objects.filter(
+            wallet__organization=organization,
+            expired_at__isnull=True,
+            expires_at__gt=now,
+            account__balance_micros__gt=0,
+        )
+        .order_by("expires_at", "pk")
+        .values_list("kind", "account__balance_micros", "expires_at")
+    )
+    labels = dict(GrantKind.choices)
+    return [GrantLine(kind, str(labels.get(kind, kind)), balance, expires) for kind, balance, expires in rows]
+
+
 def ledger_lines(*, organization: Organization) -> QuerySet[LedgerEntry]:
     """The organization's wallet entries (paid and grant accounts), newest first."""
     return (

@@ -6,8 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import zoneinfo
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.db.models import Count, Max, Min, Sum
 from django.db.models.functions import TruncDate
@@ -166,9 +168,17 @@ def statement_build(*, organization: Organization, year: int, month: int, tz_nam
     )
 
 
-def statement_csv(statement: Statement) -> str:
+def statement_csv(statement: Statement, *, names: dict[int, str] | None = None, app_calls: Sequence[Any] = ()) -> str:
     """The statement as CSV (UTF-8, amounts in CNY with 6 decimals). Usage lines are negative (charged); the
-    shortfall line (usage the balance could not cover) and write-off lines are positive: not charged."""
+    shortfall line (usage the balance could not cover) and write-off lines are positive: not charged.
+    ``names``: instance id -> "legal-tiny (job 7)" (``billing.line_labels.instance_names``), appended to the
+    usage and write-off items; ``app_calls``: ``billing.line_labels.AppCallLine`` rows, one line per app."""
+    names = names or {}
+
+    def item(instance_id: int) -> str:
+        name = names.get(instance_id)
+        return f"instance {instance_id}: {name}" if name else f"instance {instance_id}"
+
     out = io.StringIO()
     w = csv.writer(out)
     w.writerow(["section", "item", "detail", "quantity", "amount_cny"])
@@ -179,7 +189,7 @@ def statement_csv(statement: Statement) -> str:
         w.writerow(
             [
                 "usage",
-                f"instance {u.instance_id}",
+                item(u.instance_id),
                 f"{u.gpu_count} x {u.gpu_type} ({u.mode})",
                 f"{u.minutes} min",
                 format_cny(-u.amount_micros, 6),
@@ -199,7 +209,7 @@ def statement_csv(statement: Statement) -> str:
         w.writerow(
             [
                 "write-off",
-                f"instance {x.instance_id}",
+                item(x.instance_id),
                 "older than the metering lookback (not charged)",
                 f"{x.minutes} min",
                 format_cny(x.amount_micros, 6),
@@ -210,6 +220,8 @@ def statement_csv(statement: Statement) -> str:
         w.writerow(["storage", item, f"{v.size_gb} GB", f"{v.hours} h", format_cny(-v.amount_micros, 6)])
         if v.shortfall_micros:
             w.writerow(["storage", "shortfall", f"{item} (not charged)", "", format_cny(v.shortfall_micros, 6)])
+    for a in app_calls:
+        w.writerow(["app-call", a.label, "", f"{a.calls} calls", format_cny(-a.amount_micros, 6)])
     w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])
     return out.getvalue()
 

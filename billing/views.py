@@ -20,12 +20,15 @@ from django.views.decorators.http import require_POST
 
 from billing import stripe_gateway
 from billing.forms import TcoForm
+from billing.line_labels import app_call_lines, instance_names, ledger_line_labels
+from billing.models import GpuPrice
 from billing.money import format_cny, from_micros
 from billing.payments import TopUpError, stripe_event_handle, stripe_event_record, topup_create
 from billing.pricing import DEFAULT_PRICES, PriceBook
-from billing.selectors import ledger_lines, wallet_balance
+from billing.selectors import ledger_lines, wallet_balance, wallet_grants
+from billing.statement_months import statement_month_check, statement_months
 from billing.statements import SPEND_KINDS, daily_cost, statement_build, statement_csv
-from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TcoInputs, tco_compare
+from billing.tco import CARD_PRICE_CNY, GPU_POWER_KW, TCO_SOURCES, TcoInputs, tco_compare
 from portal.lib.charts import line_chart, stacked_bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
@@ -84,15 +87,20 @@ def stripe_webhook(request: HttpRequest) -> HttpResponse:
 def pricing(request: HttpRequest) -> HttpResponse:
     """Public prices per GPU type and mode, and the rent-vs-buy calculator (htmx updates the result)."""
 
-    book, now = PriceBook(set(DEFAULT_PRICES)), timezone.now()
+    # every type with a price row (the local CPU slot the launch page starts on included), catalogue order first
+    codes = list(DEFAULT_PRICES) + sorted(
+        set(GpuPrice.objects.values_list("gpu_type", flat=True)) - set(DEFAULT_PRICES)
+    )
+    book, now = PriceBook(set(codes)), timezone.now()
     rows = []
-    for gpu_type in DEFAULT_PRICES:
+    for gpu_type in codes:
         row: dict[str, object] = {"gpu_type": gpu_type}
         for mode in ("container", "bare_metal"):
             price = book.at(gpu_type, mode, now)
             row[mode] = None if price is None else from_micros(price)
         rows.append(row)
-    types = [str(r["gpu_type"]) for r in rows if r["container"] is not None]
+    # the calculator needs a card price to compare with: GPU types only
+    types = [str(r["gpu_type"]) for r in rows if r["container"] is not None and r["gpu_type"] in CARD_PRICE_CNY]
     data = request.GET if "gpus" in request.GET else None
     form = TcoForm(data, gpu_types=types, initial={"gpu_type": types[0] if types else ""})
     result = chart = None
@@ -116,7 +124,7 @@ def pricing(request: HttpRequest) -> HttpResponse:
         chart = line_chart(
             {"buy": [(m, float(v)) for m, v in result.buy_curve], "rent": [(m, float(v)) for m, v in result.rent_curve]}
         )
-    context = {"rows": rows, "form": form, "result": result, "chart": chart}
+    context = {"rows": rows, "form": form, "result": result, "chart": chart, "sources": TCO_SOURCES}
     return render(
         request,
         "billing/tco_result.html" if is_partial(request) else "billing/pricing.html",
@@ -131,23 +139,39 @@ def statement(request: AuthedHttpRequest, org: str, year: int, month: int) -> Ht
 
     organization = request_organization(request, slug=org)
     try:
+        statement_month_check(organization=organization, year=year, month=month, tz_name=request.user.timezone)
         st = statement_build(organization=organization, year=year, month=month, tz_name=request.user.timezone)  # type: ignore[union-attr]
     except ValueError as exc:
         raise Http404(str(exc)) from exc
+    names = instance_names([u.instance_id for u in st.usage] + [x.instance_id for x in st.write_offs])
+    app_calls = app_call_lines(organization=organization, start=st.start, end=st.end)
     if request.GET.get("format") == "csv":
-        response = HttpResponse(statement_csv(st), content_type="text/csv; charset=utf-8")
+        response = HttpResponse(
+            statement_csv(st, names=names, app_calls=app_calls), content_type="text/csv; charset=utf-8"
+        )
         response["Content-Disposition"] = f'attachment; filename="statement-{organization.slug}-{year}-{month:02d}.csv"'
         return response
-    return render(request, "billing/statement.html", {"org": organization, "st": st})
+    context = {
+        "org": organization,
+        "st": st,
+        "usage_rows": [(u, names.get(u.instance_id, f"#{u.instance_id}")) for u in st.usage],
+        "write_off_rows": [(x, names.get(x.instance_id, f"#{x.instance_id}")) for x in st.write_offs],
+        "app_calls": app_calls,
+    }
+    return render(request, "billing/statement.html", context)
 
 
 @login_required
 def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
     organization = request_organization(request, slug=org)
     page = Paginator(ledger_lines(organization=organization), 25).get_page(request.GET.get("page"))
+    labels = ledger_line_labels(page.object_list)
+    for entry in page.object_list:
+        entry.label = labels.get(entry.transaction_id, "")  # type: ignore[attr-defined]
     context = {
         "org": organization,
         "balance": wallet_balance(organization=organization),
+        "grants": wallet_grants(organization=organization),
         "page": page,
         "stripe_configured": stripe_gateway.is_configured(),
         "topup_presets": settings.TOP_UP_PRESETS,
@@ -163,8 +187,6 @@ def wallet(request: AuthedHttpRequest, org: str) -> HttpResponse:
             unit="CNY",
             total_label=_("Total"),
         )
-        now = timezone.localtime()
-        months = [now.year * 12 + now.month - 1 - i for i in range(3)]  # this month and the two before
-        context["statement_months"] = [(m // 12, m % 12 + 1) for m in months]
+        context["statement_months"] = statement_months(organization=organization, tz_name=request.user.timezone)
     template = "billing/wallet_table.html" if is_partial(request) else "billing/wallet.html"
     return render(request, template, context)

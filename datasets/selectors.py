@@ -53,6 +53,13 @@ def versions_visible_to(organization: Organization) -> QuerySet[DatasetVersion]:
     ).select_related("dataset", "license_version__license")
 
 
+def datasets_covered_by(organization: Organization, license_version: LicenseVersion) -> list[Dataset]:
+    """Datasets visible to the organization that an agreement to ``license_version`` makes mountable (every one
+    with a version under that license: agreements are per license version), by name."""
+    ids = versions_visible_to(organization).filter(license_version__license_id=license_version.license_id)
+    return list(Dataset.objects.filter(pk__in=ids.values("dataset_id")).order_by("name", "pk"))
+
+
 def dataset_version_for_org(organization: Organization, version_id: int | str) -> DatasetVersion:
     """One version visible to the organization; raises ``DatasetNotFound`` otherwise (the API and the
     console answer 404, so a foreign private version looks exactly like a missing one)."""

@@ -122,7 +122,7 @@ def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
             if lv is None:
                 raise Http404("no such license version")
             try:
-                services.agreement_accept(
+                _agreement, created = services.agreement_accept_once(
                     organization=organization,
                     user=request.user,
                     license_version=lv,
@@ -134,9 +134,17 @@ def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
             except DatasetError as exc:
                 error = str(exc)
             else:
-                messages.success(
-                    request, _("Agreement recorded. You can now mount %(dataset)s.") % {"dataset": dataset.name}
-                )
+                covered = ", ".join(d.name for d in selectors.datasets_covered_by(organization, lv))
+                if created:
+                    messages.success(
+                        request, _("Agreement recorded. You can now mount %(datasets)s.") % {"datasets": covered}
+                    )
+                else:
+                    messages.info(
+                        request,
+                        _("%(license)s is already accepted for your organization; nothing was recorded again.")
+                        % {"license": str(lv)},
+                    )
                 if request.htmx:  # type: ignore[attr-defined]
                     response = HttpResponse(status=204)
                     response["HX-Redirect"] = reverse(
@@ -147,7 +155,14 @@ def agreement_modal(request: AuthedHttpRequest, org: str, pk: int) -> HttpRespon
         else:
             error = _("The form was not valid; reload the page and try again.")
     form = AgreementForm(initial={"license_version": required.pk, "text_sha256": required.text_sha256})
-    context = {"org": organization, "dataset": dataset, "license_version": required, "form": form, "error": error}
+    context = {
+        "org": organization,
+        "dataset": dataset,
+        "license_version": required,
+        "covered": selectors.datasets_covered_by(organization, required),
+        "form": form,
+        "error": error,
+    }
     template = "datasets/agreement_modal.html" if is_partial(request) else "datasets/agreement_page.html"
     return render(request, template, context, status=400 if error else 200)
 

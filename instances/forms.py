@@ -25,10 +25,33 @@ def _bounded(label: Any, bound: Bound, *, initial: Any, **overrides: Any) -> for
     return forms.FloatField(label=label, initial=initial, min_value=low, max_value=high)
 
 
+class GpuTypeSelect(forms.Select):
+    """A select whose options for GPU types without capacity are disabled and say why
+    (``unavailable``: code -> reason, from ``instances.capacity``)."""
+
+    unavailable: dict[str, str]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.unavailable = {}
+
+    def create_option(self, name: str, value: Any, label: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        option = super().create_option(name, value, label, *args, **kwargs)
+        reason = self.unavailable.get(str(value))
+        if reason:
+            option["attrs"]["disabled"] = True
+            option["label"] = _("%(type)s — unavailable: %(reason)s") % {"type": label, "reason": reason}
+        return option
+
+
 class _CapacityForm(forms.Form):
     name = forms.CharField(label=_("Name"), max_length=100, required=False)
     gpu_type = forms.ModelChoiceField(
-        label=_("GPU type"), queryset=GpuType.objects.filter(active=True), to_field_name="code", empty_label=None
+        label=_("GPU type"),
+        queryset=GpuType.objects.filter(active=True),
+        to_field_name="code",
+        empty_label=None,
+        widget=GpuTypeSelect,
     )
     gpu_count = _bounded(_("GPUs"), LAUNCH_LIMITS["gpu_count"], initial=1)
     mode = forms.ChoiceField(label=_("Mode"), choices=RentalMode.choices, initial=RentalMode.CONTAINER)
@@ -42,13 +65,34 @@ class _CapacityForm(forms.Form):
             "checkpoints and resumes exactly; an interactive instance keeps its disk, not its processes)."
         ),
     )
-    image = forms.ModelChoiceField(label=_("Image"), queryset=Image.objects.all(), to_field_name="name", required=False)
+    image = forms.ModelChoiceField(
+        label=_("Image"),
+        queryset=Image.objects.all(),
+        to_field_name="name",
+        required=False,
+        empty_label=_("Default image (the platform's PyTorch image)"),
+        help_text=_("The container image the work runs in, with its PyTorch, CUDA and DeepSpeed versions."),
+    )
+
     volumes = forms.CharField(
         label=_("Volumes"),
         max_length=400,
         required=False,
         help_text=_("Names of your volumes to attach read-write, separated by commas (see Volumes)."),
     )
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        from instances.capacity import capacity_by_type
+
+        capacity = capacity_by_type()
+        self.unavailable = {code: c.reason for code, c in capacity.items() if not c.available}
+        self.fields["gpu_type"].widget.unavailable = self.unavailable  # type: ignore[attr-defined]
+        # start on the page's GPU type if it has capacity, else on the first one that has
+        if str(self.initial.get("gpu_type") or "") in self.unavailable:
+            ready = [code for code in sorted(capacity) if code not in self.unavailable]
+            if ready:
+                self.initial["gpu_type"] = ready[0]
 
     def spec_fields(self) -> dict[str, Any]:
         d = self.cleaned_data
@@ -65,28 +109,38 @@ class _CapacityForm(forms.Form):
 
 class JobLaunchForm(_CapacityForm):
     """A training job: capacity, datasets (versions the organization may mount), model, engine and
-    hyperparameters; checkpoint interval default 30 minutes."""
+    hyperparameters; initial values are the launch defaults of the GPU type the page starts on
+    (``instances.launch_defaults``)."""
 
     datasets = forms.TypedMultipleChoiceField(
         label=_("Datasets"), coerce=int, choices=(), widget=forms.CheckboxSelectMultiple
     )
     model_preset = forms.ChoiceField(label=_("Model"), choices=ModelPreset.choices, initial=ModelPreset.TINY)
     engine = forms.ChoiceField(label=_("Engine"), choices=Engine.choices, initial=Engine.FSDP)
-    seq_len = _bounded(_("Sequence length"), HYPERPARAMETER_LIMITS["seq_len"], initial=1024)
-    micro_batch = _bounded(_("Micro-batch"), HYPERPARAMETER_LIMITS["micro_batch"], initial=8)
-    grad_accum = _bounded(_("Gradient accumulation"), HYPERPARAMETER_LIMITS["grad_accum"], initial=1)
-    max_steps = _bounded(_("Steps"), HYPERPARAMETER_LIMITS["max_steps"], initial=1000, min_value=1)
-    lr = _bounded(_("Learning rate"), HYPERPARAMETER_LIMITS["lr"], initial=3e-4)
+    seq_len = _bounded(_("Sequence length"), HYPERPARAMETER_LIMITS["seq_len"], initial=None)
+    micro_batch = _bounded(_("Micro-batch"), HYPERPARAMETER_LIMITS["micro_batch"], initial=None)
+    grad_accum = _bounded(_("Gradient accumulation"), HYPERPARAMETER_LIMITS["grad_accum"], initial=None)
+    max_steps = _bounded(_("Steps"), HYPERPARAMETER_LIMITS["max_steps"], initial=None, min_value=1)
+    lr = _bounded(_("Learning rate"), HYPERPARAMETER_LIMITS["lr"], initial=None)
     checkpoint_every_minutes = _bounded(
-        _("Checkpoint every (minutes)"), LAUNCH_LIMITS["checkpoint_every_minutes"], initial=30
+        _("Checkpoint every (minutes)"), LAUNCH_LIMITS["checkpoint_every_minutes"], initial=None
     )
     checkpoint_every_steps = _bounded(
-        _("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"], initial=0
+        _("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"], initial=None
     )
-    keep_last = _bounded(_("Keep last checkpoints"), LAUNCH_LIMITS["keep_last"], initial=3)
+    keep_last = _bounded(_("Keep last checkpoints"), LAUNCH_LIMITS["keep_last"], initial=None)
 
     def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        from instances.launch_defaults import launch_defaults
+
+        # the initial values are the defaults of the GPU type the page starts on (a CPU slot's are small)
+        defaults = launch_defaults(gpu_type=str(self.initial.get("gpu_type") or ""))
+        for name in ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr"):
+            self.fields[name].initial = defaults.hyperparameters[name]
+        self.fields["checkpoint_every_minutes"].initial = defaults.checkpoint_every_minutes
+        self.fields["checkpoint_every_steps"].initial = defaults.checkpoint_every_steps
+        self.fields["keep_last"].initial = defaults.keep_last
         from datasets.selectors import versions_mountable_by
 
         self.fields["datasets"].choices = [  # type: ignore[attr-defined]

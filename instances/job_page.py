@@ -57,6 +57,40 @@ def job_summary(job: TrainingJob, *, now: datetime | None = None) -> JobSummary:
     return JobSummary(datasets, int(cost), running, now - instance.created_at)
 
 
+@dataclass(frozen=True)
+class JobSpeed:
+    """``steps_per_s``: optimizer steps per second of the newest attempt, from its first and last reported
+    metric (None with fewer than two reports apart in time); ``eta``: time left to ``max_steps`` at that rate
+    (None without a rate, a step limit or while not running)."""
+
+    steps_per_s: float | None
+    eta: timedelta | None
+
+
+def job_speed(job: TrainingJob) -> JobSpeed:
+    """Steps per second and ETA of ``job`` (two queries)."""
+    from instances.choices import InstanceStatus
+    from instances.models import JobMetric
+
+    attempt = job.attempts.order_by("-number").values_list("pk", flat=True).first()
+    if attempt is None:
+        return JobSpeed(None, None)
+    rows = JobMetric.objects.filter(attempt_id=attempt).order_by("step")
+    first = rows.values_list("step", "reported_at").first()
+    last = rows.reverse().values_list("step", "reported_at").first()
+    if first is None or last is None or last[0] <= first[0]:
+        return JobSpeed(None, None)
+    seconds = (last[1] - first[1]).total_seconds()
+    if seconds <= 0:
+        return JobSpeed(None, None)
+    rate = (last[0] - first[0]) / seconds
+    max_steps = int((job.hyperparameters or {}).get("max_steps") or 0)
+    eta = None
+    if max_steps and job.instance.status == InstanceStatus.RUNNING:
+        eta = timedelta(seconds=round(max(0, max_steps - job.last_step) / rate))
+    return JobSpeed(rate, eta)
+
+
 def format_duration(d: timedelta) -> str:
     """``H:MM:SS`` (hours may exceed 24)."""
     return _hms(d)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -239,3 +240,10 @@ def preemption_summary(instance: Instance) -> dict[str, Any]:
         "on_demand_micros": on_demand,
         "saved_micros": on_demand - charged,
     }
+
+
+def instance_labels(instance_ids: Iterable[int]) -> dict[int, tuple[str, int | None]]:
+    """``{instance id: (name, training job id or None)}`` for the given ids (one query) — what billing names on
+    ledger lines and statements (``billing.line_labels``, a documented hook)."""
+    rows = Instance.objects.filter(pk__in=set(instance_ids)).values_list("pk", "name", "job__pk")
+    return {pk: (name, job) for pk, name, job in rows}

@@ -21,9 +21,10 @@ from django.views.decorators.http import require_http_methods, require_POST
 from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
+from instances.capacity import capacity_refusal
 from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
 from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
-from instances.job_page import format_duration, job_summary
+from instances.job_page import format_duration, job_speed, job_summary
 from instances.models import GpuType, Instance, TrainingJob
 from instances.tiers import tier_and_idle_context, tier_prices
 from portal.lib.charts import svg_line_chart
@@ -63,6 +64,8 @@ def _quote_context(organization: Organization, params: Any) -> dict[str, Any]:
         ctx["error"] = _("Choose a GPU type.")
     elif not 1 <= count <= 1024:
         ctx["error"] = _("The GPU count must be between 1 and %(max)d.") % {"max": 1024}
+    elif no_capacity := capacity_refusal(gpu_type=code, gpu_count=count, mode=mode):
+        ctx["error"] = no_capacity
     else:
         try:
             ctx["quote"] = services.price_quote(
@@ -143,7 +146,7 @@ def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         "org": organization,
         "form": form,
         "kind": "instance",
-        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+        **_quote_context(organization, form.data or {"gpu_type": form.initial.get("gpu_type"), "gpu_count": 1}),
     }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
@@ -205,7 +208,7 @@ def job_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
         "org": organization,
         "form": form,
         "kind": "job",
-        **_quote_context(organization, form.data or {"gpu_type": "cpu-local", "gpu_count": 1}),
+        **_quote_context(organization, form.data or {"gpu_type": form.initial.get("gpu_type"), "gpu_count": 1}),
     }
     return render(request, "instances/launch.html", ctx, status=400 if form.errors else 200)
 
@@ -230,7 +233,10 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
     summary = job_summary(job)
+    speed = job_speed(job)
     ctx.update(
+        speed=speed,
+        eta=format_duration(speed.eta) if speed.eta is not None else "",
         summary=summary,
         running_for=format_duration(summary.running),
         since_launch=format_duration(summary.since_launch),

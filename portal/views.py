@@ -110,7 +110,7 @@ def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
     from billing.metering import burn_rates
     from billing.notices import open_notice
     from billing.pricing import burn_runway_minutes
-    from billing.selectors import wallet_balance
+    from billing.selectors import wallet_balance, wallet_grants
 
     organization = request_organization(request, slug=org)
     balance = wallet_balance(organization=organization)
@@ -122,6 +122,7 @@ def dashboard(request: AuthedHttpRequest, org: str) -> HttpResponse:
     context = {
         "org": organization,
         "balance": balance,
+        "grants": wallet_grants(organization=organization),
         "burn_per_hour_micros": per_hour,
         "runway_minutes": runway_minutes,
         "notice": open_notice(organization),

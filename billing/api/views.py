@@ -24,6 +24,7 @@ from billing.models import CreditGrant, LedgerEntry, UsageRecord
 from billing.money import from_micros
 from billing.payments import TopUpError, TopUpKeyReused, topup_create_once
 from billing.selectors import ledger_lines, wallet_balance
+from billing.statement_months import StatementBeforeFirstMonth, statement_month_check
 from billing.statements import statement_build
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM
@@ -73,7 +74,10 @@ class StatementView(APIView):
         org = request_organization(request)
         try:
             tz_name = getattr(request.user, "timezone", "Asia/Shanghai")
+            statement_month_check(organization=org, year=year, month=month, tz_name=tz_name)
             st = statement_build(organization=org, year=year, month=month, tz_name=tz_name)
+        except StatementBeforeFirstMonth as exc:
+            raise ApiError("no_statement", str(exc), 404) from exc
         except ValueError as exc:
             raise ApiError("invalid", str(exc), 400) from exc
         data = {

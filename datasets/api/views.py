@@ -157,7 +157,11 @@ class AgreementListCreateView(generics.ListCreateAPIView):  # type: ignore[type-
             organization=request_organization(self.request), license_version__license=newest.license_version.license
         ).select_related("organization", "user")
 
-    @extend_schema(parameters=[ORG_PARAM], request=AgreementCreateSerializer, responses={201: AgreementSerializer})
+    @extend_schema(
+        parameters=[ORG_PARAM],
+        request=AgreementCreateSerializer,
+        responses={201: AgreementSerializer, 200: AgreementSerializer},
+    )
     def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
         body = AgreementCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -176,7 +180,7 @@ class AgreementListCreateView(generics.ListCreateAPIView):  # type: ignore[type-
         if lv is None:
             raise ApiError("not_found", "Not found.", status.HTTP_404_NOT_FOUND)
         try:
-            agreement = services.agreement_accept(
+            agreement, created = services.agreement_accept_once(
                 organization=org,
                 user=request.user,  # type: ignore[arg-type]
                 license_version=lv,  # type: ignore[arg-type]
@@ -187,7 +191,10 @@ class AgreementListCreateView(generics.ListCreateAPIView):  # type: ignore[type-
             )
         except DatasetError as exc:
             raise api_error(exc) from None
-        return Response(AgreementSerializer(agreement).data, status=status.HTTP_201_CREATED)
+        # accepted again while the agreement holds: the same agreement, 200, nothing recorded
+        return Response(
+            AgreementSerializer(agreement).data, status=status.HTTP_201_CREATED if created else status.HTTP_200_OK
+        )
 
 
 class MountCreateView(generics.GenericAPIView):  # type: ignore[type-arg]

@@ -22,7 +22,7 @@ from datasets.errors import (
     LicenseVersionOutdated,
     UploadRefused,
 )
-from datasets.services.agreements import access_revoke, agreement_accept
+from datasets.services.agreements import access_revoke, agreement_accept, agreement_accept_once
 from datasets.services.catalog import dataset_create, dataset_version_create, license_version_create
 from datasets.services.common import text_sha256
 from datasets.services.corpus import STAGE_WEIGHTS, corpus_import, pipeline_percent
@@ -52,6 +52,7 @@ __all__ = [
     "UploadRefused",
     "access_revoke",
     "agreement_accept",
+    "agreement_accept_once",
     "corpus_import",
     "dataset_create",
     "dataset_version_create",

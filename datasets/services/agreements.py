@@ -19,7 +19,7 @@ from datasets.errors import (
     LicenseVersionOutdated,
 )
 from datasets.models import AccessRevocation, Agreement, Dataset, LicenseVersion
-from datasets.selectors import revocation_for, versions_visible_to
+from datasets.selectors import agreement_current, revocation_for, versions_visible_to
 from portal.audit import audit_log
 
 if TYPE_CHECKING:
@@ -38,12 +38,39 @@ def agreement_accept(
     user_agent: str,
     dataset: Dataset | None = None,
 ) -> Agreement:
-    """``user`` accepts ``license_version`` on behalf of ``organization``; returns the new ``Agreement``.
+    """:func:`agreement_accept_once` without the ``created`` flag (same arguments, same errors)."""
+    return agreement_accept_once(
+        organization=organization,
+        user=user,
+        license_version=license_version,
+        shown_text_sha256=shown_text_sha256,
+        ip=ip,
+        user_agent=user_agent,
+        dataset=dataset,
+    )[0]
+
+
+def agreement_accept_once(
+    *,
+    organization: Organization,
+    user: User,
+    license_version: LicenseVersion,
+    shown_text_sha256: str,
+    ip: str | None,
+    user_agent: str,
+    dataset: Dataset | None = None,
+) -> tuple[Agreement, bool]:
+    """``user`` accepts ``license_version`` on behalf of ``organization``; returns ``(agreement, created)``.
+
+    While an agreement to the version still holds (``selectors.agreement_current``, for ``dataset`` when
+    given) a second acceptance — a double click, a teammate, a retried request — records nothing and
+    returns that agreement with ``created`` False: one agreement, no second fee. The organization's row is
+    locked for the check, so two concurrent acceptances make one agreement.
 
     Records organization, user, license version, the SHA-256 of the exact text shown, the time, IP and user
     agent (truncated to 500 characters). A paid license posts its fee once per (organization, license
     version) through ``billing.services.wallet_spend`` (kind ``LICENSE_FEE``, idempotency key
-    ``license:<org id>:<license version id>``): accepting again records a new agreement and charges nothing.
+    ``license:<org id>:<license version id>``): accepting again after a lapse charges nothing.
 
     Raises (nothing written): ``DatasetNotFound`` (not a member, or no dataset visible to the organization
     uses this license), ``LicenseVersionOutdated`` (a newer version exists), ``AgreementTextMismatch`` (the
@@ -74,6 +101,12 @@ def agreement_accept(
             % {"org": organization.name, "dataset": dataset.name}
         )
     with transaction.atomic():
+        from portal.models import Organization as OrganizationModel
+
+        OrganizationModel.objects.select_for_update().filter(pk=organization.pk).first()  # serializes acceptances
+        existing = agreement_current(organization, license_version, dataset=dataset)
+        if existing is not None:
+            return existing, False
         charge_id: int | None = None
         if license_version.price_micros > 0:
             try:
@@ -121,7 +154,7 @@ def agreement_accept(
                 "charge_transaction": charge_id,
             },
         )
-    return agreement
+    return agreement, True
 
 
 def access_revoke(

@@ -222,9 +222,18 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
     model_preset = serializers.ChoiceField(choices=ModelPreset.choices, default=ModelPreset.TINY)
     engine = serializers.ChoiceField(choices=Engine.choices, default=Engine.FSDP)
     hyperparameters = HyperparametersSerializer(required=False, default=dict)
-    checkpoint_every_minutes = _bounded(LAUNCH_LIMITS["checkpoint_every_minutes"], default=30)
-    checkpoint_every_steps = _bounded(LAUNCH_LIMITS["checkpoint_every_steps"], default=0)
-    keep_last = _bounded(LAUNCH_LIMITS["keep_last"], default=3)
+    # left out: the GPU type's default (instances.launch_defaults; a CPU slot checkpoints every minute)
+    checkpoint_every_minutes = _bounded(
+        LAUNCH_LIMITS["checkpoint_every_minutes"],
+        required=False,
+        help_text="minutes between checkpoints (0 = off; at most a week); default 30 on a GPU, 1 on a CPU slot",
+    )
+    checkpoint_every_steps = _bounded(
+        LAUNCH_LIMITS["checkpoint_every_steps"],
+        required=False,
+        help_text="steps between checkpoints (0 = off); default 0 on a GPU, 100 on a CPU slot",
+    )
+    keep_last = _bounded(LAUNCH_LIMITS["keep_last"], required=False, help_text="complete checkpoints kept; default 3")
     volumes = serializers.ListField(
         child=serializers.CharField(max_length=40),
         required=False,

@@ -284,7 +284,8 @@ class Trainer(ResumeMixin, SavingMixin):
         resumed = self.resume()
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
-        self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, resumed from step {resumed}")
+        start = f"resumed from step {resumed}" if resumed else "started from step 0"  # a fresh start is no resume
+        self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, {start}")
         self.emit("started", step=resumed, world_size=self.world, flops_per_token=self.mfu.flops_per_token,
                   peak_flops=self.mfu.peak_flops, device=self.mfu.device_name)  # fmt: skip
         pending_loss: torch.Tensor | None = None

@@ -3,7 +3,7 @@ the instance and its training job; the price quote shown before launch."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,14 +15,16 @@ from django.utils.translation import gettext as _
 from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import limits, scheduler
+from instances.capacity import capacity_refusal
 from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
 from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
+from instances.launch_defaults import launch_defaults
 from instances.models import GpuType, Image, Instance, TrainingJob
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
 from instances.services.backend import _setting
 from instances.services.errors import LaunchError
-from instances.services.runtime_config import HYPERPARAMETER_DEFAULTS, _config_core
+from instances.services.runtime_config import _config_core
 from instances.services.scheduling import instances_schedule
 from instances.services.transitions import instance_transition
 from portal.audit import audit_log
@@ -36,11 +38,13 @@ S = InstanceStatus
 class LaunchSpec:
     """What a user asks for. ``gpu_type``: a catalog code; ``mode``: container | bare_metal; for a training
     job (``kind="training"``): ``dataset_version_ids``, ``model_preset``, ``engine``, ``hyperparameters``
-    (runtime config fields), checkpoint interval (minutes, default 30; steps, default 0 = none) and
-    ``keep_last``; for an interactive instance: ``command`` (argv list run in the image) and
-    ``idle_autostop_minutes`` (None = the organization's default; 0 = off); for both: ``volumes`` (names of the
-    organization's persistent volumes to attach, read-write) and ``tier``: on_demand | interruptible
-    (discounted, may be preempted; a training job then needs a checkpoint interval)."""
+    (runtime config fields), checkpoint interval (minutes; steps, 0 = none) and ``keep_last``; every value
+    left out (``None``, or a hyperparameter not named) takes the GPU type's default
+    (``instances.launch_defaults``: 30 minutes on a GPU, 1 minute and 100 steps on a CPU slot); for an
+    interactive instance: ``command`` (argv list run in the image) and ``idle_autostop_minutes`` (None = the
+    organization's default; 0 = off); for both: ``volumes`` (names of the organization's persistent volumes to
+    attach, read-write) and ``tier``: on_demand | interruptible (discounted, may be preempted; a training job
+    then needs a checkpoint interval)."""
 
     name: str
     gpu_type: str
@@ -53,13 +57,32 @@ class LaunchSpec:
     model_preset: str = ModelPreset.TINY
     engine: str = Engine.FSDP
     hyperparameters: dict[str, Any] = field(default_factory=dict)
-    checkpoint_every_minutes: int = 30
-    checkpoint_every_steps: int = 0
-    keep_last: int = 3
+    checkpoint_every_minutes: int | None = None
+    checkpoint_every_steps: int | None = None
+    keep_last: int | None = None
     idempotency_key: str = ""
     volumes: list[str] = field(default_factory=list)  # names of the organization's volumes, attached read-write
     tier: str = PriceTier.ON_DEMAND
     idle_autostop_minutes: int | None = None
+
+
+def _with_defaults(spec: LaunchSpec) -> LaunchSpec:
+    """``spec`` with every value left out filled from the GPU type's launch defaults."""
+    if spec.kind != InstanceKind.TRAINING:
+        return spec
+    d = launch_defaults(gpu_type=spec.gpu_type)
+    hyper = spec.hyperparameters if isinstance(spec.hyperparameters, dict) else None
+    return replace(
+        spec,
+        hyperparameters={**d.hyperparameters, **hyper} if hyper is not None else spec.hyperparameters,
+        checkpoint_every_minutes=d.checkpoint_every_minutes
+        if spec.checkpoint_every_minutes is None
+        else spec.checkpoint_every_minutes,
+        checkpoint_every_steps=d.checkpoint_every_steps
+        if spec.checkpoint_every_steps is None
+        else spec.checkpoint_every_steps,
+        keep_last=d.keep_last if spec.keep_last is None else spec.keep_last,
+    )
 
 
 def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
@@ -139,10 +162,14 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
             )
             % {"balance": format_cny(quote.balance_micros), "minutes": minutes, "needed": format_cny(needed)},
         )
+    no_capacity = capacity_refusal(gpu_type=gpu_type.code, gpu_count=spec.gpu_count, mode=spec.mode)
+    if no_capacity:
+        raise LaunchError("no_capacity", no_capacity, "gpu_type")
     return gpu_type, image
 
 
 def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
+    spec = _with_defaults(spec)  # idempotent: values the launch already filled stay as they are
     if spec.model_preset not in ModelPreset.values:
         raise LaunchError("invalid", _("Unknown model preset %(p)s.") % {"p": spec.model_preset}, "model_preset")
     if spec.engine not in Engine.values:
@@ -174,9 +201,9 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
                     spec.model_preset,
                     spec.engine,
                     spec.hyperparameters,
-                    spec.checkpoint_every_minutes,
-                    spec.checkpoint_every_steps,
-                    spec.keep_last,
+                    int(spec.checkpoint_every_minutes or 0),  # checked numbers by now
+                    int(spec.checkpoint_every_steps or 0),
+                    int(spec.keep_last or 0),
                 ),
                 "data": ["/placeholder"],
                 "checkpoint_dir": "/ckpt",
@@ -201,19 +228,22 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
 
 
 def instance_launch(*, organization: Organization, user: User | None, spec: LaunchSpec) -> Instance:
-    """Validate ``spec`` (GPU type, count 1…1024, mode, quota, datasets with agreements, runtime config,
-    price and a balance covering ``INSTANCES_MIN_RUNWAY_MINUTES``) and only then create the instance (and
-    its training job with dataset mounts), queue it and run a scheduling pass; a placed instance's launch
-    task is enqueued after commit. Nothing is charged here (metering charges running minutes).
+    """Validate ``spec`` (GPU type, count 1…1024, mode, quota, capacity that could ever take it, datasets with
+    agreements, runtime config, price and a balance covering ``INSTANCES_MIN_RUNWAY_MINUTES``) and only then
+    create the instance (and its training job with dataset mounts), queue it and run a scheduling pass; a
+    placed instance's launch task is enqueued after commit. Nothing is charged here (metering charges running minutes).
 
     With ``spec.idempotency_key`` a second call returns the first call's instance. Raises
-    :class:`LaunchError` (nothing written), ``PermissionRefused`` when the user's role may not launch.
+    :class:`LaunchError` (nothing written; ``no_capacity`` when no ready node of the type could take the
+    request even entirely free — ``instances.capacity``), ``PermissionRefused`` when the user's role may not
+    launch.
     """
     authorize(user=user, organization=organization, action=Action.INSTANCES_LAUNCH)
     if spec.idempotency_key:
         existing = Instance.objects.filter(organization=organization, idempotency_key=spec.idempotency_key).first()
         if existing is not None:
             return existing
+    spec = _with_defaults(spec)
     gpu_type, image = _validate_launch(organization, spec)
     try:
         with transaction.atomic():
@@ -240,11 +270,11 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                     name=instance.name,
                     model_preset=spec.model_preset,
                     engine=spec.engine,
-                    hyperparameters={**HYPERPARAMETER_DEFAULTS, **spec.hyperparameters},
+                    hyperparameters=dict(spec.hyperparameters),
                     dataset_version_ids=[int(v) for v in spec.dataset_version_ids],
-                    checkpoint_every_minutes=spec.checkpoint_every_minutes,
-                    checkpoint_every_steps=spec.checkpoint_every_steps,
-                    keep_last=spec.keep_last,
+                    checkpoint_every_minutes=int(spec.checkpoint_every_minutes or 0),
+                    checkpoint_every_steps=int(spec.checkpoint_every_steps or 0),
+                    keep_last=int(spec.keep_last or 0),
                 )
                 job.checkpoint_uri = str(
                     Path(_setting("INSTANCES_CHECKPOINT_ROOT", Path(settings.DATA_DIR) / "checkpoints"))

@@ -13,20 +13,14 @@ from django.conf import settings
 from instances import limits
 from instances.backends.base import DatasetMount, JobSpec, VolumeMount
 from instances.interactive.jupyter import jupyter_env
+from instances.launch_defaults import GPU_DEFAULTS
 from instances.models import Instance, JobAttempt
 from instances.runtime.config import JobConfig
 from instances.services.backend import _setting
 
-# Hyperparameters a user may set (runtime config fields) and their defaults for a new job.
-HYPERPARAMETER_DEFAULTS: dict[str, Any] = {
-    "seq_len": 1024,
-    "micro_batch": 8,
-    "grad_accum": 1,
-    "max_steps": 1000,
-    "lr": 3e-4,
-    "warmup_steps": 100,
-    "seed": 0,
-}
+# Hyperparameters of a new job on a GPU (a CPU slot's own: ``instances.launch_defaults``); a job stores its
+# full set at launch, so these only fill a config whose job predates a field.
+HYPERPARAMETER_DEFAULTS: dict[str, Any] = GPU_DEFAULTS.hyperparameters
 HYPERPARAMETER_FIELDS = limits.HYPERPARAMETER_FIELDS
 
 

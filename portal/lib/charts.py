@@ -43,12 +43,15 @@ class BarChart:
     width: int
     height: int
     bars: list[Bar]
-    max_label: str
+    max_label: str  # "" when every value is 0: an empty chart shows no made-up scale ("1", "1.00")
+    empty: bool = False
 
 
 def bar_chart(points: list[tuple[str, float]], *, width: int = 720, height: int = 160, fmt: str = "{:.2f}") -> BarChart:
-    """Bars for ``points`` = [(label, value ≥ 0)], scaled to the largest value; empty input gives no bars."""
-    top = max((v for _, v in points), default=0) or 1
+    """Bars for ``points`` = [(label, value ≥ 0)], scaled to the largest value; empty input gives no bars, and
+    all-zero input an ``empty`` chart with no scale label."""
+    actual = max((v for _, v in points), default=0)
+    top = actual or 1
     n = max(len(points), 1)
     slot = width / n
     bars = []
@@ -64,7 +67,9 @@ def bar_chart(points: list[tuple[str, float]], *, width: int = 720, height: int 
                 value_label=fmt.format(value),
             )
         )
-    return BarChart(width=width, height=height, bars=bars, max_label=fmt.format(top))
+    return BarChart(
+        width=width, height=height, bars=bars, max_label=fmt.format(top) if actual else "", empty=not actual
+    )
 
 
 @dataclass(frozen=True)
@@ -86,6 +91,8 @@ class StackedBarChart:
     segments: list[Segment]  # only non-zero parts, bottom part of each column first
     legend: list[tuple[str, str]]  # (series key, label), in stacking order
     max_label: str
+    first_label: str = ""  # the first and last column's labels (e.g. dates), shown under the chart
+    last_label: str = ""
 
 
 def stacked_bar_chart(
@@ -129,7 +136,13 @@ def stacked_bar_chart(
                     )
                 )
     return StackedBarChart(
-        width=width, height=height, segments=segments, legend=list(series), max_label=f"{fmt(top)}{suffix}"
+        width=width,
+        height=height,
+        segments=segments,
+        legend=list(series),
+        max_label=f"{fmt(top)}{suffix}",
+        first_label=columns[0][0] if columns else "",
+        last_label=columns[-1][0] if columns else "",
     )
 
 

@@ -9,7 +9,8 @@ the marketplace's record of each server in ``AppVersion.deployment`` (a JSON dic
 * ``stage``: ``queued`` / ``export`` / ``deploy`` while building, then ``serving``; ``restarting`` while the
   health check restarts it; ``down`` after a failed restart (the next check tries again); ``unhealthy`` after
   ``APP_SERVER_MAX_RESTARTS`` failed restarts in a row (no more tries; ``unhealthy_reason`` says why);
-  ``stopped`` once its server was stopped (superseded by a newer version, or undeployed).
+  ``stopped`` once its server was stopped (superseded by a newer version, or undeployed); ``suspended`` while
+  the embedded product is down (``local_servers_suspend`` / ``local_servers_resume``, called by ``runportal``).
 * ``restarts``: successful restarts so far; ``restart_failures``: failed restarts in a row (reset by a good
   check); ``last_restart_at`` (ISO 8601, UTC) and ``last_restart_s`` (seconds the last restart took);
   ``last_error``: the last cause of a restart or the last restart's failure.
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 STOPPED, SERVING, RESTARTING, DOWN, UNHEALTHY = "stopped", "serving", "restarting", "down", "unhealthy"
+SUSPENDED = "suspended"  # stopped with the embedded product (runportal); its next start brings it back
 _CLAIM_KEYS = ("restart_claim", "restart_claimed_at")
 # A restart claim lasts longer than the slowest start (Kubernetes' default ready timeout is 600 s).
 DEFAULT_RESTART_LEASE_S = 900
@@ -104,7 +106,25 @@ def checkpoint_version_activate(*, version_id: int) -> AppVersion:
             if stops:
                 transaction.on_commit(partial(_stop_quietly, old.pk, f"superseded by v{version.number}"))
     version.refresh_from_db()
+    if version.deployment.get("publish_when_ready"):
+        _publish_when_ready(version)
     return version
+
+
+def _publish_when_ready(version: AppVersion) -> None:
+    """A private app published from a checkpoint goes live with its first built version (``app_transition``
+    by the platform, so a paid app whose training data forbids it stays a draft with the reason)."""
+    from portal.marketplace.services import MarketplaceError, app_transition
+
+    app = App.objects.get(pk=version.app_id)
+    if app.state != AppState.DRAFT:
+        return
+    try:
+        app_transition(
+            app=app, to=AppState.PUBLISHED, reason="published when its first version was built", acting_user=None
+        )
+    except MarketplaceError as exc:
+        App.objects.filter(pk=app.pk, state=AppState.DRAFT).update(state_reason=str(exc)[:300])
 
 
 def _stop_quietly(version_id: int, reason: str) -> bool:
@@ -243,8 +263,8 @@ def _update_if_unchanged(version_id: int, seen: dict[str, Any], deployment: dict
 def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
     version = AppVersion.objects.select_related("app").get(pk=version_id)
     seen = dict(version.deployment)
-    if seen.get("stage") == STOPPED or _claim_live(seen, now):
-        return "skipped"  # undeployed by the publisher, or another run is restarting it
+    if seen.get("stage") in (STOPPED, SUSPENDED) or _claim_live(seen, now):
+        return "skipped"  # undeployed by the publisher, suspended with runportal, or another run restarts it
     try:
         ok, cause = _answers(backend, seen)
     except Exception as exc:  # the cluster's API failed: no verdict about the server, try next time
@@ -329,3 +349,77 @@ def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
     if stop_new and new is not None:
         backend.stop(new)
     return outcome
+
+
+# --- the embedded product's shutdown and start: nothing outlives runportal, servers come back with it ---------
+
+
+def _local_backend() -> Deployments | None:
+    return deployment_backend() if str(getattr(settings, "APP_DEPLOYMENTS_BACKEND", "local")) == "local" else None
+
+
+def local_servers_suspend() -> list[int]:
+    """Stop every local model server of a checkpoint version (``runportal``'s Ctrl-C: the servers run in their
+    own sessions, so the terminal's signal does not reach them) and mark it ``suspended``, so that
+    :func:`local_servers_resume` brings it back on the next start and the health check leaves it alone
+    meanwhile. Returns the version ids stopped. Does nothing on the Kubernetes backend (its servers outlive
+    workers by design)."""
+    backend = _local_backend()
+    if backend is None:
+        return []
+    stopped = []
+    candidates = AppVersion.objects.filter(kind=ServingKind.CHECKPOINT).exclude(
+        deployment__stage__in=[STOPPED, SUSPENDED]
+    )
+    for version in candidates.order_by("pk"):
+        seen = dict(version.deployment)
+        if not seen.get("pid"):
+            continue
+        try:
+            backend.stop(seen)  # SIGTERM to the server's process group, SIGKILL after 10 s
+        except Exception:  # one server that cannot be stopped must not keep the others running
+            log.exception("could not stop the model server of app version %s", version.pk)
+            continue
+        if _update_if_unchanged(version.pk, seen, {**seen, "stage": SUSPENDED, "pid": None}):
+            stopped.append(version.pk)
+    return stopped
+
+
+def local_servers_resume() -> list[int]:
+    """Start again the server of every ``suspended`` version that still serves its app (active, ready, app not
+    suspended); a suspended version that no longer serves is marked ``stopped``. Each start is claimed under the
+    row lock (stage ``restarting``), so a concurrent health check or a second call starts nothing twice; a start
+    that fails leaves the version ``down`` for the health check to retry. Returns the version ids started."""
+    backend = _local_backend()
+    if backend is None:
+        return []
+    started = []
+    for version in AppVersion.objects.select_related("app").filter(deployment__stage=SUSPENDED).order_by("pk"):
+        seen = dict(version.deployment)
+        if not _is_serving_version(version):
+            _update_if_unchanged(version.pk, seen, {**seen, "stage": STOPPED})
+            continue
+        claim = {
+            **seen,
+            "stage": RESTARTING,
+            "restart_claim": secrets.token_hex(8),
+            "restart_claimed_at": timezone.now().isoformat(),
+        }
+        if not _update_if_unchanged(version.pk, seen, claim):
+            continue
+        try:
+            new = backend.start(
+                name=str(seen.get("name") or f"app-version-{version.pk}"),
+                model_dir=version.artifact_path or str(seen.get("model_dir") or ""),
+                deployment=seen,
+            )
+        except Exception as exc:
+            log.warning("could not start the model server of app version %s again: %s", version.pk, exc)
+            _update_if_unchanged(
+                version.pk, claim, {**seen, "stage": DOWN, "last_error": f"{type(exc).__name__}: {exc}"[:500]}
+            )
+            continue
+        if _update_if_unchanged(version.pk, claim, {**new, "stage": SERVING}):
+            started.append(version.pk)
+            audit_log(action="marketplace.version_resumed", actor=None, organization=version.app.publisher, obj=version)
+    return started

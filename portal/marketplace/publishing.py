@@ -106,7 +106,9 @@ def app_publish_from_checkpoint(
 ) -> App:
     """Publish checkpoint ``checkpoint_id`` of the organization's job ``job_id`` as an app served by the model.
 
-    Creates a draft app (text in, generated text out: ``TEXT_INPUT_SCHEMA`` / ``TEXT_OUTPUT_SCHEMA``) — or,
+    Creates an app (text in, generated text out: ``TEXT_INPUT_SCHEMA`` / ``TEXT_OUTPUT_SCHEMA``; a draft until
+    its first version is built, when a private one is published by itself — ``deployments.
+    checkpoint_version_activate``; a public one is submitted for review by its publisher) — or,
     with ``app_slug``, adds a version to that app of the organization — whose new version is ``building``,
     records the training data's lineage on it (``training_lineage``; it feeds ``license_problems`` when the
     app is made public or paid) and, after commit, enqueues ``portal.marketplace.tasks.app_version_build``
@@ -263,7 +265,12 @@ def _publish(
             lineage=lineage,
             status=VersionStatus.BUILDING,
         )
-        AppVersion.objects.filter(pk=version.pk).update(deployment={"stage": "queued"})
+        # a new private app goes live by itself when its first version is built (one step: no second
+        # "Publish"); a public app still goes through review, a version added to an app keeps the app's state
+        deployment: dict[str, Any] = {"stage": "queued"}
+        if not app_slug and app.visibility == AppVisibility.PRIVATE:
+            deployment["publish_when_ready"] = True
+        AppVersion.objects.filter(pk=version.pk).update(deployment=deployment)
         audit_log(
             action="marketplace.publish_from_checkpoint",
             actor=user,

@@ -177,7 +177,13 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))
         else:
-            messages.success(request, _("The model is being exported and deployed; this page shows the progress."))
+            if app.visibility == AppVisibility.PRIVATE:
+                messages.success(
+                    request,
+                    _("The model is being exported and deployed; the app goes live by itself when it is ready."),
+                )
+            else:
+                messages.success(request, _("The model is being exported and deployed; this page shows the progress."))
             return redirect("app_detail", org=organization.slug, slug=app.slug)
     context = {
         "org": organization,

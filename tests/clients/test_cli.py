@@ -571,12 +571,12 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
         "--follow",
         "--interval",
         "0.3",
-        stop_when=lambda out: any("resumed from step" in line for line in out),
+        stop_when=lambda out: any("started from step" in line for line in out),
     )
     assert res.returncode == 130, res.stderr
-    started = [line for line in res.stdout.splitlines() if "resumed from step" in line]
-    assert len(started) == 1
-    assert re.fullmatch(r"\[runtime\] \d+ parameters, world 1, engine ddp, resumed from step 0", started[0])
+    started = [line for line in res.stdout.splitlines() if "started from step" in line]
+    assert len(started) == 1  # a fresh start says so (issue 18: it used to read "resumed from step 0")
+    assert re.fullmatch(r"\[runtime\] \d+ parameters, world 1, engine ddp, started from step 0", started[0])
 
     # checkpoints: wait for two complete ones, then list them as JSON and as a table
     deadline = time.monotonic() + 240

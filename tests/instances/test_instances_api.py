@@ -211,6 +211,14 @@ def test_the_quote_shows_price_runway_and_queue(client: Any, alice: Any, funded:
     assert '<span data-testid="runway">your balance lasts 8 h 20 min</span>' in html
     assert '<span data-testid="queue">Starts now on local.</span>' in html
     resp = client.get(f"/o/{funded.slug}/instances/quote/", {"gpu_type": "A100-80G-SXM", "gpu_count": 24})
+    assert (
+        '<p class="error">A100-80G-SXM cannot take 24 GPUs: its 2 ready nodes have 16 in all (at most 8 on one '
+        "node). Ask for fewer GPUs or choose another GPU type.</p>"
+    ) in resp.content.decode()
+    from instances.models import GpuQuota
+
+    GpuQuota.objects.create(organization=funded, gpus=8)
+    resp = client.get(f"/o/{funded.slug}/instances/quote/", {"gpu_type": "A100-80G-SXM", "gpu_count": 16})
     assert "Waits:" in resp.content.decode()
 
 

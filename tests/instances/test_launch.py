@@ -147,7 +147,9 @@ def test_a_launch_is_placed_submitted_after_commit_and_mounts_its_dataset(
     cfg = json.loads(submitted.config_json)
     assert cfg["callback_url"] == f"http://portal.test/api/v1/runtime/jobs/{job.pk}"
     assert cfg["data"] == [str(licensed.shard_path)]
-    assert cfg["checkpoint_every_minutes"] == 30.0 and cfg["attempt"] == 1 and cfg["resume_step"] == -1
+    # a CPU slot's launch defaults: a checkpoint every minute and every 100 steps (instances.launch_defaults)
+    assert (cfg["checkpoint_every_minutes"], cfg["checkpoint_every_steps"]) == (1.0, 100)
+    assert cfg["attempt"] == 1 and cfg["resume_step"] == -1
     assert job.attempts.get().handle == f"fake:job-{job.pk}:1"
     assert LedgerTransaction.objects.count() == ledger_before  # launching charges nothing
 

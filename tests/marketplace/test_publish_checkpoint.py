@@ -256,7 +256,8 @@ def test_a_model_trained_on_the_legal_corpus_is_published_and_answers_invoke_wit
         version.refresh_from_db()
         assert version.deployment["pid"] == pid
 
-        services.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
+        # a private app goes live with its first built version: no second "Publish" (issue 18)
+        assert App.objects.get(pk=app.pk).state == AppState.PUBLISHED
         wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="publish-topup")
         from portal.choices import Role
         from portal.services import membership_add

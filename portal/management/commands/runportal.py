@@ -5,7 +5,8 @@ exist), then starts the web server, a Celery worker and Celery beat as child pro
 that exits on its own is started again (its exit code and the restart are logged), so the web server keeps
 serving; after ``MAX_RESTARTS`` restarts of one child within ``RESTART_WINDOW_S`` the command gives up and
 stops everything, as it does when the web server exits. Ctrl-C / SIGTERM stops all children; then the local
-backend's training jobs are checkpointed and stopped, so that no process outlives the command.
+backend's training jobs are checkpointed and stopped and the model servers of published apps are stopped, so
+that no process outlives the command; the next start brings those servers back (``local_servers_resume``).
 ``PORTAL_SITE_URL`` defaults to ``http://<addr>``.
 """
 
@@ -15,6 +16,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -158,6 +160,22 @@ class Command(BaseCommand):
         }
         procs: dict[str, subprocess.Popen[bytes]] = {}
         stopping = False
+        resumer: threading.Thread | None = None
+
+        def resume_servers() -> None:
+            """Start the model servers runportal stopped last time (in a thread: each waits for its model)."""
+            from django.db import connection
+
+            from portal.marketplace.deployments import local_servers_resume
+
+            try:
+                started = local_servers_resume()
+                if started:
+                    self.stdout.write(self.style.SUCCESS(f"app model servers running again: {len(started)}"))
+            except Exception as exc:  # the health check retries; the product keeps running
+                self.stderr.write(f"could not start the app model servers again: {exc}")
+            finally:
+                connection.close()
 
         def stop(*_: object) -> None:
             nonlocal stopping
@@ -180,6 +198,14 @@ class Command(BaseCommand):
             suspended = local_jobs_suspend()
             if suspended:
                 self.stdout.write(f"checkpointed and stopped {len(suspended)} local training job(s)")
+            # nor may a published app's model server (it runs in its own session); it comes back on the next start
+            if resumer is not None:
+                resumer.join(60)  # a server being started again right now is stopped too
+            from portal.marketplace.deployments import local_servers_suspend
+
+            servers = local_servers_suspend()
+            if servers:
+                self.stdout.write(f"stopped {len(servers)} app model server(s); they start again with runportal")
 
         signal.signal(signal.SIGTERM, lambda *_: stop())
         signal.signal(signal.SIGINT, lambda *_: stop())  # also when started with SIGINT ignored (nohup, &)
@@ -198,6 +224,8 @@ class Command(BaseCommand):
         try:
             for name in commands:
                 start(name)
+            resumer = threading.Thread(target=resume_servers, name="resume-model-servers", daemon=True)
+            resumer.start()
             site = env["PORTAL_SITE_URL"].rstrip("/")
             self.stdout.write(
                 self.style.SUCCESS(

@@ -11,3 +11,16 @@ document.addEventListener("submit", function (event) {
     if (button.dataset.busyText) button.textContent = button.dataset.busyText;
   });
 });
+
+// A dialog swapped in by htmx (the license agreement) opens as a modal in the viewport, wherever the
+// button that asked for it sits on the page; without showModal (old browsers) the CSS keeps it fixed in view.
+document.addEventListener("htmx:afterSettle", function (event) {
+  var root = event.detail && event.detail.target;
+  if (!root || !root.querySelectorAll) return;
+  root.querySelectorAll("dialog[data-modal]").forEach(function (dialog) {
+    if (typeof dialog.showModal === "function" && !dialog.matches(":modal")) {
+      if (dialog.open) dialog.close();
+      dialog.showModal();
+    }
+  });
+});
