@@ -32,6 +32,7 @@ from .grant import Grant
 from .grant_kind_enum import GrantKindEnum
 from .hyperparameters_request import HyperparametersRequest
 from .instance import Instance
+from .instance_costs import InstanceCosts
 from .instance_kind_enum import InstanceKindEnum
 from .instance_launch_request import InstanceLaunchRequest
 from .instance_status_enum import InstanceStatusEnum
@@ -39,6 +40,8 @@ from .job import Job
 from .job_launch_request import JobLaunchRequest
 from .jobs_logs_retrieve_response_200 import JobsLogsRetrieveResponse200
 from .jobs_metrics_retrieve_response_200 import JobsMetricsRetrieveResponse200
+from .jupyter_access import JupyterAccess
+from .jupyter_access_state_enum import JupyterAccessStateEnum
 from .ledger_line import LedgerLine
 from .license_version import LicenseVersion
 from .me import Me
@@ -58,8 +61,10 @@ from .paginated_dataset_version_list import PaginatedDatasetVersionList
 from .paginated_instance_list import PaginatedInstanceList
 from .paginated_job_list import PaginatedJobList
 from .paginated_ledger_line_list import PaginatedLedgerLineList
+from .paginated_ssh_key_list import PaginatedSshKeyList
 from .paginated_upload_list import PaginatedUploadList
 from .paginated_usage_record_list import PaginatedUsageRecordList
+from .paginated_volume_list import PaginatedVolumeList
 from .paginated_webhook_delivery_list import PaginatedWebhookDeliveryList
 from .paginated_webhook_endpoint_list import PaginatedWebhookEndpointList
 from .pin_request import PinRequest
@@ -68,10 +73,16 @@ from .revenue import Revenue
 from .role_enum import RoleEnum
 from .rollback_request import RollbackRequest
 from .scope_enum import ScopeEnum
+from .ssh_access import SshAccess
+from .ssh_key import SshKey
+from .ssh_key_create import SshKeyCreate
+from .ssh_key_create_request import SshKeyCreateRequest
 from .statement import Statement
 from .statement_kind import StatementKind
 from .statement_usage import StatementUsage
+from .statement_volume import StatementVolume
 from .statement_write_off import StatementWriteOff
+from .tier_enum import TierEnum
 from .top_up import TopUp
 from .top_up_create_request import TopUpCreateRequest
 from .top_up_status_enum import TopUpStatusEnum
@@ -84,6 +95,8 @@ from .version_create_kind_enum import VersionCreateKindEnum
 from .version_create_request import VersionCreateRequest
 from .version_kind_enum import VersionKindEnum
 from .version_status_enum import VersionStatusEnum
+from .volume import Volume
+from .volume_create_request import VolumeCreateRequest
 from .wallet import Wallet
 from .webhook_attempt import WebhookAttempt
 from .webhook_delivery import WebhookDelivery
@@ -127,6 +140,7 @@ __all__ = (
     "GrantKindEnum",
     "HyperparametersRequest",
     "Instance",
+    "InstanceCosts",
     "InstanceKindEnum",
     "InstanceLaunchRequest",
     "InstanceStatusEnum",
@@ -134,6 +148,8 @@ __all__ = (
     "JobLaunchRequest",
     "JobsLogsRetrieveResponse200",
     "JobsMetricsRetrieveResponse200",
+    "JupyterAccess",
+    "JupyterAccessStateEnum",
     "LedgerLine",
     "LicenseVersion",
     "Me",
@@ -153,8 +169,10 @@ __all__ = (
     "PaginatedInstanceList",
     "PaginatedJobList",
     "PaginatedLedgerLineList",
+    "PaginatedSshKeyList",
     "PaginatedUploadList",
     "PaginatedUsageRecordList",
+    "PaginatedVolumeList",
     "PaginatedWebhookDeliveryList",
     "PaginatedWebhookEndpointList",
     "PinRequest",
@@ -163,10 +181,16 @@ __all__ = (
     "RoleEnum",
     "RollbackRequest",
     "ScopeEnum",
+    "SshAccess",
+    "SshKey",
+    "SshKeyCreate",
+    "SshKeyCreateRequest",
     "Statement",
     "StatementKind",
     "StatementUsage",
+    "StatementVolume",
     "StatementWriteOff",
+    "TierEnum",
     "TopUp",
     "TopUpCreateRequest",
     "TopUpStatusEnum",
@@ -179,6 +203,8 @@ __all__ = (
     "VersionCreateRequest",
     "VersionKindEnum",
     "VersionStatusEnum",
+    "Volume",
+    "VolumeCreateRequest",
     "Wallet",
     "WebhookAttempt",
     "WebhookDelivery",

@@ -20,7 +20,7 @@ class Grant:
         id (int):
         kind (GrantKindEnum): * `trial` - Trial credit
             * `promotional` - Promotional credit
-            * `staff` - Staff grant
+            * `staff` - Credit from staff
         amount (str):
         remaining (str):
         expires_at (datetime.datetime):

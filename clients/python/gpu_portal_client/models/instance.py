@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping
-from typing import Any, Self, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Self, TypeVar, cast
 
 from attrs import define as _attrs_define
 from attrs import field as _attrs_field
@@ -10,7 +10,13 @@ from attrs import field as _attrs_field
 from ..models.instance_kind_enum import InstanceKindEnum
 from ..models.instance_status_enum import InstanceStatusEnum
 from ..models.mode_enum import ModeEnum
+from ..models.tier_enum import TierEnum
 from ..types import UNSET, Unset
+
+if TYPE_CHECKING:
+    from ..models.jupyter_access import JupyterAccess
+    from ..models.ssh_access import SshAccess
+
 
 T = TypeVar("T", bound="Instance")
 
@@ -25,6 +31,8 @@ class Instance:
         gpu_count (int):
         image (str):
         job (int | None):
+        jupyter (JupyterAccess): Shape of the field, for the OpenAPI schema.
+        ssh (None | SshAccess):
         kind (InstanceKindEnum | Unset): * `training` - Training job
             * `interactive` - Interactive
         status (InstanceStatusEnum | Unset): * `pending` - Pending
@@ -43,6 +51,12 @@ class Instance:
         placement (Any | Unset):
         submitted_at (datetime.datetime | Unset):
         created_at (datetime.datetime | Unset):
+        tier (TierEnum | Unset): * `on_demand` - On demand
+            * `interruptible` - Interruptible
+        idle_autostop_minutes (int | None | Unset):
+        last_activity_at (datetime.datetime | None | Unset):
+        idle_warned_at (datetime.datetime | None | Unset):
+        autostopped_at (datetime.datetime | None | Unset):
     """
 
     id: int
@@ -51,6 +65,8 @@ class Instance:
     gpu_count: int
     image: str
     job: int | None
+    jupyter: JupyterAccess
+    ssh: None | SshAccess
     kind: InstanceKindEnum | Unset = UNSET
     status: InstanceStatusEnum | Unset = UNSET
     status_reason: str | Unset = UNSET
@@ -60,9 +76,16 @@ class Instance:
     placement: Any | Unset = UNSET
     submitted_at: datetime.datetime | Unset = UNSET
     created_at: datetime.datetime | Unset = UNSET
+    tier: TierEnum | Unset = UNSET
+    idle_autostop_minutes: int | None | Unset = UNSET
+    last_activity_at: datetime.datetime | None | Unset = UNSET
+    idle_warned_at: datetime.datetime | None | Unset = UNSET
+    autostopped_at: datetime.datetime | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        from ..models.ssh_access import SshAccess
+
         id = self.id
 
         name = self.name
@@ -75,6 +98,14 @@ class Instance:
 
         job: int | None
         job = self.job
+
+        jupyter = self.jupyter.to_dict()
+
+        ssh: dict[str, Any] | None
+        if isinstance(self.ssh, SshAccess):
+            ssh = self.ssh.to_dict()
+        else:
+            ssh = self.ssh
 
         kind: str | Unset = UNSET
         if not isinstance(self.kind, Unset):
@@ -108,6 +139,40 @@ class Instance:
         if not isinstance(self.created_at, Unset):
             created_at = self.created_at.isoformat()
 
+        tier: str | Unset = UNSET
+        if not isinstance(self.tier, Unset):
+            tier = self.tier.value
+
+        idle_autostop_minutes: int | None | Unset
+        if isinstance(self.idle_autostop_minutes, Unset):
+            idle_autostop_minutes = UNSET
+        else:
+            idle_autostop_minutes = self.idle_autostop_minutes
+
+        last_activity_at: None | str | Unset
+        if isinstance(self.last_activity_at, Unset):
+            last_activity_at = UNSET
+        elif isinstance(self.last_activity_at, datetime.datetime):
+            last_activity_at = self.last_activity_at.isoformat()
+        else:
+            last_activity_at = self.last_activity_at
+
+        idle_warned_at: None | str | Unset
+        if isinstance(self.idle_warned_at, Unset):
+            idle_warned_at = UNSET
+        elif isinstance(self.idle_warned_at, datetime.datetime):
+            idle_warned_at = self.idle_warned_at.isoformat()
+        else:
+            idle_warned_at = self.idle_warned_at
+
+        autostopped_at: None | str | Unset
+        if isinstance(self.autostopped_at, Unset):
+            autostopped_at = UNSET
+        elif isinstance(self.autostopped_at, datetime.datetime):
+            autostopped_at = self.autostopped_at.isoformat()
+        else:
+            autostopped_at = self.autostopped_at
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -118,6 +183,8 @@ class Instance:
                 "gpu_count": gpu_count,
                 "image": image,
                 "job": job,
+                "jupyter": jupyter,
+                "ssh": ssh,
             }
         )
         if kind is not UNSET:
@@ -138,11 +205,24 @@ class Instance:
             field_dict["submitted_at"] = submitted_at
         if created_at is not UNSET:
             field_dict["created_at"] = created_at
+        if tier is not UNSET:
+            field_dict["tier"] = tier
+        if idle_autostop_minutes is not UNSET:
+            field_dict["idle_autostop_minutes"] = idle_autostop_minutes
+        if last_activity_at is not UNSET:
+            field_dict["last_activity_at"] = last_activity_at
+        if idle_warned_at is not UNSET:
+            field_dict["idle_warned_at"] = idle_warned_at
+        if autostopped_at is not UNSET:
+            field_dict["autostopped_at"] = autostopped_at
 
         return field_dict
 
     @classmethod
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
+        from ..models.jupyter_access import JupyterAccess
+        from ..models.ssh_access import SshAccess
+
         d = dict(src_dict)
         id = d.pop("id")
 
@@ -160,6 +240,23 @@ class Instance:
             return cast(int | None, data)
 
         job = _parse_job(d.pop("job"))
+
+        jupyter = JupyterAccess.from_dict(d.pop("jupyter"))
+
+        def _parse_ssh(data: object) -> None | SshAccess:
+            if data is None:
+                return data
+            try:
+                if not isinstance(data, dict):
+                    raise TypeError()
+                ssh_type_1 = SshAccess.from_dict(data)
+
+                return ssh_type_1
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(None | SshAccess, data)
+
+        ssh = _parse_ssh(d.pop("ssh"))
 
         _kind = d.pop("kind", UNSET)
         kind: InstanceKindEnum | Unset
@@ -211,6 +308,75 @@ class Instance:
         else:
             created_at = datetime.datetime.fromisoformat(_created_at)
 
+        _tier = d.pop("tier", UNSET)
+        tier: TierEnum | Unset
+        if isinstance(_tier, Unset):
+            tier = UNSET
+        else:
+            tier = TierEnum(_tier)
+
+        def _parse_idle_autostop_minutes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_autostop_minutes = _parse_idle_autostop_minutes(
+            d.pop("idle_autostop_minutes", UNSET)
+        )
+
+        def _parse_last_activity_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                last_activity_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return last_activity_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        last_activity_at = _parse_last_activity_at(d.pop("last_activity_at", UNSET))
+
+        def _parse_idle_warned_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                idle_warned_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return idle_warned_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        idle_warned_at = _parse_idle_warned_at(d.pop("idle_warned_at", UNSET))
+
+        def _parse_autostopped_at(data: object) -> datetime.datetime | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            try:
+                if not isinstance(data, str):
+                    raise TypeError()
+                autostopped_at_type_0 = datetime.datetime.fromisoformat(data)
+
+                return autostopped_at_type_0
+            except (TypeError, ValueError, AttributeError, KeyError):
+                pass
+            return cast(datetime.datetime | None | Unset, data)
+
+        autostopped_at = _parse_autostopped_at(d.pop("autostopped_at", UNSET))
+
         instance = cls(
             id=id,
             name=name,
@@ -218,6 +384,8 @@ class Instance:
             gpu_count=gpu_count,
             image=image,
             job=job,
+            jupyter=jupyter,
+            ssh=ssh,
             kind=kind,
             status=status,
             status_reason=status_reason,
@@ -227,6 +395,11 @@ class Instance:
             placement=placement,
             submitted_at=submitted_at,
             created_at=created_at,
+            tier=tier,
+            idle_autostop_minutes=idle_autostop_minutes,
+            last_activity_at=last_activity_at,
+            idle_warned_at=idle_warned_at,
+            autostopped_at=autostopped_at,
         )
 
         instance.additional_properties = d

@@ -7,6 +7,7 @@ from attrs import define as _attrs_define
 from attrs import field as _attrs_field
 
 from ..models.mode_enum import ModeEnum
+from ..models.tier_enum import TierEnum
 from ..types import UNSET, Unset
 
 T = TypeVar("T", bound="InstanceLaunchRequest")
@@ -24,6 +25,12 @@ class InstanceLaunchRequest:
         mode (ModeEnum | Unset): * `container` - Container
             * `bare_metal` - Bare metal Default: ModeEnum.CONTAINER.
         image (str | Unset):  Default: ''.
+        volumes (list[str] | Unset): names of your organization's volumes to attach read-write (one active instance per
+            volume)
+        tier (TierEnum | Unset): * `on_demand` - On demand
+            * `interruptible` - Interruptible Default: TierEnum.ON_DEMAND.
+        idle_autostop_minutes (int | None | Unset): stop after this many idle minutes (0 = off; omitted = the
+            organization's default)
     """
 
     gpu_type: str
@@ -32,6 +39,9 @@ class InstanceLaunchRequest:
     name: str | Unset = ""
     mode: ModeEnum | Unset = ModeEnum.CONTAINER
     image: str | Unset = ""
+    volumes: list[str] | Unset = UNSET
+    tier: TierEnum | Unset = TierEnum.ON_DEMAND
+    idle_autostop_minutes: int | None | Unset = UNSET
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -49,6 +59,20 @@ class InstanceLaunchRequest:
 
         image = self.image
 
+        volumes: list[str] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = self.volumes
+
+        tier: str | Unset = UNSET
+        if not isinstance(self.tier, Unset):
+            tier = self.tier.value
+
+        idle_autostop_minutes: int | None | Unset
+        if isinstance(self.idle_autostop_minutes, Unset):
+            idle_autostop_minutes = UNSET
+        else:
+            idle_autostop_minutes = self.idle_autostop_minutes
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -64,6 +88,12 @@ class InstanceLaunchRequest:
             field_dict["mode"] = mode
         if image is not UNSET:
             field_dict["image"] = image
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
+        if tier is not UNSET:
+            field_dict["tier"] = tier
+        if idle_autostop_minutes is not UNSET:
+            field_dict["idle_autostop_minutes"] = idle_autostop_minutes
 
         return field_dict
 
@@ -87,6 +117,26 @@ class InstanceLaunchRequest:
 
         image = d.pop("image", UNSET)
 
+        volumes = cast(list[str], d.pop("volumes", UNSET))
+
+        _tier = d.pop("tier", UNSET)
+        tier: TierEnum | Unset
+        if isinstance(_tier, Unset):
+            tier = UNSET
+        else:
+            tier = TierEnum(_tier)
+
+        def _parse_idle_autostop_minutes(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        idle_autostop_minutes = _parse_idle_autostop_minutes(
+            d.pop("idle_autostop_minutes", UNSET)
+        )
+
         instance_launch_request = cls(
             gpu_type=gpu_type,
             gpu_count=gpu_count,
@@ -94,6 +144,9 @@ class InstanceLaunchRequest:
             name=name,
             mode=mode,
             image=image,
+            volumes=volumes,
+            tier=tier,
+            idle_autostop_minutes=idle_autostop_minutes,
         )
 
         instance_launch_request.additional_properties = d

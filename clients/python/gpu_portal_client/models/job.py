@@ -32,6 +32,7 @@ class Job:
         queue_position (int):
         gpu_type (str):
         gpu_count (int):
+        tier (str):
         attempts (list[Attempt]):
         outcome (BlankEnum | OutcomeEnum | Unset):
         model_preset (ModelPresetEnum | Unset): * `tiny` - tiny (a few million parameters, CPU)
@@ -62,6 +63,7 @@ class Job:
     queue_position: int
     gpu_type: str
     gpu_count: int
+    tier: str
     attempts: list[Attempt]
     outcome: BlankEnum | OutcomeEnum | Unset = UNSET
     model_preset: ModelPresetEnum | Unset = UNSET
@@ -95,6 +97,8 @@ class Job:
         gpu_type = self.gpu_type
 
         gpu_count = self.gpu_count
+
+        tier = self.tier
 
         attempts = []
         for attempts_item_data in self.attempts:
@@ -159,6 +163,7 @@ class Job:
                 "queue_position": queue_position,
                 "gpu_type": gpu_type,
                 "gpu_count": gpu_count,
+                "tier": tier,
                 "attempts": attempts,
             }
         )
@@ -213,6 +218,8 @@ class Job:
         gpu_type = d.pop("gpu_type")
 
         gpu_count = d.pop("gpu_count")
+
+        tier = d.pop("tier")
 
         attempts = []
         _attempts = d.pop("attempts")
@@ -305,6 +312,7 @@ class Job:
             queue_position=queue_position,
             gpu_type=gpu_type,
             gpu_count=gpu_count,
+            tier=tier,
             attempts=attempts,
             outcome=outcome,
             model_preset=model_preset,

@@ -9,6 +9,7 @@ from attrs import field as _attrs_field
 from ..models.engine_enum import EngineEnum
 from ..models.mode_enum import ModeEnum
 from ..models.model_preset_enum import ModelPresetEnum
+from ..models.tier_enum import TierEnum
 from ..types import UNSET, Unset
 
 if TYPE_CHECKING:
@@ -41,9 +42,14 @@ class JobLaunchRequest:
             from ``instances.limits``.
 
             Unknown names are refused (not dropped), so a typo never trains with a silent default.
-        checkpoint_every_minutes (int | Unset): minutes between checkpoints (0 = off; at most a week) Default: 30.
-        checkpoint_every_steps (int | Unset): steps between checkpoints (0 = off) Default: 0.
-        keep_last (int | Unset): complete checkpoints kept Default: 3.
+        checkpoint_every_minutes (int | Unset): minutes between checkpoints (0 = off; at most a week); default 30 on a
+            GPU, 1 on a CPU slot
+        checkpoint_every_steps (int | Unset): steps between checkpoints (0 = off); default 0 on a GPU, 100 on a CPU slot
+        keep_last (int | Unset): complete checkpoints kept; default 3
+        volumes (list[str] | Unset): names of your organization's volumes to attach read-write (one active instance per
+            volume)
+        tier (TierEnum | Unset): * `on_demand` - On demand
+            * `interruptible` - Interruptible Default: TierEnum.ON_DEMAND.
     """
 
     gpu_type: str
@@ -55,9 +61,11 @@ class JobLaunchRequest:
     model_preset: ModelPresetEnum | Unset = ModelPresetEnum.TINY
     engine: EngineEnum | Unset = EngineEnum.FSDP
     hyperparameters: HyperparametersRequest | Unset = UNSET
-    checkpoint_every_minutes: int | Unset = 30
-    checkpoint_every_steps: int | Unset = 0
-    keep_last: int | Unset = 3
+    checkpoint_every_minutes: int | Unset = UNSET
+    checkpoint_every_steps: int | Unset = UNSET
+    keep_last: int | Unset = UNSET
+    volumes: list[str] | Unset = UNSET
+    tier: TierEnum | Unset = TierEnum.ON_DEMAND
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,6 +101,14 @@ class JobLaunchRequest:
 
         keep_last = self.keep_last
 
+        volumes: list[str] | Unset = UNSET
+        if not isinstance(self.volumes, Unset):
+            volumes = self.volumes
+
+        tier: str | Unset = UNSET
+        if not isinstance(self.tier, Unset):
+            tier = self.tier.value
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -120,6 +136,10 @@ class JobLaunchRequest:
             field_dict["checkpoint_every_steps"] = checkpoint_every_steps
         if keep_last is not UNSET:
             field_dict["keep_last"] = keep_last
+        if volumes is not UNSET:
+            field_dict["volumes"] = volumes
+        if tier is not UNSET:
+            field_dict["tier"] = tier
 
         return field_dict
 
@@ -172,6 +192,15 @@ class JobLaunchRequest:
 
         keep_last = d.pop("keep_last", UNSET)
 
+        volumes = cast(list[str], d.pop("volumes", UNSET))
+
+        _tier = d.pop("tier", UNSET)
+        tier: TierEnum | Unset
+        if isinstance(_tier, Unset):
+            tier = UNSET
+        else:
+            tier = TierEnum(_tier)
+
         job_launch_request = cls(
             gpu_type=gpu_type,
             gpu_count=gpu_count,
@@ -185,6 +214,8 @@ class JobLaunchRequest:
             checkpoint_every_minutes=checkpoint_every_minutes,
             checkpoint_every_steps=checkpoint_every_steps,
             keep_last=keep_last,
+            volumes=volumes,
+            tier=tier,
         )
 
         job_launch_request.additional_properties = d

@@ -10,6 +10,7 @@ from attrs import field as _attrs_field
 if TYPE_CHECKING:
     from ..models.statement_kind import StatementKind
     from ..models.statement_usage import StatementUsage
+    from ..models.statement_volume import StatementVolume
     from ..models.statement_write_off import StatementWriteOff
 
 
@@ -31,6 +32,7 @@ class Statement:
         usage_total_micros (int):
         usage_uncovered_micros (int): shortfall: usage the balance could not cover
         write_offs (list[StatementWriteOff]): minutes older than the metering lookback, not charged
+        volumes (list[StatementVolume]): persistent volume storage, per started GB-hour
     """
 
     year: int
@@ -44,6 +46,7 @@ class Statement:
     usage_total_micros: int
     usage_uncovered_micros: int
     write_offs: list[StatementWriteOff]
+    volumes: list[StatementVolume]
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -78,6 +81,11 @@ class Statement:
             write_offs_item = write_offs_item_data.to_dict()
             write_offs.append(write_offs_item)
 
+        volumes = []
+        for volumes_item_data in self.volumes:
+            volumes_item = volumes_item_data.to_dict()
+            volumes.append(volumes_item)
+
         field_dict: dict[str, Any] = {}
         field_dict.update(self.additional_properties)
         field_dict.update(
@@ -93,6 +101,7 @@ class Statement:
                 "usage_total_micros": usage_total_micros,
                 "usage_uncovered_micros": usage_uncovered_micros,
                 "write_offs": write_offs,
+                "volumes": volumes,
             }
         )
 
@@ -102,6 +111,7 @@ class Statement:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         from ..models.statement_kind import StatementKind
         from ..models.statement_usage import StatementUsage
+        from ..models.statement_volume import StatementVolume
         from ..models.statement_write_off import StatementWriteOff
 
         d = dict(src_dict)
@@ -142,6 +152,13 @@ class Statement:
 
             write_offs.append(write_offs_item)
 
+        volumes = []
+        _volumes = d.pop("volumes")
+        for volumes_item_data in _volumes:
+            volumes_item = StatementVolume.from_dict(volumes_item_data)
+
+            volumes.append(volumes_item)
+
         statement = cls(
             year=year,
             month=month,
@@ -154,6 +171,7 @@ class Statement:
             usage_total_micros=usage_total_micros,
             usage_uncovered_micros=usage_uncovered_micros,
             write_offs=write_offs,
+            volumes=volumes,
         )
 
         statement.additional_properties = d
