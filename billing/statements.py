@@ -216,10 +216,10 @@ def statement_csv(statement: Statement, *, names: dict[int, str] | None = None, 
             ]
         )
     for v in statement.volumes:
-        item = f"volume {v.volume_id} {v.name}"
-        w.writerow(["storage", item, f"{v.size_gb} GB", f"{v.hours} h", format_cny(-v.amount_micros, 6)])
+        volume = f"volume {v.volume_id} {v.name}"
+        w.writerow(["storage", volume, f"{v.size_gb} GB", f"{v.hours} h", format_cny(-v.amount_micros, 6)])
         if v.shortfall_micros:
-            w.writerow(["storage", "shortfall", f"{item} (not charged)", "", format_cny(v.shortfall_micros, 6)])
+            w.writerow(["storage", "shortfall", f"{volume} (not charged)", "", format_cny(v.shortfall_micros, 6)])
     for a in app_calls:
         w.writerow(["app-call", a.label, "", f"{a.calls} calls", format_cny(-a.amount_micros, 6)])
     w.writerow(["balance", "closing", statement.end.isoformat(), "", format_cny(statement.closing_micros, 6)])

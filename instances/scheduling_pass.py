@@ -317,9 +317,9 @@ def schedule_pass(
                 str(org),
                 code,
                 gpus,
-                mode,
+                mode,  # type: ignore[arg-type]  # a RentalMode value read from the database
                 submitted,
-                int(tier == PriceTier.INTERRUPTIBLE),  # type: ignore[arg-type]
+                int(tier == PriceTier.INTERRUPTIBLE),
             )
             for pk, org, code, gpus, mode, submitted, _, _, tier in queue
         ]

@@ -83,7 +83,9 @@ class PortalIdentityProvider(IdentityProvider):  # type: ignore[misc]
         self._status_token = status_token(self.secret)
         self.cookie_options = {"samesite": "Lax", "httponly": True}
 
-    def get_user_token(self, handler: web.RequestHandler) -> User | None:
+    # jupyter_server declares it async but accepts a plain result too (IdentityProvider.get_user awaits only
+    # an awaitable), so the override stays synchronous.
+    def get_user_token(self, handler: web.RequestHandler) -> User | None:  # type: ignore[override]
         """Only the portal's status probe authenticates by token (header, ``…/api/status`` only)."""
         header = handler.request.headers.get("Authorization", "")
         if handler.request.path.rstrip("/").endswith("/api/status") and header == f"token {self._status_token}":

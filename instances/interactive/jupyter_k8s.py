@@ -22,7 +22,7 @@ Job's ``gpu-portal/job`` label and deleted with it by :func:`jupyter_k8s_delete`
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from instances.interactive.jupyter_process import BASE_URL_ENV, ENABLE_ENV, jupyter_argv, jupyter_environment
 from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV
@@ -56,7 +56,7 @@ def jupyter_k8s_extend(manifests: list[dict[str, Any]], env: dict[str, str]) -> 
     main.setdefault("volumeMounts", []).append({"name": "workspace", "mountPath": WORKSPACE})
     main.setdefault("workingDir", WORKSPACE)
     pod["volumes"].append({"name": "workspace", "emptyDir": {}})
-    mounts = [{"name": "workspace", "mountPath": WORKSPACE}]
+    mounts: list[dict[str, Any]] = [{"name": "workspace", "mountPath": WORKSPACE}]
     for mount in main.get("volumeMounts", []):
         if mount["name"].startswith("dataset-"):
             where = f"{WORKSPACE}/data/{mount['mountPath'].rsplit('/', 1)[-1]}"
@@ -135,9 +135,9 @@ def jupyter_k8s_create(api_client: Any, body: dict[str, Any]) -> None:
 
     namespace = body["metadata"]["namespace"]
     if body["kind"] == "Secret":
-        client.CoreV1Api(api_client).create_namespaced_secret(namespace, body)
+        client.CoreV1Api(api_client).create_namespaced_secret(namespace, cast(Any, body))  # a dict body is fine
     elif body["kind"] == "Ingress":
-        client.NetworkingV1Api(api_client).create_namespaced_ingress(namespace, body)
+        client.NetworkingV1Api(api_client).create_namespaced_ingress(namespace, cast(Any, body))
     else:
         raise ValueError(f"not a Jupyter object kind: {body['kind']}")
 

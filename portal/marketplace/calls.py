@@ -278,10 +278,10 @@ def call_reserve(
                 cap,
             ]
         )
-        if outcome == "replay":
+        if outcome == "replay" and sql_call_id is not None:  # the call's id comes with this outcome
             done = AppCall.objects.get(pk=sql_call_id)
             return CallResult(call=done, output=done.response or {}, replayed=True)
-        if outcome == "reserved":
+        if outcome == "reserved" and sql_call_id is not None and sql_attempts is not None:  # both come with it
             return _reserved_call(
                 sql_call_id, sql_attempts, app, version, caller, user, idempotency_key, request_sha256, now,
                 price_micros, share_micros,
