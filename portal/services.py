@@ -23,6 +23,7 @@ from portal.choices import Role, TokenScope
 from portal.lib.slugs import ascii_slug
 from portal.models import ApiToken, Membership, Organization, TrialClaim, User
 from portal.permissions import Action, PermissionRefused, authorize, role_allows
+from portal.selectors import personal_organization_of
 
 VERIFY_SALT = "portal.email-verification"
 TOKEN_PREFIX = "gpp"  # noqa: S105 - the public prefix of API tokens, not a secret
@@ -196,7 +197,7 @@ def email_verify(*, token: str) -> VerificationResult:
     with transaction.atomic():
         newly = User.objects.filter(pk=user.pk, email_verified_at__isnull=True).update(email_verified_at=timezone.now())
         user.refresh_from_db()
-        org = Organization.objects.filter(memberships__user=user, personal=True).first()
+        org = personal_organization_of(user)  # their own, not a personal one they were invited into
         granted = False
         if org is not None and settings.TRIAL_CREDIT > 0:
             try:

@@ -203,3 +203,23 @@ def test_plus_addresses_sign_up(client):
     response = _signup(client, email="dora+ml@example.com")
     assert response.status_code == 302
     assert User.objects.filter(email="dora+ml@example.com").exists()
+
+
+def test_a_member_invited_into_another_personal_organization_keeps_his_own_as_home_and_trial_target(alice):
+    """Bob signs up (unverified), is added to alice's personal organization (also ``personal``, and sorting
+    before his by name), then verifies: his home is his own organization and the trial credit lands there,
+    never in alice's."""
+    from portal.choices import Role
+    from portal.services import membership_add, user_signup
+
+    bob = user_signup(email="bob@example.com", password="correct horse battery 9", name="bob")
+    alice_org = organization_for_user(user=alice)
+    membership_add(organization=alice_org, user=bob, role=Role.MEMBER, acting_user=None)
+    own = Organization.objects.get(memberships__user=bob, memberships__role="owner")
+    assert (alice_org.slug < own.slug, alice_org.personal, own.personal) == (True, True, True)
+    assert organization_for_user(user=bob) == own
+
+    email_verify(token=verification_token(bob))
+    assert wallet_balance(organization=own).trial_micros == 10_000_000
+    assert wallet_balance(organization=alice_org).total_micros == 0
+    assert list(TrialClaim.objects.values_list("email", "organization__slug")) == [("bob@example.com", own.slug)]
