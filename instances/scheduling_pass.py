@@ -198,7 +198,11 @@ def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
     rows_update(
         Instance,
         [r[0] for r in rows],
-        {"queue_position": [r[1] for r in rows], "status_reason": [r[2] for r in rows]},
+        {  # the scheduler's words carry no reason code (instances.reasons): the text is shown as it is
+            "queue_position": [r[1] for r in rows],
+            "status_reason": [r[2] for r in rows],
+            "status_reason_code": [""] * len(rows),
+        },
         where={"status": S.SCHEDULING},
     )
 

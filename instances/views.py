@@ -24,6 +24,7 @@ from instances import checkpoints, joblogs, selectors, services
 from instances.forms import InstanceLaunchForm, JobLaunchForm
 from instances.job_page import format_duration, job_summary
 from instances.models import GpuType, Instance, TrainingJob
+from instances.reasons import Reason
 from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
@@ -129,7 +130,7 @@ def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
     organization, instance = _instance(request, org, pk)
     if request.method == "POST":
         services.instance_stop(
-            instance=instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+            instance=instance, reason=Reason("stopped_by_user", {"user": str(request.user)}), acting_user=request.user
         )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
         return redirect("instance_detail", org=organization.slug, pk=instance.pk)
@@ -206,7 +207,9 @@ def job_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
         services.instance_stop(
-            instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+            instance=job.instance,
+            reason=Reason("stopped_by_user", {"user": str(request.user)}),
+            acting_user=request.user,
         )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)

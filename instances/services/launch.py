@@ -17,6 +17,7 @@ from billing.pricing import PriceNotFound, cumulative_charge_micros, price_quote
 from instances import limits, scheduler
 from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
 from instances.models import GpuType, Image, Instance, TrainingJob
+from instances.reasons import Reason
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
 from instances.services.backend import _setting
@@ -224,7 +225,7 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 extra={"gpu_type": gpu_type.code, "gpus": spec.gpu_count, "mode": spec.mode, "kind": spec.kind},
             )
             instance_transition(
-                instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"), acting_user=user, now=now
+                instance=instance, to=S.SCHEDULING, reason=Reason("waiting_for_capacity"), acting_user=user, now=now
             )
             instances_schedule()
     except IntegrityError:
