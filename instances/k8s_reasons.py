@@ -21,7 +21,7 @@ def _why(code: str) -> Reason | str:
 
 def status_reason(status: JobStatus, *, gpu_type: str = "") -> str:
     """The reason for ``status``: its ``reason`` as a :class:`~instances.reasons.Reason` (English text plus
-    code and parameters, rendered in the reader's language by ``instances.reasons.reason_render``), else its
+    code and parameters, rendered in the reader's language by ``instances.reason_display.reason_render``), else its
     ``message``.
 
     ``gpu_type``: the catalog code of the instance's GPUs, named when no node has room

@@ -28,7 +28,7 @@ from instances.choices import (
     ModelPreset,
     NodeState,
 )
-from instances.reasons import reason_render
+from instances.reason_display import reason_render
 
 
 class GpuType(models.Model):

@@ -4,16 +4,16 @@ The one registry :data:`REASON_TEXTS` maps a code to an English template with ``
 template is the gettext msgid (the zh_Hans catalogue translates it). A reason is stored as three columns:
 the English text (``Instance.status_reason``, ``InstanceTransition.reason``, ``JobAttempt.message``, kept for
 the API's ``status_reason`` field, webhooks and rows written before codes existed), the code
-(``*_code``) and the parameters (``*_params``, JSON). :func:`reason_render` turns them into the reader's
-language, falling back to the stored text when the code is empty or unknown.
+(``*_code``) and the parameters (``*_params``, JSON). ``instances.reason_display.reason_render`` turns them
+into the reader's language, falling back to the stored text when the code is empty or unknown.
 
 A :class:`Reason` is a ``str`` (its English text) that also carries ``code`` and ``params``, so every caller
 that passes a reason string keeps working and the writers (``instances.transitions``, the reconcile) store the
 code beside the text. A parameter may itself be a reason (``{"code": …, "params": …}``), rendered recursively
 ("node lost: processes gone without an exit code").
 
-No Django at module level: the backends (``instances.backends.base``) build reasons in the launcher's
-process too.
+No Django here at all: the backends (``instances.backends.base``) build reasons in the launcher's process,
+which imports no Django (``tests/portal/test_architecture.py``).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ REASON_TEXTS: dict[str, str] = {
     # instance status changes (services, views, API, admin, budget guard)
     "running": gettext_noop("running"),
     "waiting_for_capacity": gettext_noop("waiting for capacity"),
+    "placed": gettext_noop("placed on %(nodes)s"),
     "stopped_by_user": gettext_noop("stopped by %(user)s"),
     "stopped_through_api": gettext_noop("stopped through the API"),
     "stopped_by_staff": gettext_noop("stopped by staff"),
@@ -91,7 +92,7 @@ class Reason(str):
         if code not in REASON_TEXTS:
             raise KeyError(f"unknown reason code {code!r}; add it to instances.reasons.REASON_TEXTS")
         values = {k: _param_json(v) for k, v in (params or {}).items()}
-        obj = super().__new__(cls, _render(code, values, translate=None)[:MAX_TEXT])
+        obj = super().__new__(cls, reason_text(code, values, translate=None)[:MAX_TEXT])
         obj.code, obj.params = code, values
         return obj
 
@@ -116,19 +117,6 @@ def reason_fields(value: str) -> tuple[str, dict[str, Any]]:
     return "", {}
 
 
-def reason_render(*, code: str, params: Mapping[str, Any] | None, fallback: str = "") -> str:
-    """The reason in the active language: ``code``'s template translated and filled with ``params``;
-    ``fallback`` (the stored English text) when the code is empty or unknown (rows written before codes)."""
-    if not code or code not in REASON_TEXTS:
-        return fallback
-    from django.utils.translation import gettext
-
-    try:
-        return _render(code, dict(params or {}), translate=gettext)
-    except (KeyError, ValueError, TypeError):  # a template and its stored params disagree: keep the text
-        return fallback
-
-
 def _param_json(value: Any) -> Any:
     """A parameter as stored: a nested reason as its JSON form, numbers as they are, anything else as str."""
     if isinstance(value, Reason):
@@ -138,13 +126,16 @@ def _param_json(value: Any) -> Any:
     return str(value)
 
 
-def _render(code: str, params: dict[str, Any], *, translate: Any) -> str:
+def reason_text(code: str, params: dict[str, Any], *, translate: Any) -> str:
+    """``code``'s template (through ``translate``, e.g. ``gettext``, or as written when None) filled with
+    ``params``, nested reasons rendered the same way. Raises ``KeyError`` / ``ValueError`` / ``TypeError``
+    when the template and the params disagree."""
     template = REASON_TEXTS[code]
     if translate is not None:
         template = translate(template)
     values = {}
     for key, value in params.items():
         if isinstance(value, dict) and value.get("code") in REASON_TEXTS:
-            value = _render(value["code"], dict(value.get("params") or {}), translate=translate)
+            value = reason_text(value["code"], dict(value.get("params") or {}), translate=translate)
         values[key] = value
     return template % values if values else template

@@ -35,12 +35,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import scheduler
 from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
+from instances.reasons import Reason
 from instances.transitions import Move, instances_transition
 
 S = InstanceStatus
@@ -329,7 +329,7 @@ def schedule_pass(
             Move(
                 objects[pk],
                 S.PROVISIONING,
-                _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
+                Reason("placed", {"nodes": ", ".join(p.node_names)}),
                 {"placement": [[n, g] for n, g in p.assignments], "queue_position": None},
             )
             for pk, p in pending.items()

@@ -431,7 +431,8 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
 
     from instances.backends.base import JobStatus
     from instances.k8s_reasons import status_reason
-    from instances.reasons import reason_fields, reason_render
+    from instances.reason_display import reason_render
+    from instances.reasons import reason_fields
 
     statuses = [
         JobStatus(
