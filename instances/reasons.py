@@ -45,6 +45,9 @@ REASON_TEXTS: dict[str, str] = {
     "node_lost": gettext_noop("node lost: %(msg)s"),
     # instance status changes (services, views, API, admin, budget guard)
     "running": gettext_noop("running"),
+    "training_started": gettext_noop("training started"),
+    "training": gettext_noop("training"),
+    "launch_failed": gettext_noop("launch failed: %(err)s"),
     "waiting_for_capacity": gettext_noop("waiting for capacity"),
     "placed": gettext_noop("placed on %(nodes)s"),
     "stopped_by_user": gettext_noop("stopped by %(user)s"),
