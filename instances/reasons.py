@@ -58,6 +58,39 @@ REASON_TEXTS: dict[str, str] = {
     "stopped_before_start": gettext_noop("stopped before start"),
     "automatic_resume": gettext_noop("automatic resume"),
     "rollback": gettext_noop("rollback to step %(step)d"),
+    # why the scheduler cannot place a request now (instances.scheduler)
+    "sched_invalid_mode": gettext_noop("unknown mode %(mode)s; expected container or bare_metal"),
+    "sched_invalid_count": gettext_noop("a request asks for 1 to %(max)d GPUs, not %(gpus)d"),
+    "sched_bare_metal": gettext_noop("bare metal"),
+    "sched_large": gettext_noop("requests of %(size)d or more GPUs"),
+    "sched_hint_or": gettext_noop("%(lower)d or %(upper)d"),
+    "sched_not_multiple": gettext_noop(
+        "%(why)s take whole %(size)d-GPU %(gpu_type)s nodes: ask for a multiple of %(size)d GPUs (%(hint)s), "
+        "not %(gpus)d"
+    ),
+    "sched_exceeds_quota": gettext_noop(
+        "needs %(gpus)d GPUs but the organization's GPU quota is %(quota)d GPUs; ask support to raise the quota"
+    ),
+    "sched_quota": gettext_noop(
+        "the organization's GPU quota is %(quota)d GPUs and %(used)d are in use; this request needs %(gpus)d "
+        "(waits until %(more)d more are released)"
+    ),
+    "sched_no_nodes": gettext_noop("no ready %(gpu_type)s nodes"),
+    "sched_free_node": gettext_noop("%(n)d free %(gpu_type)s node"),
+    "sched_free_nodes": gettext_noop("%(n)d free %(gpu_type)s nodes"),
+    "sched_behind_nodes": gettext_noop("needs %(nodes)s (%(free)d free); waits behind an earlier request"),
+    "sched_exceeds_inventory_nodes": gettext_noop("needs %(nodes)s, the inventory has %(have)d (%(free)d free)"),
+    "sched_capacity_nodes": gettext_noop("needs %(nodes)s, %(free)d free"),
+    "sched_exceeds_inventory_gpus": gettext_noop(
+        "needs %(gpus)d %(gpu_type)s GPUs on one node, the largest ready node has %(largest)d"
+    ),
+    "sched_behind_gpus": gettext_noop(
+        "needs %(gpus)d free %(gpu_type)s GPUs on one node; waits behind an earlier request"
+    ),
+    "sched_capacity_gpus": gettext_noop(
+        "needs %(gpus)d free %(gpu_type)s GPUs on one node, the most free on any node is %(most)d"
+    ),
+    "sched_behind": gettext_noop("needs %(gpus)d %(gpu_type)s GPUs; waits behind an earlier request"),
     # the backend's cause in words (instances.k8s_reasons)
     "k8s_unschedulable": gettext_noop("Waiting for capacity: no node with %(gpus)d free %(gpu)s GPUs (%(detail)s)"),
     "k8s_image_pull": gettext_noop("The container image %(image)s cannot be pulled (%(detail)s)"),

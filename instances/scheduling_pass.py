@@ -40,7 +40,7 @@ from instances import scheduler
 from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
-from instances.reasons import Reason
+from instances.reasons import Reason, reason_fields
 from instances.transitions import Move, instances_transition
 
 S = InstanceStatus
@@ -194,14 +194,17 @@ def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[st
 
 
 def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
-    """Set ``(pk, queue_position, status_reason)`` of instances still scheduling: one statement."""
+    """Set ``(pk, queue_position, status_reason)`` of instances still scheduling, with the reason's code and
+    parameters (``instances.reasons``): one statement."""
+    fields = [reason_fields(r[2]) for r in rows]
     rows_update(
         Instance,
         [r[0] for r in rows],
-        {  # the scheduler's words carry no reason code (instances.reasons): the text is shown as it is
+        {
             "queue_position": [r[1] for r in rows],
-            "status_reason": [r[2] for r in rows],
-            "status_reason_code": [""] * len(rows),
+            "status_reason": [r[2][:300] for r in rows],
+            "status_reason_code": [f[0] for f in fields],
+            "status_reason_params": [f[1] for f in fields],
         },
         where={"status": S.SCHEDULING},
     )
@@ -357,7 +360,7 @@ def schedule_pass(
         before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason in queue}
         _write_waiting(
             [
-                (pk, w.position, w.reason[:300])
+                (pk, w.position, w.reason)
                 for w in result.waiting
                 if w.position is not None
                 for pk in (int(w.request.request_id),)

@@ -126,3 +126,49 @@ def test_a_row_written_before_codes_shows_its_stored_text(client: Any, alice: An
     assert inst.status_reason_display == "legacy words"
     Instance.objects.filter(pk=inst.pk).update(status_reason_code="gone_from_the_registry")
     assert Instance.objects.get(pk=inst.pk).status_reason_display == "legacy words"
+
+
+def test_every_reason_code_has_a_chinese_template_with_the_same_parameters() -> None:
+    import re
+
+    from django.utils import translation
+
+    from instances.reasons import REASON_TEXTS
+
+    with translation.override("zh-hans"):
+        from django.utils.translation import gettext
+
+        untranslated = [code for code, text in REASON_TEXTS.items() if gettext(text) == text]
+        mismatched = [
+            code
+            for code, text in REASON_TEXTS.items()
+            if sorted(re.findall(r"%\(\w+\)[sd]", gettext(text))) != sorted(re.findall(r"%\(\w+\)[sd]", text))
+        ]
+    assert (untranslated, mismatched) == ([], [])
+
+
+def test_the_schedulers_refusals_are_reasons_read_in_chinese() -> None:
+    import dataclasses
+    from datetime import UTC, datetime
+
+    from django.utils import translation
+
+    from instances import scheduler
+    from instances.reason_display import reason_render
+    from instances.reasons import reason_fields
+
+    request = scheduler.PlacementRequest("r1", "1", "H100-80G-SXM", 16, "container", datetime(2026, 3, 1, tzinfo=UTC))
+    nodes = [scheduler.NodeView(f"h-{i}", "H100-80G-SXM", 8, free, "b1") for i, free in enumerate((8, 3))]
+    refused = scheduler.place(request, nodes)
+    assert isinstance(refused, scheduler.Unplaceable)
+    assert refused.reason == "needs 2 free H100-80G-SXM nodes, 1 free"
+    code, params = reason_fields(refused.reason)
+    assert (code, params) == (
+        "sched_capacity_nodes",
+        {"nodes": {"code": "sched_free_nodes", "params": {"n": 2, "gpu_type": "H100-80G-SXM"}}, "free": 1},
+    )
+    with translation.override("zh-hans"):
+        assert reason_render(code=code, params=params) == "需要 2 台空闲的 H100-80G-SXM 节点，当前空闲 1 台"
+    none = scheduler.place(dataclasses.replace(request, gpu_type="L40S-48G"), nodes)
+    with translation.override("zh-hans"):
+        assert reason_render(code=none.reason.code, params=none.reason.params) == "没有就绪的 L40S-48G 节点"
