@@ -29,6 +29,7 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
         "Llama", "OpenAPI", "Python", "CLI", "HTTP", "HTTPS", "URL", "JSON", "JSONL", "CSV", "TXT", "HTML",
         "TCO", "MFU", "PII", "IP", "ID", "SXM", "PCIe", "VRAM", "Pod", "Bearer", "Authorization", "Token",
         "OK", "htmx", "AdamW", "SHA", "HMAC", "Luhn", "BPE", "LoRA", "AI", "English", "RTX", "TFLOPS",
+        "SIGKILL", "SIGTERM", "SIGINT", "OOMKilled", "NaN", "Infinity",
         "Celery", "Redis", "PostgreSQL", "Webhook", "webhook", "Idempotency", "Key", "Content", "Type", "POST", "GET",
         "Megatron-Core", "Core", "Schema", "PUE", "python",
         # machine-learning terms Chinese text keeps in Latin letters ("token/秒", "节点 rank")
