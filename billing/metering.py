@@ -563,6 +563,7 @@ def budget_guard(*, now: datetime | None = None) -> list[int]:
     """Stop (after a final checkpoint) every running instance of organizations whose balance cannot cover
     ``BUDGET_GUARD_MINUTES`` more minutes; open or clear low-balance notices. Returns stopped instance ids.
     """
+    from instances.reasons import Reason
     from instances.selectors import instances_for_org
     from instances.services import instance_stop
 
@@ -573,7 +574,7 @@ def budget_guard(*, now: datetime | None = None) -> list[int]:
         balance = wallet_balance(organization=organization, now=now).total_micros
         if balance < burn.per_minute_micros * settings.BUDGET_GUARD_MINUTES:
             for instance in instances_for_org(organization).filter(pk__in=burn.instance_ids):
-                instance_stop(instance=instance, reason="budget")
+                instance_stop(instance=instance, reason=Reason("budget_stop"))
                 stopped.append(instance.pk)
             audit_log(
                 action="billing.budget_guard_stop",

@@ -179,11 +179,10 @@ class PriceQuote:
 
     @property
     def runway_text(self) -> str:
-        """ "11 h 40 min" style."""
-        if self.runway_minutes is None:
-            return "∞"
-        hours, minutes = divmod(self.runway_minutes, 60)
-        return f"{hours} h {minutes} min" if hours else f"{minutes} min"
+        """ "11 h 40 min" in English, "11 小时 40 分" in Chinese (the active language); "∞" for a free price."""
+        from portal.lib.durations import minutes_text
+
+        return minutes_text(self.runway_minutes)
 
 
 def runway_minutes(*, balance_micros: int, price_per_gpu_hour_micros: int, gpus: int) -> int | None:

@@ -24,6 +24,7 @@ from instances.models import (
     Volume,
     VolumeQuota,
 )
+from instances.reasons import Reason
 from portal.lib.http import AuthedHttpRequest
 from portal.models import User
 
@@ -84,7 +85,7 @@ class TransitionInline(admin.TabularInline):  # type: ignore[type-arg]
 def force_stop(modeladmin: admin.ModelAdmin, request: HttpRequest, queryset: QuerySet[Instance]) -> None:  # type: ignore[type-arg]
     for instance in queryset:
         services.instance_stop(
-            instance=instance, reason=str(_("stopped by staff")), acting_user=cast(User, request.user), staff=True
+            instance=instance, reason=Reason("stopped_by_staff"), acting_user=cast(User, request.user), staff=True
         )
     modeladmin.message_user(request, _("%(n)d instance(s) stopping.") % {"n": queryset.count()}, messages.SUCCESS)
 

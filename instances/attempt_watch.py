@@ -28,6 +28,7 @@ from instances.backends.base import BackendError, JobStatus, UnknownHandle
 from instances.choices import ATTEMPT_TERMINAL, AttemptState, InstanceStatus, JobOutcome
 from instances.k8s_reasons import pending_timeout_reason, status_reason
 from instances.models import Instance, InstanceRunSegment, JobAttempt, JobEvent, TrainingJob
+from instances.reasons import reason_fields
 
 log = logging.getLogger(__name__)
 
@@ -78,7 +79,13 @@ def attempt_pending(*, attempt: JobAttempt, status: JobStatus, now: datetime) ->
             claimed = (
                 JobAttempt.objects.filter(pk=attempt.pk)
                 .exclude(state__in=ATTEMPT_TERMINAL)
-                .update(state=AttemptState.FAILED, message=reason, ended_at=now)
+                .update(
+                    state=AttemptState.FAILED,
+                    message=reason[:300],
+                    message_code=reason_fields(reason)[0],
+                    message_params=reason_fields(reason)[1],
+                    ended_at=now,
+                )
             )
             if claimed and _try_transition(instance, InstanceStatus.FAILED, reason, now=now, placement=[]):
                 TrainingJob.objects.filter(instance=instance).update(
@@ -94,7 +101,10 @@ def attempt_pending(*, attempt: JobAttempt, status: JobStatus, now: datetime) ->
     if status.reason:
         text = status_reason(status, gpu_type=gpu_type)
         if text != instance.status_reason:
-            Instance.objects.filter(pk=instance.pk, status=InstanceStatus.PROVISIONING).update(status_reason=text)
+            code, params = reason_fields(text)
+            Instance.objects.filter(pk=instance.pk, status=InstanceStatus.PROVISIONING).update(
+                status_reason=text[:300], status_reason_code=code, status_reason_params=params
+            )
             JobAttempt.objects.filter(pk=attempt.pk).update(message=text)
             instance.refresh_from_db()
     return instance

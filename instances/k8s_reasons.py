@@ -1,4 +1,4 @@
-"""Backend failure and waiting reasons in words, in the user's language (English and Chinese).
+"""Backend failure and waiting reasons as reason codes (``instances.reasons``), shown in the user's language.
 
 A backend reports a machine-readable ``JobStatus.reason`` with ``details`` (``instances.backends.kubernetes``:
 Events, pod conditions, container states); :func:`status_reason` turns it into the sentence the console shows
@@ -10,66 +10,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.utils.translation import gettext as _
-
 from instances.backends.base import JobStatus
+from instances.reasons import REASON_TEXTS, Reason, reason
 
 
-def _why(code: str) -> str:
-    """A ``DisruptionTarget`` reason (or Event reason) in words; unknown codes as they are."""
-    words = {
-        "EvictionByEvictionAPI": _("evicted by a node drain"),
-        "PreemptionByScheduler": _("preempted by a higher-priority workload"),
-        "DeletionByTaintManager": _("node unreachable"),
-        "TaintManagerEviction": _("node unreachable"),
-        "DeletionByPodGC": _("node removed from the cluster"),
-        "TerminationByKubelet": _("node shutting down or out of resources"),
-        "DisruptionTarget": _("cluster disruption"),
-    }
-    return words.get(code, code)
+def _why(code: str) -> Reason | str:
+    """A ``DisruptionTarget`` reason (or Event reason) as a nested reason; unknown codes as they are."""
+    return reason(f"k8s_why_{code}") if f"k8s_why_{code}" in REASON_TEXTS else code
 
 
 def status_reason(status: JobStatus, *, gpu_type: str = "") -> str:
-    """The sentence for ``status`` (≤ 300 characters): its ``reason`` in words, else its ``message``.
+    """The reason for ``status``: its ``reason`` as a :class:`~instances.reasons.Reason` (English text plus
+    code and parameters, rendered in the reader's language by ``instances.reason_display.reason_render``), else its
+    ``message``.
 
     ``gpu_type``: the catalog code of the instance's GPUs, named when no node has room
-    ("no node with 8 free H100-80G-SXM GPUs"). Translated with the active language.
+    ("no node with 8 free H100-80G-SXM GPUs").
     """
     d: dict[str, Any] = status.details or {}
-    reason = status.reason
-    if reason == "unschedulable":
-        text = _("Waiting for capacity: no node with %(gpus)d free %(gpu)s GPUs (%(detail)s)") % {
-            "gpus": int(d.get("gpus") or 0),
-            "gpu": gpu_type or "GPU",
-            "detail": d.get("message", ""),
-        }
-    elif reason == "image_pull":
-        text = _("The container image %(image)s cannot be pulled (%(detail)s)") % {
-            "image": d.get("image", ""),
-            "detail": d.get("message", ""),
-        }
-    elif reason == "oom_killed":
-        text = _("Out of memory: pod %(pod)s was killed (OOMKilled); use a smaller micro-batch or more GPUs") % {
-            "pod": d.get("pod", "")
-        }
-    elif reason == "evicted":
-        text = _("Preempted: pod %(pod)s was stopped (%(why)s); resuming from the newest checkpoint") % {
-            "pod": d.get("pod", ""),
-            "why": _why(str(d.get("why", ""))),
-        }
-    elif reason == "node_lost":
-        text = _("Node lost: pod %(pod)s on %(node)s stopped answering; resuming from the newest checkpoint") % {
-            "pod": d.get("pod", ""),
-            "node": d.get("node") or _("its node"),
-        }
-    elif reason == "deleted":
-        text = _("The cluster job %(job)s was deleted outside the portal") % {"job": d.get("job", "")}
-    else:
-        text = status.message
-    return text[:300]
+    code = status.reason
+    if code == "unschedulable":
+        return reason(
+            "k8s_unschedulable", gpus=int(d.get("gpus") or 0), gpu=gpu_type or "GPU", detail=d.get("message", "")
+        )
+    if code == "image_pull":
+        return reason("k8s_image_pull", image=d.get("image", ""), detail=d.get("message", ""))
+    if code == "oom_killed":
+        return reason("k8s_oom_killed", pod=d.get("pod", ""))
+    if code == "evicted":
+        return reason("k8s_evicted", pod=d.get("pod", ""), why=_why(str(d.get("why", ""))))
+    if code == "node_lost":
+        return reason("k8s_node_lost", pod=d.get("pod", ""), node=d.get("node") or reason("its_node"))
+    if code == "deleted":
+        return reason("k8s_deleted", job=d.get("job", ""))
+    return status.message[:300]
 
 
 def pending_timeout_reason(status: JobStatus, *, gpu_type: str, minutes: int) -> str:
     """Why an attempt that stayed pending for ``minutes`` was given up (the reason, or "no reason given")."""
-    why = status_reason(status, gpu_type=gpu_type) if status.reason else (status.message or _("no reason given"))
-    return (_("Did not start within %(minutes)d minutes: %(why)s") % {"minutes": minutes, "why": why})[:300]
+    why: str = status_reason(status, gpu_type=gpu_type) if status.reason else (status.message or reason("no_reason"))
+    return reason("pending_timeout", minutes=minutes, why=why)

@@ -28,6 +28,7 @@ from instances.choices import (
     ModelPreset,
     NodeState,
 )
+from instances.reason_display import reason_render
 
 
 class GpuType(models.Model):
@@ -107,7 +108,9 @@ class Instance(models.Model):
     """Rented capacity: ``gpu_count`` GPUs of ``gpu_type`` in ``mode``, running a training job or a command.
 
     ``placement``: ``[[node_name, gpus], …]`` from the scheduler while the instance holds capacity.
-    ``queue_position`` / ``status_reason``: what the user sees while it waits.
+    ``queue_position`` / ``status_reason``: what the user sees while it waits; the reason is stored as English
+    text plus ``status_reason_code`` / ``status_reason_params`` and shown by :attr:`status_reason_display`
+    in the reader's language (``instances.reasons``).
     ``idempotency_key``: the API's ``Idempotency-Key`` (unique per organization when given).
     ``tier``: on-demand, or interruptible (charged at the price book's discount; may be preempted for an
     on-demand request, ``instances.preemption``); ``preempt_requested_at``: the preemption notice was given
@@ -127,7 +130,9 @@ class Instance(models.Model):
     image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT)
     command = models.JSONField(default=list, blank=True)
     status = models.CharField(max_length=12, choices=InstanceStatus.choices, default=InstanceStatus.PENDING)
-    status_reason = models.CharField(max_length=300, blank=True)
+    status_reason = models.CharField(max_length=300, blank=True)  # English text (API, webhooks, old rows)
+    status_reason_code = models.CharField(max_length=64, blank=True)  # a code of instances.reasons.REASON_TEXTS
+    status_reason_params = models.JSONField(default=dict, blank=True)
     queue_position = models.PositiveIntegerField(null=True, blank=True)
     placement = models.JSONField(default=list, blank=True)
     submitted_at = models.DateTimeField(default=timezone.now)
@@ -157,6 +162,12 @@ class Instance(models.Model):
     def __str__(self) -> str:
         return f"{self.name} ({self.gpu_count}× {self.gpu_type_id})"
 
+    @property
+    def status_reason_display(self) -> str:
+        """The status reason in the active language (the stored text for rows without a code)."""
+        code, params = self.status_reason_code, self.status_reason_params
+        return reason_render(code=code, params=params, fallback=self.status_reason)
+
 
 class InstanceTransition(models.Model):
     """One status change of an instance (append-only)."""
@@ -164,7 +175,9 @@ class InstanceTransition(models.Model):
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="transitions")
     from_status = models.CharField(max_length=12, choices=InstanceStatus.choices)
     to_status = models.CharField(max_length=12, choices=InstanceStatus.choices)
-    reason = models.CharField(max_length=300, blank=True)
+    reason = models.CharField(max_length=300, blank=True)  # English text; code + params below
+    reason_code = models.CharField(max_length=64, blank=True)
+    reason_params = models.JSONField(default=dict, blank=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -173,6 +186,11 @@ class InstanceTransition(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance_id}: {self.from_status} -> {self.to_status}"
+
+    @property
+    def reason_display(self) -> str:
+        """The reason in the active language."""
+        return reason_render(code=self.reason_code, params=self.reason_params, fallback=self.reason)
 
 
 class InstanceRunSegment(models.Model):
@@ -263,7 +281,9 @@ class JobAttempt(models.Model):
     token_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
     state = models.CharField(max_length=10, choices=AttemptState.choices, default=AttemptState.PENDING)
     exit_code = models.IntegerField(null=True, blank=True)
-    message = models.CharField(max_length=300, blank=True)
+    message = models.CharField(max_length=300, blank=True)  # English text of the outcome; code + params below
+    message_code = models.CharField(max_length=64, blank=True)
+    message_params = models.JSONField(default=dict, blank=True)
     resume_from_step = models.IntegerField(default=-1)
     started_step = models.IntegerField(null=True, blank=True)
     placement = models.JSONField(default=list, blank=True)
@@ -281,6 +301,11 @@ class JobAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance_id}#{self.number}"
+
+    @property
+    def message_display(self) -> str:
+        """The attempt's outcome in the active language."""
+        return reason_render(code=self.message_code, params=self.message_params, fallback=self.message)
 
 
 class Checkpoint(models.Model):

@@ -52,6 +52,8 @@ from typing import Literal, NamedTuple
 
 from sortedcontainers import SortedList
 
+from instances.reasons import Reason, reason
+
 NodeState = Literal["ready", "cordoned", "draining"]
 Mode = Literal["container", "bare_metal"]
 
@@ -168,8 +170,9 @@ def node_size_of(nodes: Iterable[NodeView], gpu_type: str) -> int:
     return size or DEFAULT_NODE_SIZE
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+def _free_nodes(n: int, gpu_type: str) -> Reason:
+    """ "1 free X node" / "3 free X nodes" as a nested reason (``instances.reasons``)."""
+    return reason("sched_free_node" if n == 1 else "sched_free_nodes", n=n, gpu_type=gpu_type)
 
 
 class _TypePool:
@@ -346,16 +349,15 @@ class CapacityIndex:
 
 def _validate(req: PlacementRequest, node_size: int) -> Unplaceable | None:
     if req.mode not in MODES:
-        return Unplaceable(f"unknown mode {req.mode!r}; expected container or bare_metal", CODE_INVALID)
+        return Unplaceable(reason("sched_invalid_mode", mode=repr(req.mode)), CODE_INVALID)
     if not 1 <= req.gpus <= MAX_GANG_GPUS:
-        return Unplaceable(f"a request asks for 1 to {MAX_GANG_GPUS} GPUs, not {req.gpus}", CODE_INVALID)
+        return Unplaceable(reason("sched_invalid_count", max=MAX_GANG_GPUS, gpus=req.gpus), CODE_INVALID)
     if _whole_nodes(req, node_size) and req.gpus % node_size:
         lower = req.gpus // node_size * node_size
-        hint = f"{lower} or {lower + node_size}" if lower else str(node_size)
-        why = "bare metal" if req.mode == "bare_metal" else f"requests of {node_size} or more GPUs"
+        hint = reason("sched_hint_or", lower=lower, upper=lower + node_size) if lower else str(node_size)
+        why = reason("sched_bare_metal") if req.mode == "bare_metal" else reason("sched_large", size=node_size)
         return Unplaceable(
-            f"{why} take whole {node_size}-GPU {req.gpu_type} nodes: ask for a multiple of {node_size} "
-            f"GPUs ({hint}), not {req.gpus}",
+            reason("sched_not_multiple", why=why, size=node_size, gpu_type=req.gpu_type, hint=hint, gpus=req.gpus),
             CODE_NOT_MULTIPLE,
         )
     return None
@@ -369,16 +371,11 @@ def _check_quota(req: PlacementRequest, quota_gpus: int | None, used_gpus: int) 
     if quota_gpus is None:
         return None
     if req.gpus > quota_gpus:
-        return Unplaceable(
-            f"needs {req.gpus} GPUs but the organization's GPU quota is {quota_gpus} GPUs; "
-            "ask support to raise the quota",
-            CODE_EXCEEDS_QUOTA,
-        )
+        return Unplaceable(reason("sched_exceeds_quota", gpus=req.gpus, quota=quota_gpus), CODE_EXCEEDS_QUOTA)
     if used_gpus + req.gpus > quota_gpus:
+        more = used_gpus + req.gpus - quota_gpus
         return Unplaceable(
-            f"the organization's GPU quota is {quota_gpus} GPUs and {used_gpus} are in use; this request "
-            f"needs {req.gpus} (waits until {used_gpus + req.gpus - quota_gpus} more are released)",
-            CODE_QUOTA,
+            reason("sched_quota", quota=quota_gpus, used=used_gpus, gpus=req.gpus, more=more), CODE_QUOTA
         )
     return None
 
@@ -387,43 +384,41 @@ def _try_place(req: PlacementRequest, pool: _TypePool, *, partly_used_only: bool
     """Find a placement for a validated, quota-checked request without committing it."""
     t = req.gpu_type
     if not pool.free_by_name:
-        return Unplaceable(f"no ready {t} nodes", CODE_NO_NODES)
+        return Unplaceable(reason("sched_no_nodes", gpu_type=t), CODE_NO_NODES)
     size = pool.node_size
     if _whole_nodes(req, size):
         need = req.gpus // size
         if partly_used_only:
             return Unplaceable(
-                f"needs {_plural(need, f'free {t} node')} ({pool.whole_free_count()} free); "
-                "waits behind an earlier request",
-                CODE_BEHIND,
+                reason("sched_behind_nodes", nodes=_free_nodes(need, t), free=pool.whole_free_count()), CODE_BEHIND
             )
         found = pool.find_whole_nodes(need)
         if found is None:
             free = pool.whole_free_count()
             if need > pool.whole_nodes_in_inventory:
                 return Unplaceable(
-                    f"needs {_plural(need, f'free {t} node')}, the inventory has "
-                    f"{pool.whole_nodes_in_inventory} ({free} free)",
+                    reason(
+                        "sched_exceeds_inventory_nodes",
+                        nodes=_free_nodes(need, t),
+                        have=pool.whole_nodes_in_inventory,
+                        free=free,
+                    ),
                     CODE_EXCEEDS_INVENTORY,
                 )
-            return Unplaceable(f"needs {_plural(need, f'free {t} node')}, {free} free", CODE_CAPACITY)
+            return Unplaceable(reason("sched_capacity_nodes", nodes=_free_nodes(need, t), free=free), CODE_CAPACITY)
         names, block = found
         return Placement(req.request_id, tuple((n, size) for n in names), block)
     name = pool.find_in_node(req.gpus, partly_used_only=partly_used_only)
     if name is None:
         if req.gpus > pool.largest_node:
             return Unplaceable(
-                f"needs {req.gpus} {t} GPUs on one node, the largest ready node has {pool.largest_node}",
+                reason("sched_exceeds_inventory_gpus", gpus=req.gpus, gpu_type=t, largest=pool.largest_node),
                 CODE_EXCEEDS_INVENTORY,
             )
         most = pool.max_free_on_node(partly_used_only=partly_used_only)
         if partly_used_only and pool.find_in_node(req.gpus, partly_used_only=False) is not None:
-            return Unplaceable(
-                f"needs {req.gpus} free {t} GPUs on one node; waits behind an earlier request", CODE_BEHIND
-            )
-        return Unplaceable(
-            f"needs {req.gpus} free {t} GPUs on one node, the most free on any node is {most}", CODE_CAPACITY
-        )
+            return Unplaceable(reason("sched_behind_gpus", gpus=req.gpus, gpu_type=t), CODE_BEHIND)
+        return Unplaceable(reason("sched_capacity_gpus", gpus=req.gpus, gpu_type=t, most=most), CODE_CAPACITY)
     return Placement(req.request_id, ((name, req.gpus),), pool.block_by_name[name])
 
 
@@ -501,7 +496,7 @@ def schedule_queue(
             if probe is None:
                 found = _try_place(req, pool, partly_used_only=False)
                 probe = closed_answers[key] = (
-                    Unplaceable(f"needs {req.gpus} {req.gpu_type} GPUs; waits behind an earlier request", CODE_BEHIND)
+                    Unplaceable(reason("sched_behind", gpus=req.gpus, gpu_type=req.gpu_type), CODE_BEHIND)
                     if isinstance(found, Placement)
                     else found
                 )

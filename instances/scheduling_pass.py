@@ -35,7 +35,6 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from billing.choices import PriceTier
 from instances import scheduler
@@ -43,6 +42,7 @@ from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
 from instances.preemption import preemptions_plan
+from instances.reasons import Reason, reason_fields
 from instances.transitions import Move, instances_transition
 
 S = InstanceStatus
@@ -200,11 +200,18 @@ def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[st
 
 
 def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
-    """Set ``(pk, queue_position, status_reason)`` of instances still scheduling: one statement."""
+    """Set ``(pk, queue_position, status_reason)`` of instances still scheduling, with the reason's code and
+    parameters (``instances.reasons``): one statement."""
+    fields = [reason_fields(r[2]) for r in rows]
     rows_update(
         Instance,
         [r[0] for r in rows],
-        {"queue_position": [r[1] for r in rows], "status_reason": [r[2] for r in rows]},
+        {
+            "queue_position": [r[1] for r in rows],
+            "status_reason": [r[2][:300] for r in rows],
+            "status_reason_code": [f[0] for f in fields],
+            "status_reason_params": [f[1] for f in fields],
+        },
         where={"status": S.SCHEDULING},
     )
 
@@ -348,7 +355,7 @@ def schedule_pass(
             Move(
                 objects[pk],
                 S.PROVISIONING,
-                _("placed on %(nodes)s") % {"nodes": ", ".join(p.node_names)},
+                Reason("placed", {"nodes": ", ".join(p.node_names)}),
                 {"placement": [[n, g] for n, g in p.assignments], "queue_position": None},
             )
             for pk, p in pending.items()
@@ -389,7 +396,7 @@ def schedule_pass(
         before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason, _ in queue}
         _write_waiting(
             [
-                (pk, w.position, preempting.get(pk, w.reason)[:300])
+                (pk, w.position, preempting.get(pk, w.reason))
                 for w in result.waiting
                 if w.position is not None
                 for pk in (int(w.request.request_id),)

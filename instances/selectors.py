@@ -178,6 +178,8 @@ def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int,
     from django.utils.translation import gettext as _
 
     from instances import scheduler
+    from instances.reason_display import reason_render
+    from instances.reasons import reason_fields
 
     ahead = Instance.objects.filter(status=InstanceStatus.SCHEDULING, gpu_type__code=gpu_type).count()
     request = scheduler.PlacementRequest(
@@ -195,7 +197,9 @@ def queue_estimate(*, organization: Organization, gpu_type: str, gpu_count: int,
         return True, _("Starts now on %(nodes)s.") % {"nodes": ", ".join(result.node_names)}
     if isinstance(result, scheduler.Placement):
         return False, _("%(n)d request(s) for this GPU type are waiting ahead of you.") % {"n": ahead}
-    return False, _("Waits: %(reason)s (%(n)d request(s) ahead).") % {"reason": result.reason, "n": ahead}
+    code, params = reason_fields(result.reason)
+    why = reason_render(code=code, params=params, fallback=result.reason)
+    return False, _("Waits: %(reason)s (%(n)d request(s) ahead).") % {"reason": why, "n": ahead}
 
 
 def preemption_summary(instance: Instance) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from django.utils import timezone
 from instances.bulk import rows_insert, rows_update
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, InstanceTransition
+from instances.reasons import reason_fields
 from portal.models import AuditEvent, User
 from portal.webhooks.choices import EventType
 from portal.webhooks.models import WebhookEndpoint
@@ -36,7 +37,8 @@ S = InstanceStatus
 @dataclass
 class Move:
     """One requested move: ``instance`` (its ``status`` is the expected current status) to ``to`` with a
-    ``reason`` (cut to 300 characters) and other ``fields`` of Instance to set in the same update."""
+    ``reason`` (cut to 300 characters; an ``instances.reasons.Reason`` also stores its code and parameters)
+    and other ``fields`` of Instance to set in the same update."""
 
     instance: Instance
     to: str
@@ -76,6 +78,8 @@ def instances_transition(
                 "from_status": [m.instance.status for m in applied],
                 "to_status": [m.to for m in applied],
                 "reason": [m.reason[:300] for m in applied],
+                "reason_code": [reason_fields(m.reason)[0] for m in applied],
+                "reason_params": [reason_fields(m.reason)[1] for m in applied],
                 "actor_id": [acting_user.pk if acting_user is not None else None] * n,
                 "created_at": [now] * n,
             },
@@ -97,7 +101,7 @@ def instances_transition(
                 "organization_id": [m.instance.organization_id for m in applied],
                 "object_type": [Instance._meta.label_lower] * n,
                 "object_id": [str(m.instance.pk) for m in applied],
-                "extra": [{"from": m.instance.status, "to": m.to, "reason": m.reason} for m in applied],
+                "extra": [{"from": m.instance.status, "to": m.to, "reason": str(m.reason)} for m in applied],
                 "staff": [False] * n,
                 "created_at": [now] * n,
             },
@@ -105,16 +109,26 @@ def instances_transition(
         _emit_webhooks(applied)
     for m in applied:
         m.instance.status, m.instance.status_reason, m.instance.updated_at = m.to, m.reason[:300], now
+        m.instance.status_reason_code, m.instance.status_reason_params = reason_fields(m.reason)
         for name, value in m.fields.items():
             setattr(m.instance, name, value)
     return applied
+
+
+def _code(m: Move) -> str:
+    return reason_fields(m.reason)[0]
 
 
 def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
     if len(moves) == 1:  # the common case: one UPDATE … WHERE status = current
         m = moves[0]
         updated = Instance.objects.filter(pk=m.instance.pk, status=m.instance.status).update(
-            status=m.to, status_reason=m.reason[:300], updated_at=now, **m.fields
+            status=m.to,
+            status_reason=m.reason[:300],
+            status_reason_code=_code(m),
+            status_reason_params=reason_fields(m.reason)[1],
+            updated_at=now,
+            **m.fields,
         )
         return [m] if updated == 1 else []
     candidates = moves
@@ -137,6 +151,8 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
         columns: dict[str, list[Any]] = {
             "status": [m.to for m in group],
             "status_reason": [m.reason[:300] for m in group],
+            "status_reason_code": [_code(m) for m in group],
+            "status_reason_params": [reason_fields(m.reason)[1] for m in group],
             "updated_at": [now] * len(group),
         }
         for name in extra:

@@ -26,6 +26,7 @@ from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
 from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
 from instances.job_page import format_duration, job_speed, job_summary
 from instances.models import GpuType, Instance, TrainingJob
+from instances.reasons import Reason
 from instances.tiers import tier_and_idle_context, tier_prices
 from portal.lib.charts import svg_line_chart
 from portal.lib.htmx import is_partial
@@ -170,7 +171,7 @@ def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
     organization, instance = _instance(request, org, pk)
     if request.method == "POST":
         services.instance_stop(
-            instance=instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+            instance=instance, reason=Reason("stopped_by_user", {"user": str(request.user)}), acting_user=request.user
         )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
         return redirect("instance_detail", org=organization.slug, pk=instance.pk)
@@ -250,7 +251,9 @@ def job_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
         services.instance_stop(
-            instance=job.instance, reason=_("stopped by %(user)s") % {"user": request.user}, acting_user=request.user
+            instance=job.instance,
+            reason=Reason("stopped_by_user", {"user": str(request.user)}),
+            acting_user=request.user,
         )
         messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)

@@ -80,6 +80,8 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "kind",
             "status",
             "status_reason",
+            "status_reason_code",
+            "status_reason_params",
             "queue_position",
             "gpu_type",
             "gpu_count",
@@ -112,6 +114,8 @@ class AttemptSerializer(serializers.ModelSerializer[JobAttempt]):
             "state",
             "exit_code",
             "message",
+            "message_code",
+            "message_params",
             "resume_from_step",
             "started_step",
             "placement",
@@ -124,6 +128,8 @@ class AttemptSerializer(serializers.ModelSerializer[JobAttempt]):
 class JobSerializer(serializers.ModelSerializer[TrainingJob]):
     status = serializers.CharField(source="instance.status", read_only=True)
     status_reason = serializers.CharField(source="instance.status_reason", read_only=True)
+    status_reason_code = serializers.CharField(source="instance.status_reason_code", read_only=True)
+    status_reason_params = serializers.JSONField(source="instance.status_reason_params", read_only=True)
     queue_position = serializers.IntegerField(source="instance.queue_position", read_only=True)
     instance = serializers.IntegerField(source="instance_id", read_only=True)  # type: ignore[assignment]
     gpu_type = serializers.CharField(source="instance.gpu_type.code", read_only=True)
@@ -139,6 +145,8 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
             "instance",
             "status",
             "status_reason",
+            "status_reason_code",
+            "status_reason_params",
             "queue_position",
             "outcome",
             "gpu_type",

@@ -31,6 +31,7 @@ from instances.api.serializers import (
 )
 from instances.choices import InstanceKind
 from instances.models import Instance, TrainingJob
+from instances.reasons import Reason
 from portal.api.errors import ApiError
 from portal.api.parsers import loads_checked
 from portal.api.views import ORG_PARAM
@@ -93,7 +94,9 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
     @action(detail=True, methods=["post"])
     def stop(self, request: AuthedRequest, pk: str) -> Response:
         instance = self.get_object()
-        instance = services.instance_stop(instance=instance, reason="stopped through the API", acting_user=request.user)
+        instance = services.instance_stop(
+            instance=instance, reason=Reason("stopped_through_api"), acting_user=request.user
+        )
         return Response(InstanceSerializer(instance).data)
 
     @extend_schema(request=None, responses=InstanceCostsSerializer)
@@ -134,7 +137,7 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @action(detail=True, methods=["post"])
     def stop(self, request: AuthedRequest, pk: str) -> Response:
         job = self.get_object()
-        services.instance_stop(instance=job.instance, reason="stopped through the API", acting_user=request.user)
+        services.instance_stop(instance=job.instance, reason=Reason("stopped_through_api"), acting_user=request.user)
         job.refresh_from_db()
         return Response(JobSerializer(job).data)
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+from instances.reasons import reason
 from instances.runtime.exitcodes import (
     EXIT_CONFIG_ERROR,
-    EXIT_FAILED,
     EXIT_FINISHED,
     EXIT_PREEMPTED,
     EXIT_RANK_LOST,
@@ -150,21 +150,21 @@ def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tupl
     stop, not a crash. Returns ``(state, message)``.
     """
     if exit_code == EXIT_FINISHED:
-        return "succeeded", "finished"
+        return "succeeded", reason("finished")
     if exit_code == EXIT_PREEMPTED:  # the runtime's answer to SIGTERM, which is also how a stop begins
         if stop_requested:
-            return "stopped", "stopped, checkpoint saved"
-        return "preempted", "preempted: checkpoint saved, safe to resume"
+            return "stopped", reason("stopped_checkpoint")
+        return "preempted", reason("preempted_checkpoint")
     if exit_code == EXIT_STOPPED:
-        return "stopped", "stopped on request, checkpoint saved"
+        return "stopped", reason("stopped_on_request")
     if exit_code in (EXIT_RANK_LOST, EXIT_STORE_UNAVAILABLE):  # not the job's fault: no crash budget, no back-off
         if stop_requested:
-            return "stopped", f"stopped (exit code {exit_code})"
+            return "stopped", reason("stopped_exit", exit_code=exit_code)
         if exit_code == EXIT_RANK_LOST:
-            return "preempted", "rank lost (killed without an exit code: SIGKILL, OOM killer or node loss)"
-        return "preempted", "checkpoint store unavailable (transient I/O errors): resumed later"
+            return "preempted", reason("rank_lost")
+        return "preempted", reason("store_unavailable")
     if exit_code == EXIT_CONFIG_ERROR:
-        return "failed", "invalid runtime config: nothing trained (not retried)"
+        return "failed", reason("config_error")
     signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None
     if signum is not None:
         try:
@@ -172,13 +172,11 @@ def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tupl
         except ValueError:
             name = f"signal {signum}"
         if stop_requested and signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT):
-            return "stopped", f"stopped ({name})"
-        return "failed", f"killed by {name}"
+            return "stopped", reason("stopped_signal", signal=name)
+        return "failed", reason("killed_signal", signal=name)
     if stop_requested:
-        return "stopped", f"stopped (exit code {exit_code})"
-    if exit_code == EXIT_FAILED:
-        return "failed", "crashed (exit code 1)"
-    return "failed", f"crashed (exit code {exit_code})"
+        return "stopped", reason("stopped_exit", exit_code=exit_code)
+    return "failed", reason("crashed", exit_code=exit_code)
 
 
 class ComputeBackend(abc.ABC):

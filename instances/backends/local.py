@@ -59,6 +59,7 @@ from instances.backends.base import (
 )
 from instances.backends.local_launcher import EXIT_CODE_FILE, RANKS_DIR, write_atomically
 from instances.backends.procfs import MARKER_ENV, ProcInfo, job_processes, signal_all, start_ticks
+from instances.reasons import reason
 from instances.scheduler import NodeView
 
 STATE_FILE = "backend.json"
@@ -295,7 +296,7 @@ class LocalBackend(ComputeBackend):
             if self._processes(pgid, ws):
                 return JobStatus("running", None, f"running, {state['nproc']} process(es)", started)
             if not code_file.exists():  # the launcher may have written it between the two looks
-                msg = "processes gone without an exit code (killed)"
+                msg = reason("processes_gone")
                 return JobStatus("stopped" if stop_requested else "failed", None, msg, started)
         code = int(code_file.read_text().strip())
         finished = datetime.fromtimestamp(code_file.stat().st_mtime, UTC)

@@ -10,11 +10,11 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import checkpoints
 from instances.choices import AttemptState, InstanceStatus
 from instances.models import Checkpoint, Instance, JobAttempt, JobEvent, JobMetric, TrainingJob
+from instances.reasons import Reason
 from instances.services.errors import CallbackRefused
 from instances.services.transitions import _try_transition
 from portal.webhooks.services import webhook_emit
@@ -101,7 +101,7 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
-            _try_transition(instance, S.RUNNING, _("training started"), now=now)
+            _try_transition(instance, S.RUNNING, Reason("training_started"), now=now)
     elif kind == "progress" and isinstance(step, int):
         JobMetric.objects.bulk_create(
             [
@@ -122,7 +122,7 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         JobAttempt.objects.filter(pk=attempt.pk, first_step_at__isnull=True).update(first_step_at=now)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
-            _try_transition(instance, S.RUNNING, _("training"), now=now)
+            _try_transition(instance, S.RUNNING, Reason("training"), now=now)
     elif kind == "checkpoint" and isinstance(step, int):
         Checkpoint.objects.update_or_create(
             job=job,

@@ -7,11 +7,11 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import checkpoints, tasks
 from instances.choices import HOLDS_CAPACITY, RESTING, InstanceStatus
 from instances.models import TrainingJob
+from instances.reasons import Reason
 from instances.services.errors import RollbackError
 from instances.services.reconcile import instance_stop, job_resume
 from portal.audit import audit_log
@@ -34,11 +34,11 @@ def job_restart(
             job.resume_step = resume_step
             job.save(update_fields=["resume_step"])
         if instance.status in RESTING:
-            job_resume(job=job, reason=reason or _("restart"), acting_user=acting_user)
+            job_resume(job=job, reason=reason or Reason("restart"), acting_user=acting_user)
             transaction.on_commit(lambda: tasks.schedule.delay())
         elif instance.status in HOLDS_CAPACITY and instance.status != S.STOPPING:
             TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
-            instance_stop(instance=instance, reason=reason or _("restart"), acting_user=acting_user)
+            instance_stop(instance=instance, reason=reason or Reason("restart"), acting_user=acting_user)
         elif instance.status == S.STOPPING:
             TrainingJob.objects.filter(pk=job.pk).update(restart_after_stop=True)
         audit_log(
@@ -76,7 +76,7 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
             job=job,
             acting_user=acting_user,
             resume_step=cp.step,
-            reason=_("rollback to step %(step)d") % {"step": cp.step},
+            reason=Reason("rollback", {"step": cp.step}),
         )
 
 

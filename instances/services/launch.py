@@ -20,6 +20,7 @@ from instances.choices import Engine, InstanceKind, InstanceStatus, ModelPreset
 from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.launch_defaults import launch_defaults
 from instances.models import GpuType, Image, Instance, TrainingJob
+from instances.reasons import Reason
 from instances.runtime.config import ConfigError, JobConfig
 from instances.selectors import gpu_quota_of
 from instances.services.backend import _setting
@@ -300,7 +301,7 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 },
             )
             instance_transition(
-                instance=instance, to=S.SCHEDULING, reason=_("waiting for capacity"), acting_user=user, now=now
+                instance=instance, to=S.SCHEDULING, reason=Reason("waiting_for_capacity"), acting_user=user, now=now
             )
             instances_schedule()
     except IntegrityError:

@@ -10,13 +10,13 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import attempt_watch, joblogs, tasks
 from instances.backends.base import BackendError, ComputeBackend, JobStatus, UnknownHandle
 from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
 from instances.k8s_reasons import status_reason
 from instances.models import Instance, JobAttempt, Node, TrainingJob
+from instances.reasons import Reason, reason_fields
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED, RESUMABLE_EXIT_CODES
 from instances.services import backend as boundary
 from instances.services.backend import _setting
@@ -48,7 +48,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
     instance.refresh_from_db()
     if status.state == "running":
         if instance.status == S.PROVISIONING:
-            _try_transition(instance, S.RUNNING, _("running"), now=now)
+            _try_transition(instance, S.RUNNING, Reason("running"), now=now)
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
         attempt_watch.attempt_seen_running(attempt=attempt, now=now)  # bills a lost job up to here
         return instance
@@ -57,7 +57,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
     if not status.terminal:
         return instance
     if status.reason == "deleted" and instance.status == S.STOPPING:  # our own stop deleted it
-        status = JobStatus("stopped", None, _("stopped"), status.started_at, now)
+        status = JobStatus("stopped", None, Reason("stopped"), status.started_at, now)
     elif status.reason:  # the backend's cause in the user's language (instances.k8s_reasons)
         status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
     with transaction.atomic():
@@ -68,6 +68,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 state=status.state,
                 exit_code=status.exit_code,
                 message=status.message[:300],
+                message_code=reason_fields(status.message)[0],
+                message_params=reason_fields(status.message)[1],
                 ended_at=status.finished_at or now,
             )
         )
@@ -92,7 +94,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             and instance.preempt_requested_at >= attempt.created_at
         )
         if state == "succeeded":
-            _try_transition(instance, S.STOPPED, _("finished"), now=now, placement=[])
+            _try_transition(instance, S.STOPPED, Reason("finished"), now=now, placement=[])
             _job_finish(instance, JobOutcome.FINISHED)
             webhook_emit(
                 organization=instance.organization,
@@ -100,7 +102,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 data={"job_id": attempt.job_id, "instance_id": instance.pk, "attempt": attempt.number},
             )
         elif (state == "stopped" and not by_scheduler) or instance.status == S.STOPPING:
-            _try_transition(instance, S.STOPPED, status.message or _("stopped"), now=now, placement=[])
+            _try_transition(instance, S.STOPPED, status.message or Reason("stopped"), now=now, placement=[])
             if job is not None and job.restart_after_stop:
                 TrainingJob.objects.filter(pk=job.pk).update(
                     restart_after_stop=False, stop_requested=False, next_resume_at=now, outcome=JobOutcome.NONE
@@ -108,13 +110,13 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             else:
                 _job_finish(instance, JobOutcome.STOPPED)
         elif state == "preempted" or lost_node or by_scheduler:
-            reason = status.message if state == "preempted" else _("node lost: %(msg)s") % {"msg": status.message}
+            why = status.message if state == "preempted" else Reason("node_lost", {"msg": status.message})
             if status.reason == "deleted":
-                reason = status.message
+                why = status.message
             if by_scheduler:  # instances.preemption: the interruptible tier's notice
-                reason = preempted_reason(instance)
+                why = preempted_reason(instance)
                 JobAttempt.objects.filter(pk=attempt.pk).update(state=AttemptState.PREEMPTED)
-            _try_transition(instance, S.PREEMPTED, reason, now=now, placement=[], preempt_requested_at=None)
+            _try_transition(instance, S.PREEMPTED, why, now=now, placement=[], preempt_requested_at=None)
             if lost_node:  # no trace of when it stopped: bill up to when it was last seen running
                 attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
             webhook_emit(
@@ -124,7 +126,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                     "job_id": attempt.job_id,
                     "instance_id": instance.pk,
                     "attempt": attempt.number,
-                    "message": reason,
+                    "message": str(why),
                 },
             )
             delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))
@@ -195,13 +197,13 @@ def instances_reconcile(*, now: datetime | None = None, backend: ComputeBackend 
         observed += 1
     # instances stopping without a submitted attempt (stopped during provisioning) end now
     for inst in Instance.objects.filter(status=S.STOPPING).exclude(attempts__handle__gt=""):
-        _try_transition(inst, S.STOPPED, _("stopped before start"), now=now, placement=[])
+        _try_transition(inst, S.STOPPED, Reason("stopped_before_start"), now=now, placement=[])
     resumed = 0
     due = TrainingJob.objects.filter(
         instance__status__in=RESTING, next_resume_at__lte=now, outcome=JobOutcome.NONE
     ).select_related("instance")
     for job in due:
-        if job_resume(job=job, reason=_("automatic resume"), now=now):
+        if job_resume(job=job, reason=Reason("automatic_resume"), now=now):
             resumed += 1
     placed = instances_schedule(now=now)
     from instances.interactive.utilization import utilization_sample_due
@@ -292,7 +294,7 @@ def instance_stop_backend(*, instance_id: int) -> Instance:
         return instance
     attempt = instance.attempts.exclude(handle="").order_by("-number").first()
     if attempt is None:
-        _try_transition(instance, S.STOPPED, _("stopped before start"), placement=[])
+        _try_transition(instance, S.STOPPED, Reason("stopped_before_start"), placement=[])
     else:
         backend = boundary.compute_backend()
         joblogs.attempt_logs_archive(attempt=attempt, backend=backend)  # stopping deletes the pods
@@ -314,7 +316,7 @@ def instances_reconcile_queue() -> None:
     for job in TrainingJob.objects.filter(
         instance__status__in=RESTING, next_resume_at__lte=now, outcome=JobOutcome.NONE
     ).select_related("instance"):
-        job_resume(job=job, reason=_("restart"), now=now)
+        job_resume(job=job, reason=Reason("restart"), now=now)
     instances_schedule(now=now)
 
 

@@ -7,12 +7,12 @@ from datetime import datetime
 
 from django.db import transaction
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import tasks
 from instances.backends.base import BackendError
 from instances.choices import AttemptState, InstanceStatus, JobOutcome
 from instances.models import Instance, JobAttempt
+from instances.reasons import Reason
 from instances.runtime.config import ConfigError
 from instances.services import backend as boundary
 from instances.services.backend import _setting
@@ -61,7 +61,7 @@ def attempt_submit(*, attempt_id: int) -> JobAttempt:
             JobAttempt.objects.filter(pk=attempt.pk).update(
                 state=AttemptState.FAILED, message=str(exc)[:300], ended_at=timezone.now()
             )
-            _try_transition(instance, S.FAILED, _("launch failed: %(err)s") % {"err": exc})
+            _try_transition(instance, S.FAILED, Reason("launch_failed", {"err": str(exc)}))
             _job_finish(instance, JobOutcome.FAILED)
             webhook_emit(
                 organization=instance.organization,

@@ -130,6 +130,7 @@ AXES_LOCKOUT_TEMPLATE = "portal/lockout.html"
 LANGUAGE_CODE = "en"
 LANGUAGES = [("en", _("English")), ("zh-hans", _("Simplified Chinese"))]
 LOCALE_PATHS = [BASE_DIR / "portal" / "locale"]
+FORMAT_MODULE_PATH = ["portal.formats"]  # zh_Hans: amounts grouped by thousands
 USE_I18N = True
 USE_TZ = True
 TIME_ZONE = "UTC"  # storage; display uses the user's zone (default below)

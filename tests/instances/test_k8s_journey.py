@@ -431,6 +431,8 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
 
     from instances.backends.base import JobStatus
     from instances.k8s_reasons import status_reason
+    from instances.reason_display import reason_render
+    from instances.reasons import reason_fields
 
     statuses = [
         JobStatus(
@@ -444,8 +446,10 @@ def test_kubernetes_reasons_read_in_english_and_chinese(language: str, reasons: 
         JobStatus("preempted", reason="node_lost", details={"pod": "p-1", "node": "gpu-7"}),
         JobStatus("failed", reason="deleted", details={"job": "gp-a1"}),
     ]
+    stored = [status_reason(s, gpu_type="H100-80G-SXM") for s in statuses]  # code + params, English text
     with translation.override(language):
-        assert [status_reason(s, gpu_type="H100-80G-SXM") for s in statuses] == reasons
+        shown = [reason_render(code=reason_fields(r)[0], params=reason_fields(r)[1], fallback=r) for r in stored]
+    assert shown == reasons
 
 
 def test_a_node_that_disappears_from_the_inventory_mid_run_preempts_and_resumes_elsewhere(

@@ -1,0 +1,75 @@
+"""Template filters that show stored English words in the reader's language: ledger memos, pipeline
+stage names, corpus language codes.
+
+``{{ transaction.memo|ledger_memo }}``: memos are written once, in English, by the services that post
+(``"GPU usage"``, ``"App call: <app>"``, ``"License fee: <license>"``, ``"Expiry of Trial credit"``). Fixed
+memos are msgids of the catalogue; memos that end in a name are split into a translated prefix and the name
+as written.
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.translation import gettext, gettext_noop
+
+register = template.Library()
+
+# prefix as stored -> msgid with %(name)s (the rest of the memo)
+PREFIXES: dict[str, str] = {
+    "App call: ": gettext_noop("App call: %(name)s"),
+    "License fee: ": gettext_noop("License fee: %(name)s"),
+    "Expiry of ": gettext_noop("Expiry of %(name)s"),
+}
+
+
+@register.filter
+def ledger_memo(memo: str) -> str:
+    """The memo translated: whole (a fixed memo), or by its prefix; unknown memos as they are."""
+    memo = memo or ""
+    for prefix, msgid in PREFIXES.items():
+        if memo.startswith(prefix):
+            rest = memo[len(prefix) :]
+            return gettext(msgid) % {"name": gettext(rest) if rest else rest}
+    return gettext(memo) if memo else ""
+
+
+# datasets.pipeline.STAGE_TABLE's stage names (and the import's own "download") in words
+STAGES: dict[str, str] = {
+    "download": gettext_noop("downloading"),
+    "validate": gettext_noop("validating"),
+    "deidentify": gettext_noop("de-identifying"),
+    "deduplicate": gettext_noop("deduplicating"),
+    "tokenizer": gettext_noop("training the tokenizer"),
+    "shards": gettext_noop("writing training shards"),
+    "statistics": gettext_noop("computing statistics"),
+}
+
+
+@register.filter
+def stage_label(stage: str) -> str:
+    """A pipeline stage's name in words of the active language ("deduplicate" -> "正在去重"); unknown as is."""
+    msgid = STAGES.get(stage or "")
+    return gettext(msgid) if msgid else (stage or "")
+
+
+# Corpus languages as recorded in a dataset version's statistics (ISO 639-1 codes).
+LANGUAGES: dict[str, str] = {
+    "en": gettext_noop("English"),
+    "zh": gettext_noop("Chinese"),
+    "und": gettext_noop("undetermined"),
+}
+
+
+@register.filter
+def language_label(code: str) -> str:
+    """A corpus language code in words of the active language ("en" -> "英语"); unknown codes as they are."""
+    msgid = LANGUAGES.get(code or "")
+    return gettext(msgid) if msgid else (code or "")
+
+
+@register.filter
+def mode_label(value: str) -> str:
+    """A stored rental mode by its label: ``container`` -> "Container" / "容器"; unknown values as they are."""
+    from billing.choices import RentalMode
+
+    return str(RentalMode(value).label) if value in RentalMode.values else value

@@ -1,0 +1,256 @@
+"""Every console page reads in Chinese: each page a logged-in owner can open (and the anonymous ones) is
+rendered in zh-hans with data on it (a running job with steps and a checkpoint, a crashed one, metered usage,
+an app and a call to it, an upload, a token, a webhook endpoint with deliveries, a teammate, a statement), and
+its visible text may hold no ASCII word outside the allow-list of product names and units
+(``portal.lib.i18n_scan``) and the names this test gave its own objects.
+
+The routes come from the URLconf: a page without parameters other than ``org`` is scanned as soon as it
+exists; a new route with other parameters fails this test until it is given values below (or listed as an
+action that has no page of its own).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from instances_support import FakeBackend
+
+# Routes that are not pages: POST-only actions, redirects, machine endpoints, one-time links.
+NOT_PAGES = {
+    "logout",  # POST only
+    "verify_email",  # a one-time link (its page is the dashboard it redirects to)
+    "resend_verification",  # POST only
+    "password_reset_confirm",  # a one-time link
+    "api_token_revoke",  # POST only
+    "member_remove",  # POST only
+    "job_checkpoint_now",  # POST only
+    "job_checkpoint_pin",  # POST only
+    "dataset_mount",  # POST only
+    "app_state",  # POST only
+    "app_try",  # POST only (the result fragment of the app page)
+    "webhook_endpoint_delete",  # POST only
+    "webhook_endpoint_rotate",  # POST only
+    "webhook_delivery_redeliver",  # POST only
+    "topup_start",  # POST only (redirects to Stripe Checkout)
+    "stripe_webhook",  # Stripe's endpoint
+    "set_language",  # POST only
+    "launch_quote",  # an htmx fragment of the launch forms (scanned with them)
+    None,  # favicon
+}
+ANONYMOUS = ["home", "signup", "login", "password_reset", "password_reset_done", "password_reset_complete", "pricing"]
+# The names this test gives its objects (user data is not UI text).
+OWN_WORDS = {"alice", "bob", "A", "Corpus", "corpus", "license", "Use", "it", "for", "training", "legal",
+             "crashy", "local", "Contract", "review", "Finds", "risky", "clauses", "notes", "ci", "hook", "example",
+             "shell", "sleep"}  # fmt: skip
+
+
+def _routes() -> list[tuple[str | None, str, list[str]]]:
+    from django.urls import URLPattern, URLResolver, get_resolver
+
+    found: list[tuple[str | None, str, list[str]]] = []
+
+    def walk(patterns: Any, prefix: str, outer: list[str]) -> None:
+        for p in patterns:
+            params = outer + list(p.pattern.regex.groupindex)
+            if isinstance(p, URLResolver):
+                route = str(p.pattern)
+                if not route.startswith(("admin/", "api/")):
+                    walk(p.url_patterns, prefix + route, params)
+            elif isinstance(p, URLPattern):
+                found.append((p.name, prefix + str(p.pattern), params))
+
+    walk(get_resolver().url_patterns, "", [])
+    return found
+
+
+@pytest.fixture
+def world(
+    alice: Any,
+    bob: Any,
+    funded: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> dict[str, Any]:
+    """alice's organization with something on every page; returns the values of the routes' parameters."""
+    from django.utils import timezone
+
+    from billing.metering import metering_tick
+    from billing.services import wallet_top_up
+    from instances.backends.base import JobStatus, state_for_exit_code
+    from instances.models import Checkpoint, JobMetric
+    from instances.services import LaunchSpec, attempt_observe, instance_launch
+    from portal.choices import TokenScope
+    from portal.marketplace import calls
+    from portal.marketplace import services as apps
+    from portal.marketplace.choices import AppState, AppVisibility, ServingKind
+    from portal.services import api_token_create
+    from portal.webhooks.services import webhook_endpoint_create
+
+    settings.APP_ALLOW_HTTP_ENDPOINTS = True  # no DNS here: the endpoint check is lifted, as in the webhook tests
+    wallet_top_up(organization=funded, amount_micros=25_000_000, idempotency_key="zh-topup")
+    webhook_endpoint_create(
+        organization=funded, user=alice, url="http://127.0.0.1:9/hook", event_types=["instance.state_changed"]
+    )
+    api_token_create(user=alice, organization=funded, name="ci", scope=TokenScope.READ)
+    jobs = []
+    for name in ("legal-tiny", "crashy"):
+        with django_capture_on_commit_callbacks(execute=True):
+            inst = instance_launch(
+                organization=funded,
+                user=alice,
+                spec=LaunchSpec(
+                    name=name,
+                    gpu_type="cpu-local",
+                    gpu_count=1,
+                    dataset_version_ids=[licensed.pk],
+                    hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
+                ),
+            )
+        attempt = inst.job.attempts.get()
+        attempt_observe(attempt=attempt, status=JobStatus("running"))
+        jobs.append(inst.job)
+    job, crashy = jobs
+    attempt = job.attempts.get()
+    for step, loss in ((1, 7.5), (2, 7.0), (3, 6.5)):
+        JobMetric.objects.create(job=job, attempt=attempt, step=step, loss=loss, lr=1e-4, tokens_per_s=1000.0 + step)
+    cp = Checkpoint.objects.create(job=job, attempt=attempt, step=2, location="/c/step-2", size_bytes=2048, loss=7.0)
+    Checkpoint.objects.create(  # one pruned by keep-last-K, shown as such
+        job=job, attempt=attempt, step=1, location="/c/step-1", size_bytes=2048, loss=7.5, deleted_at=timezone.now()
+    )
+    metering_tick(now=timezone.now() + timedelta(minutes=3))
+    state, message = state_for_exit_code(87)
+    attempt_observe(attempt=crashy.attempts.get(), status=JobStatus(state, 87, message))
+
+    app = apps.app_create(
+        publisher=funded,
+        user=alice,
+        name="Contract review",
+        category="legal",
+        description="Finds risky clauses.",
+        input_schema={"type": "object", "properties": {"text": {"type": "string"}}},
+        output_schema={"type": "object"},
+        price_per_call_micros=500_000,
+        visibility=AppVisibility.PRIVATE,
+    )
+    apps.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
+    apps.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
+    calls.app_invoke(app=app, caller=funded, user=alice, payload={"text": "合同"}, idempotency_key="zh-call")
+
+    from datasets.services.uploads import upload_create
+
+    upload = upload_create(
+        organization=funded,
+        user=alice,
+        file=SimpleUploadedFile("notes.jsonl", '{"text": "第一条"}\n'.encode()),
+        name="notes",
+        fmt="jsonl",
+    )
+    now = timezone.localtime()
+    return {
+        "org": funded.slug,
+        "pk": {
+            "instance_detail": job.instance.pk,
+            "instance_stop": job.instance.pk,
+            "job_detail": job.pk,
+            "job_stop": job.pk,
+            "job_restart": job.pk,
+            "job_logs": job.pk,
+            "job_rollback": job.pk,
+            "dataset_detail": licensed.dataset.pk,
+            "dataset_agreement": licensed.dataset.pk,
+            "upload_detail": upload.pk,
+        },
+        "checkpoint": cp.pk,
+        "job_id": job.pk,
+        "checkpoint_id": cp.pk,
+        "slug": app.slug,
+        "year": now.year,
+        "month": now.month,
+        "crashy": crashy,
+    }
+
+
+def _url(name: str, route: str, params: list[str], world: dict[str, Any]) -> str:
+    from django.urls import reverse
+
+    kwargs: dict[str, Any] = {}
+    for p in params:
+        value = world["pk"].get(name) if p == "pk" else world.get(p)
+        if value is None:
+            pytest.fail(f"route {name!r} ({route}) has a parameter {p!r} this test has no value for: add it")
+        kwargs[p] = value
+    return reverse(name, kwargs=kwargs)
+
+
+def _scan(client: Any, url: str) -> list[Any]:
+    from portal.lib.i18n_scan import untranslated_words
+
+    response = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans")
+    assert response.status_code == 200, f"{url}: {response.status_code}"
+    html = response.content.decode()
+    assert '<html lang="zh-hans">' in html, url
+    return untranslated_words(html, allowed=OWN_WORDS)
+
+
+def test_every_console_page_reads_in_chinese(client: Any, alice: Any, world: dict[str, Any]) -> None:
+    from portal.lib.i18n_scan import findings_report
+
+    findings: dict[str, list[Any]] = {}
+    for name in ANONYMOUS:
+        from django.urls import reverse
+
+        findings[f"(anonymous) {name}"] = _scan(client, reverse(name))
+    client.force_login(alice)
+    scanned = 0
+    for name, route, params in _routes():
+        if name in NOT_PAGES or name in ANONYMOUS:
+            continue
+        assert name is not None
+        url = _url(name, route, params, world)
+        findings[url] = _scan(client, url)
+        scanned += 1
+    assert scanned >= 25
+    report = findings_report(findings)
+    assert not report, "untranslated UI text on zh-hans pages:\n" + report
+
+
+def test_the_scanner_reads_text_only_and_reports_english_words() -> None:
+    from portal.lib.i18n_scan import untranslated_words
+
+    html = """<html><head><title>概览</title><style>.a{color:red}</style></head><body>
+      <p class="Running">运行中 <b>Running</b> 16 h 28 min</p>
+      <script>var Running = 1;</script><code>Authorization: Bearer gp_x</code>
+      <p>alice@example.com corpus.jsonl v1.2 A100-80G-SXM 0.60 CNY · 8 GPU <span translate="no">my-job</span></p>
+      <p>步骤 12 / 1000<br>tokens/s</p></body></html>"""
+    assert [f.word for f in untranslated_words(html)] == ["Running", "h", "min", "s"]
+    assert untranslated_words("<p>Step 3</p>", allowed={"Step"}) == []
+
+
+def test_no_chinese_translation_holds_untranslated_words() -> None:
+    """Every msgstr of the zh_Hans catalogue passes the scanner (placeholders and markup aside)."""
+    import gettext
+    import re
+    from pathlib import Path
+
+    from django.conf import settings
+
+    from portal.lib.i18n_scan import untranslated_words
+
+    mo = Path(settings.LOCALE_PATHS[0]) / "zh_Hans" / "LC_MESSAGES" / "django.mo"
+    with open(mo, "rb") as f:
+        catalog = gettext.GNUTranslations(f)._catalog  # type: ignore[attr-defined]
+    bad = {}
+    for msgid, msgstr in catalog.items():
+        if not msgid or not isinstance(msgstr, str):
+            continue  # the header
+        text = re.sub(r"%\(\w+\)[sd]|%[sd]", "0", msgstr)
+        words = [f.word for f in untranslated_words(f"<p>{text}</p>")]
+        if words:
+            bad[msgstr] = words
+    assert bad == {}
