@@ -33,12 +33,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.utils.translation import gettext as _
 
 from billing.choices import PriceTier
 from instances import scheduler
 from instances.choices import HOLDS_CAPACITY, InstanceStatus
 from instances.models import Instance
+from instances.reasons import Reason
 from portal.models import AuditEvent
 
 SUBSET_LIMIT = 12  # candidates on one node above which the smallest subset is found greedily (2^12 subsets)
@@ -170,21 +170,21 @@ def preemptions_plan(
         if victims:
             _notices_give(victims, for_pk=pk, now=now, on_preempt=on_preempt)
         count = len(victims) + sum(1 for h in holders if h.freeing)
-        reasons[pk] = _("waiting for %(n)d interruptible instance(s) to be preempted (checkpoint, then stop)") % {
-            "n": count
-        }
+        reasons[pk] = Reason("waiting_for_preemption", {"n": count})
     return reasons
 
 
 def _notices_give(victims: list[Holder], *, for_pk: int, now: datetime, on_preempt: Callable[[int], None]) -> None:
-    notice = _("preemption notice: an on-demand request needs this capacity; checkpointing, then stopping")
+    notice = Reason("preemption_notice")
     pks = [h.pk for h in victims]
     claimed = list(
         Instance.objects.filter(pk__in=pks, status__in=HOLDS_CAPACITY, preempt_requested_at__isnull=True)
         .exclude(status=InstanceStatus.STOPPING)
         .values_list("pk", "organization_id")
     )
-    Instance.objects.filter(pk__in=[pk for pk, _org in claimed]).update(preempt_requested_at=now, status_reason=notice)
+    Instance.objects.filter(pk__in=[pk for pk, _org in claimed]).update(
+        preempt_requested_at=now, status_reason=notice, status_reason_code=notice.code, status_reason_params={}
+    )
     AuditEvent.objects.bulk_create(
         AuditEvent(
             action="instances.instance.preempt_notice",

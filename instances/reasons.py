@@ -58,6 +58,23 @@ REASON_TEXTS: dict[str, str] = {
     "stopped_before_start": gettext_noop("stopped before start"),
     "automatic_resume": gettext_noop("automatic resume"),
     "rollback": gettext_noop("rollback to step %(step)d"),
+    # the interruptible tier (instances.preemption, instances.services.preempting)
+    "waiting_for_preemption": gettext_noop(
+        "waiting for %(n)d interruptible instance(s) to be preempted (checkpoint, then stop)"
+    ),
+    "waiting_after_preemption": gettext_noop("waiting for capacity to return (preempted)"),
+    "preempted_before_start": gettext_noop("preempted before start"),
+    "preemption_notice": gettext_noop(
+        "preemption notice: an on-demand request needs this capacity; checkpointing, then stopping"
+    ),
+    "preempted_interactive": gettext_noop(
+        "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
+        "folder and volumes), running processes are not; it starts again when capacity returns"
+    ),
+    "preempted_training": gettext_noop(
+        "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "
+        "exactly from it when capacity returns (not a crash)"
+    ),
     # why the scheduler cannot place a request now (instances.scheduler)
     "sched_invalid_mode": gettext_noop("unknown mode %(mode)s; expected container or bare_metal"),
     "sched_invalid_count": gettext_noop("a request asks for 1 to %(max)d GPUs, not %(gpus)d"),

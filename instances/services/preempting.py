@@ -9,12 +9,12 @@ from datetime import datetime, timedelta
 from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
-from django.utils.translation import gettext as _
 
 from instances import joblogs
 from instances.backends.base import JobStatus, UnknownHandle
 from instances.choices import AttemptState, InstanceKind, InstanceStatus
 from instances.models import Instance, JobAttempt, TrainingJob
+from instances.reasons import Reason
 from instances.services import backend as boundary
 from instances.services.backend import _setting
 from instances.services.transitions import _try_transition
@@ -22,26 +22,18 @@ from instances.services.transitions import _try_transition
 S = InstanceStatus
 
 
-def preempted_reason(instance: Instance) -> str:
+def preempted_reason(instance: Instance) -> Reason:
     """What a preempted interruptible instance tells its user: a training job resumes exactly from the
     checkpoint saved on SIGTERM; an interactive instance keeps its disk, not its processes."""
     if instance.kind == InstanceKind.INTERACTIVE:
-        return _(
-            "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
-            "folder and volumes), running processes are not; it starts again when capacity returns"
-        )
-    return _(
-        "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "
-        "exactly from it when capacity returns (not a crash)"
-    )
+        return Reason("preempted_interactive")
+    return Reason("preempted_training")
 
 
 def interactive_requeue(*, instance: Instance, now: datetime) -> bool:
     """Queue a preempted interactive instance again (``scheduling``, behind on-demand work by its tier's
     rank), so that it starts again when capacity returns. Returns False if it was no longer preempted."""
-    return _try_transition(
-        instance, S.SCHEDULING, _("waiting for capacity to return (preempted)"), now=now, submitted_at=now
-    )
+    return _try_transition(instance, S.SCHEDULING, Reason("waiting_after_preemption"), now=now, submitted_at=now)
 
 
 def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -> Instance:
@@ -61,7 +53,11 @@ def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -
         with transaction.atomic():
             if attempt is not None:
                 JobAttempt.objects.filter(pk=attempt.pk, handle="").update(
-                    state=AttemptState.PREEMPTED, message=_("preempted before start"), ended_at=now
+                    state=AttemptState.PREEMPTED,
+                    message=Reason("preempted_before_start"),
+                    message_code="preempted_before_start",
+                    message_params={},
+                    ended_at=now,
                 )
             moved = _try_transition(
                 instance, S.PREEMPTED, preempted_reason(instance), now=now, placement=[], preempt_requested_at=None

@@ -132,7 +132,8 @@ def test_the_api_launches_a_tier_and_reports_its_costs_and_refuses_bad_input(
         "idle_minutes_saved": 0,
     }
     job_body = {"gpu_type": "cpu-local", "gpu_count": 1, "dataset_version_ids": [1], "tier": "interruptible"}
-    refused = api.post("/api/v1/jobs", {**job_body, "checkpoint_every_minutes": 0}, format="json")
+    no_checkpoints = {"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0}  # a CPU slot defaults to 100 steps
+    refused = api.post("/api/v1/jobs", {**job_body, **no_checkpoints}, format="json")
     assert refused.status_code == 400
     assert (refused.json()["error"]["code"], refused.json()["error"]["details"]) == (
         "checkpoint_required",
