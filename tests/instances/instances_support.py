@@ -72,3 +72,26 @@ class FakeBackend:
 
     def inventory(self) -> list[Any]:
         return []
+
+
+def training_job_launch(
+    *, organization: Any, user: Any, version: Any, capture: Any, name: str = "legal-tiny", max_steps: int = 10
+) -> Any:
+    """alice's usual test job: ``name`` on 2 CPU slots training on dataset ``version`` (seq_len 32, micro-batch 2,
+    ``max_steps``), launched with the on-commit callbacks run (``capture`` is pytest-django's
+    ``django_capture_on_commit_callbacks``). Returns the ``TrainingJob``."""
+    from instances.services import LaunchSpec, instance_launch
+
+    with capture(execute=True):
+        inst = instance_launch(
+            organization=organization,
+            user=user,
+            spec=LaunchSpec(
+                name=name,
+                gpu_type="cpu-local",
+                gpu_count=2,
+                dataset_version_ids=[version.pk],
+                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": max_steps},
+            ),
+        )
+    return inst.job

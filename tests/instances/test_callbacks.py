@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import pytest
-from instances_support import FakeBackend
+from instances_support import FakeBackend, training_job_launch
 
 
 @pytest.fixture
@@ -19,21 +19,10 @@ def job(
     fake_backend: FakeBackend,
     django_capture_on_commit_callbacks: Any,
 ) -> Any:
-    from instances.services import LaunchSpec, instance_launch
-
-    with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(
-            organization=funded,
-            user=alice,
-            spec=LaunchSpec(
-                name="j",
-                gpu_type="cpu-local",
-                gpu_count=2,
-                dataset_version_ids=[licensed.pk],
-                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
-            ),
-        )
-    return inst.job
+    job = training_job_launch(
+        organization=funded, user=alice, version=licensed, capture=django_capture_on_commit_callbacks, name="j"
+    )
+    return job
 
 
 def post(client: Any, job_id: int, token: str | None, body: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from instances_support import FakeBackend, fund
+from instances_support import FakeBackend, fund, training_job_launch
 from k8s_standin import StandinCluster
 from rest_framework.test import APIClient
 
@@ -32,21 +32,14 @@ def job(
     django_capture_on_commit_callbacks: Any,
 ) -> Any:
     """alice's running job (local backend stand-in) with checkpoints at steps 10, 20, 30 on disk."""
-    from instances.services import LaunchSpec, instance_launch
-
-    with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(
-            organization=funded,
-            user=alice,
-            spec=LaunchSpec(
-                name="legal",
-                gpu_type="cpu-local",
-                gpu_count=2,
-                dataset_version_ids=[licensed.pk],
-                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 100},
-            ),
-        )
-    job = inst.job
+    job = training_job_launch(
+        organization=funded,
+        user=alice,
+        version=licensed,
+        capture=django_capture_on_commit_callbacks,
+        name="legal",
+        max_steps=100,
+    )
     report(job, [{"seq": 1, "type": "started", "step": 0}])
     return job
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from instances_support import FakeBackend
+from instances_support import FakeBackend, training_job_launch
 
 
 @pytest.fixture
@@ -19,21 +19,10 @@ def job(
     django_capture_on_commit_callbacks: Any,
 ) -> Any:
     from instances.models import Checkpoint, JobMetric
-    from instances.services import LaunchSpec, instance_launch
 
-    with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(
-            organization=funded,
-            user=alice,
-            spec=LaunchSpec(
-                name="legal-tiny",
-                gpu_type="cpu-local",
-                gpu_count=2,
-                dataset_version_ids=[licensed.pk],
-                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
-            ),
-        )
-    job = inst.job
+    job = training_job_launch(
+        organization=funded, user=alice, version=licensed, capture=django_capture_on_commit_callbacks
+    )
     attempt = job.attempts.get()
     for step, loss in ((1, 7.5), (2, 7.0), (3, 6.5)):
         JobMetric.objects.create(job=job, attempt=attempt, step=step, loss=loss, lr=1e-4, tokens_per_s=1000.0 + step)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from instances_support import FakeBackend
+from instances_support import FakeBackend, training_job_launch
 
 
 @pytest.fixture
@@ -18,21 +18,10 @@ def job(
     fake_backend: FakeBackend,
     django_capture_on_commit_callbacks: Any,
 ) -> Any:
-    from instances.services import LaunchSpec, instance_launch
-
-    with django_capture_on_commit_callbacks(execute=True):
-        inst = instance_launch(
-            organization=funded,
-            user=alice,
-            spec=LaunchSpec(
-                name="legal-tiny",
-                gpu_type="cpu-local",
-                gpu_count=2,
-                dataset_version_ids=[licensed.pk],
-                hyperparameters={"seq_len": 32, "micro_batch": 2, "max_steps": 10},
-            ),
-        )
-    return inst.job
+    job = training_job_launch(
+        organization=funded, user=alice, version=licensed, capture=django_capture_on_commit_callbacks
+    )
+    return job
 
 
 def test_a_reason_is_its_english_text_with_a_code_and_params() -> None:
