@@ -17,13 +17,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from instances.runtime.shards import (
-    DEFAULT_SHARD_TOKENS,
-    INDEX_NAME,
-    ShardSet,
-    ShardWriter,
-)
-
 from ..deid import DEFAULT_OPTIONS, PII_TYPES, DeidOptions, deidentify_with_findings
 from .common import (
     PipelineError,
@@ -393,13 +386,14 @@ def write_shards(
     tokenizer_path: str | Path,
     dst: str | Path,
     *,
-    shard_tokens: int = DEFAULT_SHARD_TOKENS,
+    shard_tokens: int | None = None,
     batch_documents: int = 256,
     batch_chars: int = 1024 * 1024,
     progress: ProgressFn | None = None,
     on_tokens: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Tokenize every document and write a shard set (``instances.runtime.shards`` format) into ``dst``.
+    """Tokenize every document and write a shard set (``instances.runtime.shards`` format, ``shard_tokens``
+    tokens a shard, default ``DEFAULT_SHARD_TOKENS``) into ``dst``.
 
     Documents are encoded in batches (``encode_batch_fast``, else ``encode_batch``; at most
     ``batch_documents`` documents or ``batch_chars`` characters) without special tokens; a literal
@@ -410,6 +404,11 @@ def write_shards(
     batch plus one shard buffer. Returns the shard index (``documents``, ``tokens`` including one eos per
     document, ``shards`` …) plus ``"reused"``.
     """
+    # Documented hook upward (ARCHITECTURE.md): the shard format belongs to the training runtime that reads
+    # it (``instances.runtime.shards``, no Django); the pipeline imports it here, not at module level.
+    from instances.runtime.shards import DEFAULT_SHARD_TOKENS, INDEX_NAME, ShardWriter
+
+    shard_tokens = DEFAULT_SHARD_TOKENS if shard_tokens is None else shard_tokens
     stage = "shards"
     src, tokenizer_path, dst = Path(src), Path(tokenizer_path), Path(dst)
     _need_file(stage, src)
@@ -477,6 +476,7 @@ def statistics(
     shard folder, sorted by name, "reused"}``. Raises ``PipelineError`` (stage ``"statistics"``) when the
     document count of the texts and the shard index disagree.
     """
+    from instances.runtime.shards import INDEX_NAME, ShardSet  # the runtime's shard format (see write_shards)
 
     stage = "statistics"
     documents, shards, dst = Path(documents), Path(shards), Path(dst)

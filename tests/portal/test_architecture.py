@@ -104,6 +104,11 @@ def test_billing_imports_no_higher_floor_at_module_level() -> None:
     assert _module_level_imports_of("billing", ("instances", "datasets", "portal.marketplace")) == []
 
 
+def test_datasets_imports_no_higher_floor_at_module_level() -> None:
+    """``datasets`` (floor 2) reaches ``instances`` (the training runtime's shard format) only inside functions."""
+    assert _module_level_imports_of("datasets", ("instances", "portal.marketplace")) == []
+
+
 def test_the_ground_floor_imports_no_higher_floor_at_module_level() -> None:
     """``portal`` (settings, accounts, organizations, the API framework, webhooks, ``lib``) reaches the floors
     above only inside functions or through ``portal.hooks``; the marketplace (``portal/marketplace``) is the
