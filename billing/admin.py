@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from datetime import timedelta
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
@@ -163,8 +164,37 @@ class GpuPriceForm(forms.ModelForm):  # type: ignore[type-arg]
         return value
 
 
+class AppendOnlyPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+    """Admin of a price-book table (GPU prices, the storage rate, tier discounts): rows are only ever added
+    (in force from ``effective_from``, never backdated — the form checks), never edited or deleted; each new
+    row records its author and an audit row ``audit_action`` with :meth:`audit_extra`."""
+
+    audit_action = ""
+
+    def audit_extra(self, obj: Any) -> dict[str, Any]:
+        """What the audit row records of a new row ``obj``."""
+        raise NotImplementedError
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return obj is None
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def save_model(self, request: HttpRequest, obj: Any, form: object, change: bool) -> None:
+        obj.created_by = request.user
+        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
+        audit_log(
+            action=self.audit_action,
+            actor=request.user,  # type: ignore[arg-type]
+            obj=obj,
+            staff=True,
+            extra=self.audit_extra(obj),
+        )
+
+
 @admin.register(GpuPrice)
-class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class GpuPriceAdmin(AppendOnlyPriceAdmin):
     """Price changes are new rows (effective from now on); rows in force are never edited, and a backdated row
     is refused — past usage is corrected with an audited wallet adjustment."""
 
@@ -173,46 +203,22 @@ class GpuPriceAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
     list_filter = ["gpu_type", "mode"]
     fields = ["gpu_type", "mode", "price_per_gpu_hour_micros", "effective_from"]
 
+    audit_action = "admin.price_add"
+
     @admin.display(description="CNY per GPU-hour")
     def price_display(self, obj: GpuPrice) -> str:
         return format_cny(obj.price_per_gpu_hour_micros, 2)
 
-    def has_change_permission(self, request: HttpRequest, obj: GpuPrice | None = None) -> bool:
-        return obj is None
-
-    def has_delete_permission(self, request: HttpRequest, obj: GpuPrice | None = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: GpuPrice, form: object, change: bool) -> None:
-        obj.created_by = request.user  # type: ignore[assignment]
-        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
-        from portal.audit import audit_log
-
-        audit_log(
-            action="admin.price_add",
-            actor=request.user,  # type: ignore[arg-type]
-            obj=obj,
-            staff=True,
-            extra={"price_micros": obj.price_per_gpu_hour_micros},
-        )
+    def audit_extra(self, obj: GpuPrice) -> dict[str, Any]:
+        return {"price_micros": obj.price_per_gpu_hour_micros}
 
 
-class TierDiscountForm(forms.ModelForm):  # type: ignore[type-arg]
+class TierDiscountForm(GpuPriceForm):
     """A new tier-discount row (basis points, 0…10000), not in the past (as a price-book row)."""
 
     class Meta:
         model = TierDiscount
         fields = ["tier", "discount_bps", "effective_from"]
-
-    def clean_effective_from(self) -> object:
-        from billing.pricing import BackdatedPrice, price_effective_validate
-
-        value = self.cleaned_data["effective_from"]
-        try:
-            price_effective_validate(effective_from=value)
-        except BackdatedPrice as exc:
-            raise forms.ValidationError(str(exc)) from exc
-        return value
 
     def clean_discount_bps(self) -> int:
         value = int(self.cleaned_data["discount_bps"])
@@ -222,31 +228,16 @@ class TierDiscountForm(forms.ModelForm):  # type: ignore[type-arg]
 
 
 @admin.register(TierDiscount)
-class TierDiscountAdmin(admin.ModelAdmin):  # type: ignore[type-arg]
+class TierDiscountAdmin(AppendOnlyPriceAdmin):
     """The interruptible tier's discount: append-only rows like the price book's."""
 
     form = TierDiscountForm
     list_display = ["tier", "discount_bps", "effective_from", "created_by"]
     fields = ["tier", "discount_bps", "effective_from"]
+    audit_action = "admin.tier_discount_add"
 
-    def has_change_permission(self, request: HttpRequest, obj: TierDiscount | None = None) -> bool:
-        return obj is None
-
-    def has_delete_permission(self, request: HttpRequest, obj: TierDiscount | None = None) -> bool:
-        return False
-
-    def save_model(self, request: HttpRequest, obj: TierDiscount, form: object, change: bool) -> None:
-        obj.created_by = request.user  # type: ignore[assignment]
-        super().save_model(request, obj, form, change)  # type: ignore[arg-type]
-        from portal.audit import audit_log
-
-        audit_log(
-            action="admin.tier_discount_add",
-            actor=request.user,  # type: ignore[arg-type]
-            obj=obj,
-            staff=True,
-            extra={"tier": obj.tier, "discount_bps": obj.discount_bps},
-        )
+    def audit_extra(self, obj: TierDiscount) -> dict[str, Any]:
+        return {"tier": obj.tier, "discount_bps": obj.discount_bps}
 
 
 class GrantForm(forms.Form):
@@ -341,25 +332,17 @@ class StoragePriceForm(GpuPriceForm):
 
 
 @admin.register(StoragePrice)
-class StoragePriceAdmin(GpuPriceAdmin):
+class StoragePriceAdmin(AppendOnlyPriceAdmin):
     """The price book's storage rate: new rows only, as for GPU prices; without a row the setting
     ``VOLUME_PRICE_PER_GB_HOUR`` applies."""
 
-    form = StoragePriceForm  # type: ignore[assignment]
+    form = StoragePriceForm
     list_display = ["price_per_gb_hour_micros", "effective_from", "created_by"]
-    list_filter = []  # type: ignore[assignment]
     fields = ["price_per_gb_hour_micros", "effective_from"]
+    audit_action = "admin.storage_price_add"
 
-    def save_model(self, request: HttpRequest, obj: StoragePrice, form: object, change: bool) -> None:  # type: ignore[override]
-        obj.created_by = request.user  # type: ignore[assignment]
-        admin.ModelAdmin.save_model(self, request, obj, form, change)  # type: ignore[arg-type]
-        audit_log(
-            action="admin.storage_price_add",
-            actor=request.user,  # type: ignore[arg-type]
-            obj=obj,
-            staff=True,
-            extra={"price_per_gb_hour_micros": obj.price_per_gb_hour_micros},
-        )
+    def audit_extra(self, obj: StoragePrice) -> dict[str, Any]:
+        return {"price_per_gb_hour_micros": obj.price_per_gb_hour_micros}
 
 
 @admin.register(VolumeUsage)
