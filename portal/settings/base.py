@@ -289,6 +289,19 @@ VOLUME_PRICE_PER_GB_HOUR = env_str("VOLUME_PRICE_PER_GB_HOUR", "0.0005")  # CNY 
 CELERY_BEAT_SCHEDULE["instances-volumes-measure"] = {"task": "instances.tasks.volumes_measure", "schedule": 60.0}
 # idle autostop of interactive instances: the warning (console + e-mail) comes this many minutes before the stop
 INSTANCES_IDLE_WARNING_MINUTES = env_int("INSTANCES_IDLE_WARNING_MINUTES", 10, minimum=0)
+# JupyterLab (instances.interactive.jupyter): which instance kinds get a server; on Kubernetes each instance's
+# server is reached at <scheme>://i<id>.<domain>/ through an Ingress; a ticket from the portal lives this long.
+INSTANCES_JUPYTER_KINDS = tuple(env_list("INSTANCES_JUPYTER_KINDS", ["interactive"]))
+INSTANCES_JUPYTER_DOMAIN = env_str("INSTANCES_JUPYTER_DOMAIN", "")
+INSTANCES_JUPYTER_SCHEME = env_str("INSTANCES_JUPYTER_SCHEME", "https")
+INSTANCES_JUPYTER_TICKET_TTL_S = env_int("INSTANCES_JUPYTER_TICKET_TTL_S", 60, minimum=5)
+# SSH (instances.interactive.ssh): the host and login name the instance page shows in its ssh command.
+INSTANCES_SSH_ENABLED = env_bool("INSTANCES_SSH_ENABLED", True)
+INSTANCES_SSH_HOST = env_str("INSTANCES_SSH_HOST", "127.0.0.1")
+INSTANCES_SSH_USER = env_str("INSTANCES_SSH_USER", "")
+# Utilization samples (instances.interactive.utilization): the pace and how many are kept per instance.
+INSTANCES_UTILIZATION_EVERY_S = env_int("INSTANCES_UTILIZATION_EVERY_S", 30, minimum=1)
+INSTANCES_UTILIZATION_KEEP = env_int("INSTANCES_UTILIZATION_KEEP", 120, minimum=1)
 
 LOGGING = {
     "version": 1,
