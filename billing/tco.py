@@ -20,16 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
+from django.utils.functional import Promise
+from django.utils.translation import gettext_lazy as _
+
 HOURS_PER_MONTH = Decimal(730)
 
 CARD_PRICE_CNY = {"A100-80G-SXM": "85000", "H100-80G-SXM": "230000", "L40S-48G": "60000", "RTX-4090-24G": "18000"}
 #: Where the default inputs come from (label, address), listed with links under the calculator.
-TCO_SOURCES: tuple[tuple[str, str], ...] = (
+TCO_SOURCES: tuple[tuple[str | Promise, str], ...] = (
     ("NVIDIA A100 (400 W TDP, SXM)", "https://www.nvidia.com/en-us/data-center/a100/"),
     ("NVIDIA H100 (700 W TDP, SXM)", "https://www.nvidia.com/en-us/data-center/h100/"),
     ("NVIDIA L40S", "https://www.nvidia.com/en-us/data-center/l40s/"),
     ("GeForce RTX 4090", "https://www.nvidia.com/en-us/geforce/graphics-cards/40-series/rtx-4090/"),
-    ("MIIT: data centre PUE targets", "https://www.miit.gov.cn/"),
+    (_("MIIT: data centre PUE targets"), "https://www.miit.gov.cn/"),
 )
 GPU_POWER_KW = {"A100-80G-SXM": "0.40", "H100-80G-SXM": "0.70", "L40S-48G": "0.35", "RTX-4090-24G": "0.45"}
 

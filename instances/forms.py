@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import uuid
 from typing import Any
 
 from django import forms
@@ -80,9 +81,13 @@ class _CapacityForm(forms.Form):
         required=False,
         help_text=_("Names of your volumes to attach read-write, separated by commas (see Volumes)."),
     )
+    # One key per rendered form: a double-clicked or re-sent submit launches once (the service returns the
+    # first launch for a key it has seen: ``LaunchSpec.idempotency_key``).
+    submit_key = forms.CharField(widget=forms.HiddenInput, required=False, max_length=64)
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.fields["submit_key"].initial = uuid.uuid4().hex
         from instances.capacity import capacity_by_type
 
         capacity = capacity_by_type()
@@ -104,6 +109,7 @@ class _CapacityForm(forms.Form):
             "mode": d["mode"],
             "tier": d.get("tier") or PriceTier.ON_DEMAND,
             "image": d["image"].name if d.get("image") else "",
+            "idempotency_key": f"console:{d['submit_key']}" if d.get("submit_key") else "",
         }
 
 

@@ -62,6 +62,9 @@ REASON_TEXTS: dict[str, str] = {
     "waiting_for_preemption": gettext_noop(
         "waiting for %(n)d interruptible instance(s) to be preempted (checkpoint, then stop)"
     ),
+    "suspended_at_shutdown": gettext_noop(
+        "stopped because the portal shut down (checkpoint saved); comes back when it starts again"
+    ),
     "waiting_after_preemption": gettext_noop("waiting for capacity to return (preempted)"),
     "preempted_before_start": gettext_noop("preempted before start"),
     "preemption_notice": gettext_noop(

@@ -120,7 +120,8 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
     if spec.tier not in PriceTier.values:
         raise LaunchError(
             "invalid_tier",
-            _("Unknown tier %(tier)s: choose on_demand or interruptible.") % {"tier": spec.tier},
+            _("Unknown tier %(tier)s: choose one of %(choices)s.")
+            % {"tier": spec.tier, "choices": ", ".join(PriceTier.values)},
             "tier",
         )
     if spec.kind == InstanceKind.INTERACTIVE:

@@ -322,25 +322,51 @@ def instances_reconcile_queue() -> None:
 
 def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
     """Stop every attempt still running on the *local* backend (SIGTERM: the runtime saves a checkpoint and
-    exits as preempted), e.g. when the embedded product (``manage.py runportal``) shuts down, so that no
-    training process outlives it. The next reconcile sees them as preempted and resumes them on restart.
-    Returns the handles stopped. Does nothing for the Kubernetes backend, whose pods outlive workers.
+    exits), e.g. when the embedded product (``manage.py runportal``) shuts down, so that no training process
+    outlives it, and record each as suspended (:func:`_suspension_record`): nothing is billed while the portal
+    is down, and the work comes back on the next start. Returns the handles stopped. Does nothing for the
+    Kubernetes backend, whose pods outlive workers.
     """
     if _setting("INSTANCES_BACKEND", "local") != "local":
         return []
     backend = boundary.compute_backend()
-    handles = list(
-        JobAttempt.objects.filter(backend="local", state__in=["pending", "running"])
-        .exclude(handle="")
-        .values_list("handle", flat=True)
-    )
+    attempts = list(JobAttempt.objects.filter(backend="local", state__in=["pending", "running"]).exclude(handle=""))
     grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
     stopped = []
-    for handle in handles:
+    for attempt in attempts:
         try:
-            backend.stop(handle, grace)
+            backend.stop(attempt.handle, grace)
         except Exception:  # a vanished workspace must not keep the others running
-            log.exception("could not stop local attempt %s", handle)
+            log.exception("could not stop local attempt %s", attempt.handle)
             continue
-        stopped.append(handle)
+        stopped.append(attempt.handle)
+        _suspension_record(attempt=attempt, now=timezone.now())
     return stopped
+
+
+def _suspension_record(*, attempt: JobAttempt, now: datetime) -> None:
+    """Record a shutdown stop of ``attempt`` as a preemption, not as the user's stop: the attempt and its
+    instance become ``preempted`` at ``now`` (the run segment closes: the minutes the portal is down are not
+    billed), a training job is due to resume (from the checkpoint its SIGTERM saved) at the next start, and an
+    interactive instance queues again. An instance the user was already stopping is simply ``stopped``."""
+    why = Reason("suspended_at_shutdown")
+    with transaction.atomic():
+        claimed = (
+            JobAttempt.objects.filter(pk=attempt.pk)
+            .exclude(state__in=ATTEMPT_TERMINAL)
+            .update(state=AttemptState.PREEMPTED, message=why, message_code=why.code, message_params={}, ended_at=now)
+        )
+        instance = Instance.objects.select_for_update().get(pk=attempt.instance_id)
+        if not claimed or instance.status not in WATCHED:
+            return
+        if instance.status == S.STOPPING:
+            _try_transition(instance, S.STOPPED, Reason("stopped"), now=now, placement=[])
+            _job_finish(instance, JobOutcome.STOPPED)
+            return
+        if not _try_transition(instance, S.PREEMPTED, why, now=now, placement=[]):
+            return
+        if TrainingJob.objects.filter(instance=instance).update(
+            next_resume_at=now, stop_requested=False, checkpoint_requested=False
+        ):
+            return
+        interactive_requeue(instance=instance, now=now)

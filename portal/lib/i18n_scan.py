@@ -44,6 +44,19 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
         "NVLink",
         "NVIDIA",
         "Kubernetes",
+        "OpenSSH",
+        "ssh",  # the command's name, as typed
+        "DSA",
+        "RSA",
+        "NVML",
+        "UTC",
+        "TDP",  # a card's thermal design power, as datasheets name it
+        "GeForce",
+        "MIIT",  # China's Ministry of Industry and Information Technology, as cited
+        "PUE",
+        "data",  # the workspace's datasets folder, shown as its path (data/)
+        "pub",  # a public key file's extension (.pub)
+        "AAAA",  # the start of every OpenSSH public key, shown as an example
         "Stripe",
         "Llama",
         "OpenAPI",
@@ -101,7 +114,6 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
         "Megatron-Core",
         "Core",
         "Schema",
-        "PUE",
         "python",
         # machine-learning terms Chinese text keeps in Latin letters ("token/秒", "节点 rank")
         "token",

@@ -38,13 +38,21 @@ NOT_PAGES = {
     "stripe_webhook",  # Stripe's endpoint
     "set_language",  # POST only
     "launch_quote",  # an htmx fragment of the launch forms (scanned with them)
+    "volume_quote",  # an htmx fragment of the Volumes page (scanned with it)
+    "instance_jupyter_panel",  # an htmx fragment of the instance page (scanned with it)
+    "instance_access",  # an htmx fragment of the instance page: SSH command and utilization (scanned with it)
+    "instance_jupyter",  # the door: a page that POSTs a ticket to the JupyterLab server, or a redirect
+    "instance_keep_running",  # POST only
+    "ssh_key_revoke",  # POST only
     None,  # favicon
 }
 ANONYMOUS = ["home", "signup", "login", "password_reset", "password_reset_done", "password_reset_complete", "pricing"]
 # The names this test gives its objects (user data is not UI text).
 OWN_WORDS = {"alice", "bob", "A", "Corpus", "corpus", "license", "Use", "it", "for", "training", "legal",
              "crashy", "local", "Contract", "review", "Finds", "risky", "clauses", "notes", "ci", "hook", "example",
-             "shell", "sleep"}  # fmt: skip
+             "shell", "sleep", "box", "data1", "laptop"}  # fmt: skip
+# A valid public key for alice's SSH keys page (made with ssh-keygen -t ed25519; the private half was discarded).
+ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICnsBniNCIT3LucBYZyH5D1s+7s3OpAViRvaujgJnLnm laptop"
 
 
 def _routes() -> list[tuple[str | None, str, list[str]]]:
@@ -151,6 +159,18 @@ def world(
         name="notes",
         fmt="jsonl",
     )
+    from instances.interactive.volumes import volume_create
+    from portal.sshkeys import ssh_key_add
+
+    with django_capture_on_commit_callbacks(execute=True):
+        box = instance_launch(
+            organization=funded,
+            user=alice,
+            spec=LaunchSpec(name="box", kind="interactive", gpu_type="cpu-local", gpu_count=1, command=["sleep", "60"]),
+        )
+    attempt_observe(attempt=box.attempts.get(), status=JobStatus("running"))
+    volume = volume_create(organization=funded, user=alice, name="data1", size_gb=1)
+    ssh_key_add(user=alice, name="laptop", public_key=ED25519_KEY)
     now = timezone.localtime()
     return {
         "org": funded.slug,
@@ -165,6 +185,7 @@ def world(
             "dataset_detail": licensed.dataset.pk,
             "dataset_agreement": licensed.dataset.pk,
             "upload_detail": upload.pk,
+            "volume_delete": volume.pk,
         },
         "checkpoint": cp.pk,
         "job_id": job.pk,

@@ -278,3 +278,31 @@ def test_the_image_choice_explains_its_default(client: Any, alice: Any, funded: 
     html = client.get(f"/o/{funded.slug}/instances/new/").content.decode()
     assert '<option value="" selected>Default image (the platform&#x27;s PyTorch image)</option>' in html
     assert "---------" not in html
+
+
+def test_a_double_submitted_launch_form_launches_once(
+    client: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend
+) -> None:
+    """The launch page carries one submit key per rendered form: the same form posted twice (a double click,
+    a re-sent request) makes one instance and both answers lead to it; a fresh page is a new launch."""
+    import re
+
+    from instances.models import Instance
+
+    client.force_login(alice)
+    page = client.get(f"/o/{funded.slug}/instances/new/").content.decode()
+    key = re.search(r'name="submit_key" value="([0-9a-f]{32})"', page)
+    assert key is not None
+    form = {"gpu_type": "cpu-local", "gpu_count": 1, "mode": "container", "command": "sleep 60", "name": "nb1"}
+    first = client.post(f"/o/{funded.slug}/instances/new/", {**form, "submit_key": key.group(1)})
+    second = client.post(f"/o/{funded.slug}/instances/new/", {**form, "submit_key": key.group(1)})
+    inst = Instance.objects.get(organization=funded)
+    assert (first.status_code, second.status_code) == (302, 302)
+    assert first["Location"] == second["Location"] == f"/o/{funded.slug}/instances/{inst.pk}/"
+    assert inst.idempotency_key == f"console:{key.group(1)}"
+    other = re.search(
+        r'name="submit_key" value="([0-9a-f]{32})"', client.get(f"/o/{funded.slug}/instances/new/").content.decode()
+    )
+    assert other is not None and other.group(1) != key.group(1)
+    client.post(f"/o/{funded.slug}/instances/new/", {**form, "submit_key": other.group(1)})
+    assert Instance.objects.filter(organization=funded).count() == 2

@@ -133,3 +133,15 @@ def test_shutting_down_the_embedded_product_leaves_no_process_running(local: Pat
             continue
         raise AssertionError(f"process {pid} survived")
     assert compute_backend().status(attempt.handle).state in ("stopped", "preempted", "failed")
+    # recorded as a suspension, not a user stop: the run segment closed (nothing billed while the portal is
+    # down) and the instance queued to come back on the next start
+    attempt.refresh_from_db()
+    inst.refresh_from_db()
+    assert (attempt.state, attempt.message_code) == ("preempted", "suspended_at_shutdown")
+    assert inst.status == "scheduling"
+    assert list(inst.transitions.order_by("id").values_list("to_status", "reason_code"))[-2:] == [
+        ("preempted", "suspended_at_shutdown"),
+        ("scheduling", "waiting_after_preemption"),
+    ]
+    segment = inst.run_segments.get()
+    assert segment.ended_at is not None and segment.ended_at == attempt.ended_at
