@@ -320,8 +320,12 @@ def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int)
 @require_POST
 def job_checkpoint_now(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
-    services.job_checkpoint_now(job=job, acting_user=request.user)
-    messages.info(request, _("Checkpoint requested: the job saves after its current step."))
+    try:
+        services.job_checkpoint_now(job=job, acting_user=request.user)
+    except services.NotRunning as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.info(request, _("Checkpoint requested: the job saves after its current step."))
     return redirect("job_detail", org=organization.slug, pk=job.pk)
 
 

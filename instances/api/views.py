@@ -164,7 +164,10 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"], url_path="checkpoint")
     def checkpoint_now(self, request: AuthedRequest, pk: str) -> Response:
-        job = services.job_checkpoint_now(job=self.get_object(), acting_user=request.user)
+        try:
+            job = services.job_checkpoint_now(job=self.get_object(), acting_user=request.user)
+        except services.NotRunning as exc:
+            raise ApiError("not_running", str(exc), 409) from None
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
     @extend_schema(responses=CheckpointSerializer(many=True))

@@ -9,7 +9,7 @@ open transactions, from Celery tasks. An instance's status changes only in :func
 Where each operation lives:
 
 - ``backend``: the compute backend (the one boundary tests replace: ``instances.services.backend.compute_backend``)
-- ``errors``: ``LaunchError``, ``RollbackError``, ``CallbackRefused``
+- ``errors``: ``LaunchError``, ``RollbackError``, ``NotRunning``, ``CallbackRefused``
 - ``transitions``: ``instance_transition``
 - ``launch``: ``LaunchSpec``, validation, ``instance_launch``
 - ``scheduling``: ``instances_schedule``, ``attempt_submit``
@@ -25,7 +25,7 @@ from billing.pricing import PriceQuote, price_quote
 from instances.selectors import newest_complete_checkpoint
 from instances.services.backend import compute_backend, new_idempotency_key
 from instances.services.callbacks import job_events_receive
-from instances.services.errors import CallbackRefused, LaunchError, RollbackError
+from instances.services.errors import CallbackRefused, LaunchError, NotRunning, RollbackError
 from instances.services.inventory import node_set_state, nodes_sync
 from instances.services.jobs import checkpoint_timers, job_checkpoint_now, job_restart, job_rollback
 from instances.services.launch import LaunchSpec, instance_launch
@@ -55,6 +55,7 @@ __all__ = [
     "CallbackRefused",
     "LaunchError",
     "LaunchSpec",
+    "NotRunning",
     "PriceQuote",
     "RollbackError",
     "attempt_observe",

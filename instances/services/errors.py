@@ -17,6 +17,10 @@ class RollbackError(ValueError):
     """A rollback names no complete checkpoint of this job."""
 
 
+class NotRunning(ValueError):
+    """An operation that needs a running job (a checkpoint now) was asked of one that is not running."""
+
+
 class CallbackRefused(Exception):
     """A runtime callback had a missing or wrong token (HTTP 401) or a bad body (HTTP 400)."""
 

@@ -7,12 +7,13 @@ from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from instances import checkpoints, tasks
 from instances.choices import HOLDS_CAPACITY, RESTING, InstanceStatus
 from instances.models import TrainingJob
 from instances.reasons import Reason
-from instances.services.errors import RollbackError
+from instances.services.errors import NotRunning, RollbackError
 from instances.services.reconcile import instance_stop, job_resume
 from portal.audit import audit_log
 from portal.models import User
@@ -82,10 +83,11 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
 
 def job_checkpoint_now(*, job: TrainingJob, acting_user: User | None = None) -> TrainingJob:
     """Ask the running job for a checkpoint now: answered to the runtime on its next callback (within its
-    ``report_interval_s``)."""
+    ``report_interval_s``). Raises :class:`NotRunning` (nothing written) when the job is not running."""
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     with transaction.atomic():
-        TrainingJob.objects.filter(pk=job.pk).update(checkpoint_requested=True)
+        if not TrainingJob.objects.filter(pk=job.pk, instance__status=S.RUNNING).update(checkpoint_requested=True):
+            raise NotRunning(_("The job is not running: there is nothing to checkpoint now."))
         audit_log(action="instances.job.checkpoint_now", actor=acting_user, organization=job.organization, obj=job)
     job.refresh_from_db()
     return job

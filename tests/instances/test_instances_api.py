@@ -337,3 +337,23 @@ def test_out_of_range_numbers_are_refused_with_the_envelope(
     error = resp.json()["error"]
     assert field in str(error)
     assert Instance.objects.count() == 0
+
+
+def test_a_checkpoint_of_a_job_that_is_not_running_is_refused_with_nothing_written(
+    alice: Any, job: Any, client: Any
+) -> None:
+    """A provisioning (or stopped) job has no runtime to ask: the API answers 409 ``not_running``, the console
+    says so, and no request is left pending for a later attempt."""
+    from rest_framework.test import APIClient
+
+    from instances.models import TrainingJob
+
+    assert job.instance.status == "provisioning"
+    api = APIClient()
+    api.force_authenticate(alice)
+    resp = api.post(f"/api/v1/jobs/{job.pk}/checkpoint")
+    assert (resp.status_code, resp.json()["error"]["code"]) == (409, "not_running")
+    client.force_login(alice)
+    page = client.post(f"/o/{job.organization.slug}/jobs/{job.pk}/checkpoint/", follow=True).content.decode()
+    assert "The job is not running: there is nothing to checkpoint now." in page
+    assert TrainingJob.objects.get(pk=job.pk).checkpoint_requested is False

@@ -27,6 +27,8 @@ class Attempt:
             * `unknown` - Unknown
         exit_code (int | None | Unset):
         message (str | Unset):
+        message_code (str | Unset):
+        message_params (Any | Unset):
         resume_from_step (int | Unset):
         started_step (int | None | Unset):
         placement (Any | Unset):
@@ -39,6 +41,8 @@ class Attempt:
     state: AttemptStateEnum | Unset = UNSET
     exit_code: int | None | Unset = UNSET
     message: str | Unset = UNSET
+    message_code: str | Unset = UNSET
+    message_params: Any | Unset = UNSET
     resume_from_step: int | Unset = UNSET
     started_step: int | None | Unset = UNSET
     placement: Any | Unset = UNSET
@@ -61,6 +65,10 @@ class Attempt:
             exit_code = self.exit_code
 
         message = self.message
+
+        message_code = self.message_code
+
+        message_params = self.message_params
 
         resume_from_step = self.resume_from_step
 
@@ -109,6 +117,10 @@ class Attempt:
             field_dict["exit_code"] = exit_code
         if message is not UNSET:
             field_dict["message"] = message
+        if message_code is not UNSET:
+            field_dict["message_code"] = message_code
+        if message_params is not UNSET:
+            field_dict["message_params"] = message_params
         if resume_from_step is not UNSET:
             field_dict["resume_from_step"] = resume_from_step
         if started_step is not UNSET:
@@ -146,6 +158,10 @@ class Attempt:
         exit_code = _parse_exit_code(d.pop("exit_code", UNSET))
 
         message = d.pop("message", UNSET)
+
+        message_code = d.pop("message_code", UNSET)
+
+        message_params = d.pop("message_params", UNSET)
 
         resume_from_step = d.pop("resume_from_step", UNSET)
 
@@ -216,6 +232,8 @@ class Attempt:
             state=state,
             exit_code=exit_code,
             message=message,
+            message_code=message_code,
+            message_params=message_params,
             resume_from_step=resume_from_step,
             started_step=started_step,
             placement=placement,

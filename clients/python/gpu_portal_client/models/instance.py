@@ -44,6 +44,8 @@ class Instance:
             * `failed` - Failed
             * `preempted` - Preempted
         status_reason (str | Unset):
+        status_reason_code (str | Unset):
+        status_reason_params (Any | Unset):
         queue_position (int | None | Unset):
         mode (ModeEnum | Unset): * `container` - Container
             * `bare_metal` - Bare metal
@@ -70,6 +72,8 @@ class Instance:
     kind: InstanceKindEnum | Unset = UNSET
     status: InstanceStatusEnum | Unset = UNSET
     status_reason: str | Unset = UNSET
+    status_reason_code: str | Unset = UNSET
+    status_reason_params: Any | Unset = UNSET
     queue_position: int | None | Unset = UNSET
     mode: ModeEnum | Unset = UNSET
     command: Any | Unset = UNSET
@@ -116,6 +120,10 @@ class Instance:
             status = self.status.value
 
         status_reason = self.status_reason
+
+        status_reason_code = self.status_reason_code
+
+        status_reason_params = self.status_reason_params
 
         queue_position: int | None | Unset
         if isinstance(self.queue_position, Unset):
@@ -193,6 +201,10 @@ class Instance:
             field_dict["status"] = status
         if status_reason is not UNSET:
             field_dict["status_reason"] = status_reason
+        if status_reason_code is not UNSET:
+            field_dict["status_reason_code"] = status_reason_code
+        if status_reason_params is not UNSET:
+            field_dict["status_reason_params"] = status_reason_params
         if queue_position is not UNSET:
             field_dict["queue_position"] = queue_position
         if mode is not UNSET:
@@ -273,6 +285,10 @@ class Instance:
             status = InstanceStatusEnum(_status)
 
         status_reason = d.pop("status_reason", UNSET)
+
+        status_reason_code = d.pop("status_reason_code", UNSET)
+
+        status_reason_params = d.pop("status_reason_params", UNSET)
 
         def _parse_queue_position(data: object) -> int | None | Unset:
             if data is None:
@@ -389,6 +405,8 @@ class Instance:
             kind=kind,
             status=status,
             status_reason=status_reason,
+            status_reason_code=status_reason_code,
+            status_reason_params=status_reason_params,
             queue_position=queue_position,
             mode=mode,
             command=command,

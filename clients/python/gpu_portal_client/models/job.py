@@ -29,6 +29,8 @@ class Job:
         instance (int):
         status (str):
         status_reason (str):
+        status_reason_code (str):
+        status_reason_params (Any):
         queue_position (int):
         gpu_type (str):
         gpu_count (int):
@@ -60,6 +62,8 @@ class Job:
     instance: int
     status: str
     status_reason: str
+    status_reason_code: str
+    status_reason_params: Any
     queue_position: int
     gpu_type: str
     gpu_count: int
@@ -91,6 +95,10 @@ class Job:
         status = self.status
 
         status_reason = self.status_reason
+
+        status_reason_code = self.status_reason_code
+
+        status_reason_params = self.status_reason_params
 
         queue_position = self.queue_position
 
@@ -160,6 +168,8 @@ class Job:
                 "instance": instance,
                 "status": status,
                 "status_reason": status_reason,
+                "status_reason_code": status_reason_code,
+                "status_reason_params": status_reason_params,
                 "queue_position": queue_position,
                 "gpu_type": gpu_type,
                 "gpu_count": gpu_count,
@@ -212,6 +222,10 @@ class Job:
         status = d.pop("status")
 
         status_reason = d.pop("status_reason")
+
+        status_reason_code = d.pop("status_reason_code")
+
+        status_reason_params = d.pop("status_reason_params")
 
         queue_position = d.pop("queue_position")
 
@@ -309,6 +323,8 @@ class Job:
             instance=instance,
             status=status,
             status_reason=status_reason,
+            status_reason_code=status_reason_code,
+            status_reason_params=status_reason_params,
             queue_position=queue_position,
             gpu_type=gpu_type,
             gpu_count=gpu_count,
