@@ -268,7 +268,12 @@ def test_the_job_page_shows_steps_per_second_eta_one_status_line_and_how_each_at
     html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
     assert '<td data-testid="attempt-start">resumed from step 150</td>' in html
     assert 'data-testid="job-eta"' not in html
-    Instance.objects.filter(pk=job.instance.pk).update(status="failed", status_reason="crashed (exit code 87)")
+    Instance.objects.filter(pk=job.instance.pk).update(
+        status="failed",
+        status_reason="crashed (exit code 87)",
+        status_reason_code="crashed",  # as the reconcile stores it (instances.reasons)
+        status_reason_params={"exit_code": 87},
+    )
     html = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
     assert '<span class="muted" data-testid="job-status-reason">crashed (exit code 87)</span>' in html
 
