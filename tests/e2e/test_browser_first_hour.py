@@ -235,7 +235,7 @@ def test_the_first_hour_in_the_browser(run: dict[str, Any], live_server: Any) ->
     _visit(run, "11-wallet")
     now = timezone.localtime()
     page.click(f"a[href$='/statements/{now.year}/{now.month}/']")
-    page.wait_for_selector(f"text=#{job.instance.pk}")
+    page.wait_for_selector(f"[data-testid=usage-instance-{job.instance.pk}]")  # the line names the instance
     assert "cpu-local" in page.text_content("body")
     _visit(run, "12-statement")
 
