@@ -32,6 +32,7 @@ from typing import Any
 from django.conf import settings
 from django.db import connection
 
+from billing.choices import PriceTier
 from billing.models import GpuPrice, MeteringCursor, UsageRecord
 from portal.db import quoted_table
 
@@ -71,7 +72,9 @@ class Batch:
 
 @dataclass(frozen=True)
 class Plan:
-    """What a pass found: ``fallback`` when some minute needs the portable path (nothing planned is used),
+    """What a pass found: ``fallback`` when some minute needs the portable path (nothing planned is used):
+    a write-off, a missing price, or an instance of a discounted tier (``PriceTier.INTERRUPTIBLE``: its
+    per-minute price is the price book's less the tier discount in force, which the portable path applies),
     ``more`` when segments have minutes beyond this pass's share, and the batches to post."""
 
     fallback: bool
@@ -99,7 +102,7 @@ def plan(
 CREATE TEMP TABLE {TEMP} AS
 WITH seg AS (
     SELECT s.segment_id, s.instance_id, s.organization_id, s.gpu_type, s.mode, s.gpu_count, s.started_at,
-        {until} AS until
+        s.tier <> %s AS discounted, {until} AS until
     FROM ({segments_sql}) s WHERE s.organization_id = ANY(%s)
 ), span AS (
     SELECT seg.*, c.price_per_gpu_hour_micros AS cur_price, c.price_minute_index AS cur_index,
@@ -162,21 +165,22 @@ WITH seg AS (
     FROM islands i
 ), charged AS (
     SELECT organization_id, instance_id, segment_id, minute_index, minute, gpu_type, mode, gpu_count, started_at,
-        price, run, done, too_old, last, total FROM simple
+        price, run, done, too_old, last, total, discounted FROM simple
     UNION ALL
     SELECT organization_id, instance_id, segment_id, minute_index, minute, gpu_type, mode, gpu_count, started_at,
-        price, run, done, too_old, last, total FROM runs
+        price, run, done, too_old, last, total, discounted FROM runs
 )
 SELECT r.organization_id, r.instance_id, r.segment_id, r.minute_index, r.minute, r.gpu_type, r.mode,
     r.gpu_count, r.started_at, r.price, r.run,
     (r.price * r.gpu_count * r.run + 30) / 60 - (r.price * r.gpu_count * (r.run - 1) + 30) / 60 AS amount,
     to_char(r.minute AT TIME ZONE %s, 'YYYYMM') AS month,
     COALESCE((SELECT count(*) FROM unnest(x.es) AS e WHERE e <= r.minute), 0)::int AS bucket,
-    r.done < r.too_old AS old, r.last < r.total AS capped
+    r.done < r.too_old AS old, r.last < r.total AS capped, r.discounted
 FROM charged r LEFT JOIN expiry x ON x.o = r.organization_id
 """
     end = now + _MICRO
     params = [
+        PriceTier.ON_DEMAND,
         end,
         end,
         *segments_params,
@@ -194,7 +198,8 @@ FROM charged r LEFT JOIN expiry x ON x.o = r.organization_id
         cursor.execute("SET LOCAL jit = off")
         cursor.execute(sql, params)
         cursor.execute(
-            "SELECT count(*), COALESCE(bool_or(old OR price IS NULL), false), COALESCE(bool_or(capped), false)"
+            "SELECT count(*), COALESCE(bool_or(old OR price IS NULL OR discounted), false),"
+            " COALESCE(bool_or(capped), false)"
             f" FROM {TEMP}"
         )
         rows, fallback, more = cursor.fetchone()

@@ -95,12 +95,12 @@ def ssh_key_parse(text: str) -> ParsedKey:
     text = (text or "").strip()
     if not text:
         raise SshKeyError(_("Paste a public key, e.g. the contents of ~/.ssh/id_ed25519.pub."))
-    if len(text) > MAX_KEY_CHARS or len(text.splitlines()) != 1:
-        raise SshKeyError(_("Paste exactly one public key, on one line."))
-    if "PRIVATE KEY" in text:
+    if "PRIVATE KEY" in text:  # before the one-line rule: a pasted private key spans many lines
         raise SshKeyError(
             _("This is a private key. Paste the public key (the .pub file) and keep the private one secret.")
         )
+    if len(text) > MAX_KEY_CHARS or len(text.splitlines()) != 1:
+        raise SshKeyError(_("Paste exactly one public key, on one line."))
     try:
         key = asyncssh.import_public_key(text)
     except (asyncssh.KeyImportError, ValueError) as exc:

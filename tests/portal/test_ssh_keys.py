@@ -160,3 +160,25 @@ def test_the_api_lists_creates_and_deletes_only_the_users_own_keys(
     deleted = alice_api.delete(f"/api/v1/ssh-keys/{body['id']}")
     assert deleted.status_code == 200 and deleted.json()["revoked_at"] is not None
     assert alice_api.get("/api/v1/ssh-keys").json()["results"] == []
+
+
+def test_a_pasted_private_key_is_refused_and_never_echoed_back(client: Any, alice: Any) -> None:
+    """The console refuses a private key with its message and renders the form empty: the secret is not sent
+    back into the page (nor written)."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import ed25519
+
+    private = (
+        ed25519.Ed25519PrivateKey.generate()
+        .private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
+        )
+        .decode()
+    )
+    client.force_login(alice)
+    resp = client.post("/ssh-keys/", {"name": "oops", "public_key": private})
+    html = resp.content.decode()
+    assert resp.status_code == 400
+    assert "This is a private key." in html
+    assert "PRIVATE KEY" not in html and private.splitlines()[1] not in html
+    assert _nothing_written(alice) == (0, 0)

@@ -197,7 +197,9 @@ class Command(BaseCommand):
 
             suspended = local_jobs_suspend()
             if suspended:
-                self.stdout.write(f"checkpointed and stopped {len(suspended)} local training job(s)")
+                self.stdout.write(
+                    f"checkpointed and stopped {len(suspended)} local instance(s) and job(s); they resume on the next start"
+                )
             # nor may a published app's model server (it runs in its own session); it comes back on the next start
             if resumer is not None:
                 resumer.join(60)  # a server being started again right now is stopped too
