@@ -170,9 +170,7 @@ def test_a_pasted_private_key_is_refused_and_never_echoed_back(client: Any, alic
 
     private = (
         ed25519.Ed25519PrivateKey.generate()
-        .private_bytes(
-            serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption()
-        )
+        .private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.OpenSSH, serialization.NoEncryption())
         .decode()
     )
     client.force_login(alice)

@@ -198,7 +198,8 @@ class Command(BaseCommand):
             suspended = local_jobs_suspend()
             if suspended:
                 self.stdout.write(
-                    f"checkpointed and stopped {len(suspended)} local instance(s) and job(s); they resume on the next start"
+                    f"checkpointed and stopped {len(suspended)} local instance(s) and job(s);"
+                    " they resume on the next start"
                 )
             # nor may a published app's model server (it runs in its own session); it comes back on the next start
             if resumer is not None:
