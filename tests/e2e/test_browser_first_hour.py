@@ -60,6 +60,33 @@ RUNS = {
 }
 
 
+def _requests_serialized(live_server: Any) -> Any:
+    """Make the live server answer one request at a time; returns the function that undoes it.
+
+    The test database is SQLite in memory, one connection the live server's request threads share (Django's
+    ``connections_override``). Here the browser's htmx polling, its clicks and the training ranks' progress
+    callbacks arrive at once, and two threads inside one shared-cache SQLite connection fail with "database
+    table is locked" (PostgreSQL, and the product's own file database with its busy timeout, simply wait).
+    Serializing requests is what a one-worker server does; nothing here streams."""
+    import threading
+
+    httpd = live_server.thread.httpd
+    app = httpd.get_app()
+    lock = threading.Lock()
+
+    def one_at_a_time(environ: Any, start_response: Any) -> list[bytes]:
+        with lock:
+            result = app(environ, start_response)
+            try:
+                return [b"".join(result)]
+            finally:
+                if hasattr(result, "close"):
+                    result.close()
+
+    httpd.set_app(one_at_a_time)
+    return lambda: httpd.set_app(app)
+
+
 @pytest.fixture
 def platform(live_server: Any, settings: Any, tmp_path: Path) -> Iterator[Any]:
     """The embedded product on the live server: local CPU backend (2 slots), the catalog, the local node, and a
@@ -104,9 +131,11 @@ def platform(live_server: Any, settings: Any, tmp_path: Path) -> Iterator[Any]:
         tokenizer_path="",
         source_files=[{"file": "legal.jsonl", "bytes": 16000, "sha256": "0" * 64}],
     )
+    restore = _requests_serialized(live_server)
     try:
         yield version
     finally:
+        restore()
         backend = boundary.compute_backend()
         for handle in backend.running_handles():
             backend.stop(handle, 5.0)
