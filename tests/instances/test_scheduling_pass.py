@@ -84,9 +84,9 @@ def test_a_pass_issues_the_same_statements_for_4_or_40_requests(catalog: Any, al
     Instance.objects.all().delete()
     Node.objects.all().delete()
     many, after = pass_queries(alice_org, 20)
-    # PostgreSQL: + the advisory lock that serializes passes, - the row lock (its UPDATE … RETURNING is the
-    # compare-and-set)
-    assert many == few == 21
+    # PostgreSQL: + the advisory lock that serializes passes; the compare-and-set UPDATE of every move and
+    # its transition and audit rows are one statement, and the attempts' ids come with the instances read
+    assert many == few == (17 if connection.vendor == "postgresql" else 21)
     # 20 fill a100-00, -01 and half of -02; of the 20 behind the gang, 4 backfill -02's free half
     assert sum(1 for row in after if row[1] == "provisioning") == 24
     assert [row[2] for row in after if row[1] == "scheduling"] == list(range(1, 18))
