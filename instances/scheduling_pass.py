@@ -14,11 +14,17 @@
   those that arrived or changed are taken, so a pass costs O(changes × log nodes), not O(nodes). The cached
   index is taken out of the cache for the pass and put back only after commit; a failed or rolled-back
   pass leaves no cache (the next pass rebuilds), so the cache is never ahead of the database.
-* **Set-based writes**: the moves go through :func:`instances.transitions.instances_transition` (one
-  statement per kind of row), attempts are created in one INSERT, the queue positions and reasons of
-  waiting instances that changed are written in one UPDATE (``instances.bulk.rows_update``: PostgreSQL's
-  ``unnest`` of arrays), quotas and
-  usage are two grouped queries. The statements of a pass do not grow with the queue (a test pins it).
+* **Set-based writes**: the moves go through :func:`instances.transitions.instances_transition` (on
+  PostgreSQL the compare-and-set UPDATE of every placed and failed instance and the INSERTs of their
+  transition and audit rows are one statement), attempts are created in one INSERT (their ids taken from
+  the sequence by the query that reads the instances to move, so the token hash goes in with the row), the
+  queue positions and reasons of waiting instances that changed are written in one UPDATE
+  (``instances.bulk.rows_update``), quotas and usage are two grouped queries. The statements of a pass do
+  not grow with the queue (a test pins them: 17 on PostgreSQL, 21 on SQLite).
+* **No model objects on the hot path**: the queue is read as plain rows (times as text, parsed only for
+  requests not seen in the last pass: the ``PlacementRequest`` of a request that waits is kept between
+  passes), the instances to move as plain values (:class:`instances.transitions.InstanceRow`), and the
+  ``Instance`` objects returned are built only when the caller reads them (the reconcile loop counts them).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple, overload
+from typing import Any, NamedTuple, cast, overload
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -358,8 +364,9 @@ def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str
             for pk, i, num in zip(pks, ids, numbers, strict=True)
         ]
 
-    pks = [t.attempt_id for t, _ in placed]
-    if None not in pks:  # ids known first (PostgreSQL): the token hash goes in with the row
+    reserved = [t.attempt_id for t, _ in placed]
+    if None not in reserved:  # ids known first (PostgreSQL): the token hash goes in with the row
+        pks = cast(list[int], reserved)
         rows_insert(JobAttempt, n, {"id": pks, "token_sha256": tokens(pks), **columns})
     else:
         pks = rows_insert(JobAttempt, n, {"token_sha256": [""] * n, **columns})
