@@ -381,7 +381,13 @@ class _Placed(Sequence[Instance]):
     """The instances a pass placed, in placement order, built as ``Instance`` objects (the columns the pass
     wrote loaded, the others on access) only when read: the reconcile loop only counts them."""
 
-    _FIELDS = ("id", "organization_id", "name", "status", "status_reason", "placement", "queue_position", "updated_at")
+    # the columns the pass wrote, in the order of the model's fields (the order Model.from_db takes)
+    _FIELDS = [
+        f.attname
+        for f in Instance._meta.concrete_fields
+        if f.attname
+        in ("id", "organization_id", "name", "status", "status_reason", "queue_position", "placement", "updated_at")
+    ]
 
     def __init__(self, moves: list[Move], db: str) -> None:
         self._moves, self._db = moves, db
@@ -391,8 +397,17 @@ class _Placed(Sequence[Instance]):
 
     def _build(self, m: Move) -> Instance:
         r = m.instance
-        values = (r.pk, r.organization_id, r.name, r.status, r.status_reason, m.fields["placement"], None, r.updated_at)
-        return Instance.from_db(self._db, list(self._FIELDS), values)
+        values = {
+            "id": r.pk,
+            "organization_id": r.organization_id,
+            "name": r.name,
+            "status": r.status,
+            "status_reason": r.status_reason,
+            "queue_position": None,
+            "placement": m.fields["placement"],
+            "updated_at": r.updated_at,
+        }
+        return Instance.from_db(self._db, self._FIELDS, [values[f] for f in self._FIELDS])
 
     @overload
     def __getitem__(self, i: int) -> Instance: ...
