@@ -55,7 +55,7 @@ from instances.transitions import InstanceRow, Move, instances_transition
 S = InstanceStatus
 # pg_advisory_xact_lock key of the scheduling pass (any fixed bigint no other code uses): "gpu_schd".
 ADVISORY_LOCK_KEY = int.from_bytes(b"gpu_schd", "big") & 0x7FFF_FFFF_FFFF_FFFF
-_REBUILD_AFTER = 500  # instances changed since the last pass above which the index is rebuilt instead
+_REBUILD_AFTER = 500  # holders gone or changed since the last pass (or nodes, if more) above which to rebuild
 
 
 @dataclass
@@ -69,6 +69,7 @@ class _Inventory:
     holders: dict[int, tuple[datetime, list[tuple[str, int]]]] = field(default_factory=dict)
     exact: bool = True
     interruptible: set[int] = field(default_factory=set)  # holders of the interruptible tier
+    nodes: int = 0  # node rows the index was built from
 
     def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any], tier: str = "") -> None:
         if tier == PriceTier.INTERRUPTIBLE:
@@ -137,7 +138,7 @@ def _inventory_build(fingerprint: str) -> _Inventory:
             "name", "gpu_type__code", "gpus", "block", "state"
         )
     ]
-    inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint)
+    inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint, nodes=len(nodes))
     for pk, updated_at, placement, tier in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
         "pk", "updated_at", "placement", "tier"
     ):
@@ -151,11 +152,12 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
     if cached is None or not cached.exact or cached.fingerprint != fingerprint:
         return _inventory_build(fingerprint)
     current = _holders_current()
-    for pk in [pk for pk in cached.holders if pk not in current]:
-        cached.unhold(pk)
+    gone = [pk for pk in cached.holders if pk not in current]
     changed = [pk for pk, ts in current.items() if pk not in cached.holders or cached.holders[pk][0] != ts]
-    if len(changed) > _REBUILD_AFTER:
+    if len(gone) + len(changed) > max(_REBUILD_AFTER, cached.nodes):  # a rebuild costs about a replay per node
         return _inventory_build(fingerprint)
+    for pk in gone:
+        cached.unhold(pk)
     if changed:
         for pk, updated_at, placement, tier in Instance.objects.filter(pk__in=changed).values_list(
             "pk", "updated_at", "placement", "tier"
