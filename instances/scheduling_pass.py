@@ -46,7 +46,7 @@ from django.utils.translation import gettext as _
 
 from billing.choices import PriceTier
 from instances import scheduler
-from instances.bulk import json_document, pk_in, rows_insert, rows_update
+from instances.bulk import pk_in, rows_insert, rows_update, text_array
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, GpuType, Instance, JobAttempt, Node, TrainingJob
 from instances.preemption import preemptions_plan
@@ -176,14 +176,15 @@ def _serialize_passes() -> None:
 
 def _nodes_lock(names: list[str]) -> set[str]:
     """Lock the rows of the nodes ``names`` (pk order, so two lockers never deadlock) and return those
-    still ready. One statement; on PostgreSQL the names travel as one JSON array (psycopg quotes a list
-    element by element in Python)."""
+    still ready. One statement; on PostgreSQL the names travel as one array literal (``bulk.text_array``).
+    Not an array unpacked from JSON in the query: the planner cannot size that one and, on a table without
+    fresh statistics, joined 20,000 nodes against it row by row (1 s)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
             cur.execute(
-                f'SELECT name FROM "{Node._meta.db_table}" WHERE name IN (SELECT json_array_elements_text(%s::json)) '  # noqa: S608
-                "AND state = %s ORDER BY id FOR UPDATE",
-                [json_document(names), NodeState.READY],
+                f'SELECT name FROM "{Node._meta.db_table}" WHERE name = ANY(%s::text[]) AND state = %s '  # noqa: S608
+                "ORDER BY id FOR UPDATE",
+                [text_array(names), NodeState.READY],
             )
             return {row[0] for row in cur.fetchall()}
     return set(

@@ -244,3 +244,16 @@ def test_a_pass_moves_plain_rows_emits_state_changes_and_returns_instances(
         (second.pk, 1, [["a100-00", 4]]),
     ]
     assert Instance.objects.get(pk=bad.pk).updated_at == T0
+
+
+def test_text_array_quotes_every_element(db: Any) -> None:
+    """The array literal the pass locks its nodes with: quotes, backslashes, commas and empty names survive
+    (read back through PostgreSQL when the tests run on it)."""
+    from instances.bulk import text_array
+
+    names = ["a", 'b"c', "d\\e", "x,y", "", "q'z", "NULL"]
+    assert text_array(names) == '{"a","b\\"c","d\\\\e","x,y","","q\'z","NULL"}'
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cur:
+            cur.execute("SELECT %s::text[]", [text_array(names)])
+            assert cur.fetchone()[0] == names
