@@ -34,6 +34,19 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"cannot write {type(value).__name__} in a bulk row")
 
 
+def json_document(value: Any) -> str:
+    """``value`` as JSON for a ``%s::json`` parameter (datetimes in ISO 8601 at full precision)."""
+    return json.dumps(value, default=_json_default)
+
+
+def text_array(values: Sequence[str]) -> str:
+    """A PostgreSQL array literal of ``values`` for a ``%s::text[]`` parameter: one string built here (psycopg
+    adapts a list element by element in Python), a constant array to the planner (which estimates by its
+    length, unlike an array made from JSON in the query)."""
+    quoted = ('"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"' for v in values)
+    return "{" + ",".join(quoted) + "}"
+
+
 def _recordset(
     fields: Sequence[models.Field[Any, Any]],
     columns: Sequence[Sequence[Any]],
@@ -72,26 +85,36 @@ def rows_insert(model: type[models.Model], count: int, columns: Mapping[str, Seq
         return [o.pk for o in objs]
     given = [f for f in meta.concrete_fields if f.name in columns or f.attname in columns]
     source, document = _recordset(given, [columns[f.name] if f.name in columns else columns[f.attname] for f in given])
+    head, constants = insert_select(model, {f.attname: f"v.c{i}" for i, f in enumerate(given)})
+    sql = f'{head} FROM {source} ORDER BY v.n RETURNING "{meta.pk.column}"'
+    with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the rows after
+        cur.execute(sql, [*constants, document])
+        return [row[0] for row in cur.fetchall()]
+
+
+def insert_select(
+    model: type[models.Model], exprs: Mapping[str, str], values: Mapping[str, Any] | None = None
+) -> tuple[str, list[Any]]:
+    """``INSERT INTO <table> (<columns>) SELECT <expressions>`` for ``model`` (PostgreSQL), for the caller
+    to append its ``FROM …``: ``exprs`` maps field or ``*_id`` attribute names to SQL expressions over that
+    FROM clause, ``values`` to one value for every row; every other concrete field but an automatic primary
+    key gets its default (evaluated once). Returns the SQL and the parameters of its SELECT list, in order."""
+    values = values or {}
     names, reads, constants = [], [], []
-    for f in meta.concrete_fields:
-        if f in given:
-            reads.append(f"v.c{given.index(f)}")
-        elif f.primary_key:
+    for f in model._meta.concrete_fields:
+        expr = exprs.get(f.attname, exprs.get(f.name))
+        if expr is not None:
+            reads.append(expr)
+        elif f.primary_key and f.attname not in values:
             continue
         else:  # one value for every row
-            value = f.get_default()
+            value = values[f.attname] if f.attname in values else values.get(f.name, f.get_default())
             if f.db_type(connection) == "jsonb":
                 value = json.dumps(value, default=_json_default)
             reads.append(f"%s::{f.db_type(connection)}")
             constants.append(value)
         names.append(f'"{f.column}"')
-    sql = (
-        f'INSERT INTO "{meta.db_table}" ({", ".join(names)}) SELECT {", ".join(reads)} '  # noqa: S608
-        f'FROM {source} ORDER BY v.n RETURNING "{meta.pk.column}"'
-    )
-    with connection.cursor() as cur:  # the constants' placeholders come first (SELECT list), the rows after
-        cur.execute(sql, [*constants, document])
-        return [row[0] for row in cur.fetchall()]
+    return f'INSERT INTO "{model._meta.db_table}" ({", ".join(names)}) SELECT {", ".join(reads)}', constants
 
 
 def pk_in(pks: Sequence[int]) -> Any:

@@ -14,11 +14,17 @@
   those that arrived or changed are taken, so a pass costs O(changes × log nodes), not O(nodes). The cached
   index is taken out of the cache for the pass and put back only after commit; a failed or rolled-back
   pass leaves no cache (the next pass rebuilds), so the cache is never ahead of the database.
-* **Set-based writes**: the moves go through :func:`instances.transitions.instances_transition` (one
-  statement per kind of row), attempts are created in one INSERT, the queue positions and reasons of
-  waiting instances that changed are written in one UPDATE (``instances.bulk.rows_update``: PostgreSQL's
-  ``unnest`` of arrays), quotas and
-  usage are two grouped queries. The statements of a pass do not grow with the queue (a test pins it).
+* **Set-based writes**: the moves go through :func:`instances.transitions.instances_transition` (on
+  PostgreSQL the compare-and-set UPDATE of every placed and failed instance and the INSERTs of their
+  transition and audit rows are one statement), attempts are created in one INSERT (their ids taken from
+  the sequence by the query that reads the instances to move, so the token hash goes in with the row), the
+  queue positions and reasons of waiting instances that changed are written in one UPDATE
+  (``instances.bulk.rows_update``), quotas and usage are two grouped queries. The statements of a pass do
+  not grow with the queue (a test pins them: 17 on PostgreSQL, 21 on SQLite).
+* **No model objects on the hot path**: the queue is read as plain rows (times as text, parsed only for
+  requests not seen in the last pass: the ``PlacementRequest`` of a request that waits is kept between
+  passes), the instances to move as plain values (:class:`instances.transitions.InstanceRow`), and the
+  ``Instance`` objects returned are built only when the caller reads them (the reconcile loop counts them).
 """
 
 from __future__ import annotations
@@ -26,29 +32,30 @@ from __future__ import annotations
 import functools
 import hashlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast, overload
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import OuterRef, Subquery, Sum
+from django.db.models import IntegerField, OuterRef, Subquery, Sum, Value
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from billing.choices import PriceTier
 from instances import scheduler
-from instances.bulk import ids_reserve, pk_in, rows_insert, rows_update
+from instances.bulk import pk_in, rows_insert, rows_update, text_array
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
-from instances.models import GpuQuota, Instance, JobAttempt, Node, TrainingJob
+from instances.models import GpuQuota, GpuType, Instance, JobAttempt, Node, TrainingJob
 from instances.preemption import preemptions_plan
 from instances.reasons import Reason, reason_fields
-from instances.transitions import Move, instances_transition
+from instances.transitions import InstanceRow, Move, instances_transition
 
 S = InstanceStatus
 # pg_advisory_xact_lock key of the scheduling pass (any fixed bigint no other code uses): "gpu_schd".
 ADVISORY_LOCK_KEY = int.from_bytes(b"gpu_schd", "big") & 0x7FFF_FFFF_FFFF_FFFF
-_REBUILD_AFTER = 500  # instances changed since the last pass above which the index is rebuilt instead
+_REBUILD_AFTER = 500  # holders gone or changed since the last pass (or nodes, if more) above which to rebuild
 
 
 @dataclass
@@ -62,6 +69,7 @@ class _Inventory:
     holders: dict[int, tuple[datetime, list[tuple[str, int]]]] = field(default_factory=dict)
     exact: bool = True
     interruptible: set[int] = field(default_factory=set)  # holders of the interruptible tier
+    nodes: int = 0  # node rows the index was built from
 
     def hold(self, pk: int, updated_at: datetime, placement: Iterable[Any], tier: str = "") -> None:
         if tier == PriceTier.INTERRUPTIBLE:
@@ -130,7 +138,7 @@ def _inventory_build(fingerprint: str) -> _Inventory:
             "name", "gpu_type__code", "gpus", "block", "state"
         )
     ]
-    inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint)
+    inv = _Inventory(scheduler.CapacityIndex(nodes), fingerprint, nodes=len(nodes))
     for pk, updated_at, placement, tier in Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list(
         "pk", "updated_at", "placement", "tier"
     ):
@@ -143,12 +151,13 @@ def _inventory_current(cached: _Inventory | None) -> _Inventory:
     fingerprint = _node_fingerprint()
     if cached is None or not cached.exact or cached.fingerprint != fingerprint:
         return _inventory_build(fingerprint)
-    current = dict(Instance.objects.filter(status__in=HOLDS_CAPACITY).values_list("pk", "updated_at"))
-    for pk in [pk for pk in cached.holders if pk not in current]:
-        cached.unhold(pk)
+    current = _holders_current()
+    gone = [pk for pk in cached.holders if pk not in current]
     changed = [pk for pk, ts in current.items() if pk not in cached.holders or cached.holders[pk][0] != ts]
-    if len(changed) > _REBUILD_AFTER:
+    if len(gone) + len(changed) > max(_REBUILD_AFTER, cached.nodes):  # a rebuild costs about a replay per node
         return _inventory_build(fingerprint)
+    for pk in gone:
+        cached.unhold(pk)
     if changed:
         for pk, updated_at, placement, tier in Instance.objects.filter(pk__in=changed).values_list(
             "pk", "updated_at", "placement", "tier"
@@ -167,13 +176,15 @@ def _serialize_passes() -> None:
 
 def _nodes_lock(names: list[str]) -> set[str]:
     """Lock the rows of the nodes ``names`` (pk order, so two lockers never deadlock) and return those
-    still ready. One statement; on PostgreSQL the names travel as one array."""
+    still ready. One statement; on PostgreSQL the names travel as one array literal (``bulk.text_array``).
+    Not an array unpacked from JSON in the query: the planner cannot size that one and, on a table without
+    fresh statistics, joined 20,000 nodes against it row by row (1 s)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cur:
             cur.execute(
                 f'SELECT name FROM "{Node._meta.db_table}" WHERE name = ANY(%s::text[]) AND state = %s '  # noqa: S608
                 "ORDER BY id FOR UPDATE",
-                [names, NodeState.READY],
+                [text_array(names), NodeState.READY],
             )
             return {row[0] for row in cur.fetchall()}
     return set(
@@ -184,17 +195,92 @@ def _nodes_lock(names: list[str]) -> set[str]:
     )
 
 
+def _queue_read() -> list[tuple[Any, ...]]:
+    """``(pk, organization_id, GPU type code, gpu_count, mode, submitted_at, tier, queue_position,
+    status_reason)`` of every instance in ``scheduling``, in no order. On PostgreSQL one plain query whose
+    ``submitted_at`` travels as ISO 8601 text (Django's time-zone-aware loader costs ~5 µs a row; the text
+    is parsed only for a request not seen in the last pass, :func:`_requests_of`)."""
+    if connection.vendor != "postgresql":
+        return list(
+            Instance.objects.filter(status=S.SCHEDULING)
+            .order_by()
+            .values_list(
+                "pk",
+                "organization_id",
+                "gpu_type__code",
+                "gpu_count",
+                "mode",
+                "submitted_at",
+                "tier",
+                "queue_position",
+                "status_reason",
+            )
+        )
+    sql = (
+        "SELECT i.id, i.organization_id, g.code, i.gpu_count, i.mode, i.submitted_at::text, i.tier, "  # noqa: S608
+        f'i.queue_position, i.status_reason FROM "{Instance._meta.db_table}" i JOIN "{GpuType._meta.db_table}" g '
+        "ON g.id = i.gpu_type_id WHERE i.status = %s"
+    )
+    with connection.cursor() as cur:
+        cur.execute(sql, [S.SCHEDULING])
+        return cur.fetchall()
+
+
+_requests: dict[tuple[Any, ...], scheduler.PlacementRequest] = {}
+
+
+def _requests_of(queue: list[tuple[Any, ...]]) -> list[scheduler.PlacementRequest]:
+    """The scheduler's requests for the rows of :func:`_queue_read`. A request waits through many passes, so
+    the requests of the last pass are kept, keyed by every column they are made of (a changed row makes a
+    new one): building 10,000 frozen dataclasses cost more than the pass's placements."""
+    global _requests
+    old, new = _requests, {}
+    for row in queue:
+        key = row[:7]
+        req = old.get(key)
+        if req is None:
+            pk, org, code, gpus, mode, submitted, tier = key
+            req = scheduler.PlacementRequest(
+                str(pk),
+                str(org),
+                code,
+                gpus,
+                mode,  # a RentalMode value read from the database
+                datetime.fromisoformat(submitted) if isinstance(submitted, str) else submitted,
+                int(tier == PriceTier.INTERRUPTIBLE),
+            )
+        new[key] = req
+    _requests = new
+    return list(new.values())
+
+
+def _holders_current() -> dict[int, datetime]:
+    """``pk -> updated_at`` of the instances holding capacity (times as text on PostgreSQL, see
+    :func:`_queue_read`)."""
+    if connection.vendor != "postgresql":
+        return dict(Instance.objects.filter(status__in=HOLDS_CAPACITY).order_by().values_list("pk", "updated_at"))
+    with connection.cursor() as cur:
+        cur.execute(
+            f'SELECT id, updated_at::text FROM "{Instance._meta.db_table}" WHERE status = ANY(%s::text[])',  # noqa: S608
+            [sorted(HOLDS_CAPACITY)],
+        )
+        parse = datetime.fromisoformat
+        return {pk: parse(ts) for pk, ts in cur.fetchall()}
+
+
 def _quotas_and_usage(org_ids: set[int]) -> tuple[dict[str, int | None], dict[str, int]]:
     default = getattr(settings, "INSTANCES_DEFAULT_GPU_QUOTA", None)
     quotas: dict[str, int | None] = {str(o): default for o in org_ids}
     for org, gpus in GpuQuota.objects.filter(organization_id__in=org_ids).values_list("organization_id", "gpus"):
         quotas[str(org)] = gpus
-    usage = {
-        str(row["organization_id"]): int(row["s"] or 0)
-        for row in Instance.objects.filter(status__in=HOLDS_CAPACITY, organization_id__in=org_ids)
+    usage = {  # grouped over the instances holding capacity (the status index), then cut to ``org_ids``
+        str(org): int(gpus or 0)
+        for org, gpus in Instance.objects.filter(status__in=HOLDS_CAPACITY)
         .values("organization_id")
         .annotate(s=Sum("gpu_count"))
         .order_by()
+        .values_list("organization_id", "s")
+        if org in org_ids
     }
     return quotas, usage
 
@@ -216,19 +302,43 @@ def _write_waiting(rows: list[tuple[int, int, str]]) -> None:
     )
 
 
-def _instances_of(pks: list[int]) -> list[Instance]:
-    """The instances to move, in one query: the columns a move and a new attempt read (the others load on
-    access), the training job (reverse one-to-one) and the number of the last attempt."""
+class _Target(NamedTuple):
+    """An instance the pass moves: what the move reads (``row``), its training job's id and one-shot resume
+    step (``None`` / -1 for an interactive instance) and the number of its last attempt (``None``: none)."""
+
+    row: InstanceRow
+    job_id: int | None
+    resume_step: int
+    last_attempt: int | None
+    attempt_id: int | None  # the id of its next attempt, taken from the sequence (PostgreSQL), else None
+
+
+def _targets_of(pks: list[int]) -> dict[int, _Target]:
+    """The instances ``pks`` still in ``scheduling``, in one query of plain values (no model objects); on
+    PostgreSQL the same query takes an id for each one's next attempt from the attempts' sequence (the
+    attempt token is made of it, so it is known before the INSERT; ids of instances not placed are skipped,
+    as a rolled-back insert would)."""
     if not pks:
-        return []
+        return {}
     last = JobAttempt.objects.filter(instance=OuterRef("pk")).order_by("-number").values("number")[:1]
-    return list(
-        Instance.objects.filter(pk__in=pk_in(pks))
-        .select_related("job")
-        .only("id", "status", "organization_id", "name", "kind", "job__id", "job__resume_step")
-        .annotate(last_attempt=Subquery(last))
-        .order_by()
+    table = JobAttempt._meta.db_table
+    next_id = (
+        RawSQL("nextval(pg_get_serial_sequence(%s, %s))", [table, JobAttempt._meta.pk.column])
+        if connection.vendor == "postgresql"
+        else Value(None, output_field=IntegerField())
     )
+    rows = (
+        Instance.objects.filter(pk__in=pk_in(pks), status=S.SCHEDULING)
+        .annotate(last_attempt=Subquery(last), next_id=next_id)
+        .order_by()
+        .values_list(
+            "pk", "status", "organization_id", "name", "job__id", "job__resume_step", "last_attempt", "next_id"
+        )
+    )
+    return {
+        pk: _Target(InstanceRow(pk, status, org, name), job, -1 if step is None else step, number, next_pk)
+        for pk, status, org, name, job, step, number, next_pk in rows
+    }
 
 
 class _AttemptKey(NamedTuple):
@@ -239,25 +349,21 @@ class _AttemptKey(NamedTuple):
     number: int
 
 
-def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: str) -> list[int]:
+def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str) -> list[int]:
     """One attempt per placed instance (numbered after its last one) with its token hash, and the job's
     one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements.
-    ``placed``: instances from :func:`_instances_of`. Returns the attempts' ids in the order of ``placed``."""
+    Returns the attempts' ids in the order of ``placed``."""
     from instances.services import attempt_token
 
-    ids = [inst.pk for inst, _ in placed]
-    last = {inst.pk: inst.last_attempt for inst, _ in placed}  # type: ignore[attr-defined]
-    jobs = {
-        inst.pk: (inst.job.pk, inst.job.resume_step) for inst, _ in placed if getattr(inst, "job", None) is not None
-    }
     n = len(placed)
-    numbers = [(last.get(i) or 0) + 1 for i in ids]
+    ids = [t.row.pk for t, _ in placed]
+    numbers = [(t.last_attempt or 0) + 1 for t, _ in placed]
     columns: dict[str, list[Any]] = {
         "instance_id": ids,
-        "job_id": [jobs[i][0] if i in jobs else None for i in ids],
+        "job_id": [t.job_id for t, _ in placed],
         "number": numbers,
         "backend": [backend] * n,
-        "resume_from_step": [jobs[i][1] if i in jobs else -1 for i in ids],
+        "resume_from_step": [t.resume_step if t.job_id is not None else -1 for t, _ in placed],
         "placement": [placement for _, placement in placed],
         "created_at": [timezone.now()] * n,
     }
@@ -268,16 +374,62 @@ def _attempts_create(placed: list[tuple[Instance, list[list[Any]]]], backend: st
             for pk, i, num in zip(pks, ids, numbers, strict=True)
         ]
 
-    pks = ids_reserve(JobAttempt, n)
-    if pks is not None:  # ids known first: the token hash goes in with the row
+    reserved = [t.attempt_id for t, _ in placed]
+    if None not in reserved:  # ids known first (PostgreSQL): the token hash goes in with the row
+        pks = cast(list[int], reserved)
         rows_insert(JobAttempt, n, {"id": pks, "token_sha256": tokens(pks), **columns})
     else:
         pks = rows_insert(JobAttempt, n, {"token_sha256": [""] * n, **columns})
         rows_update(JobAttempt, pks, {"token_sha256": tokens(pks)})
-    resumed = [pk for pk, step in jobs.values() if step >= 0]
+    resumed = [t.job_id for t, _ in placed if t.job_id is not None and t.resume_step >= 0]
     if resumed:
         TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)
     return pks
+
+
+class _Placed(Sequence[Instance]):
+    """The instances a pass placed, in placement order, built as ``Instance`` objects (the columns the pass
+    wrote loaded, the others on access) only when read: the reconcile loop only counts them."""
+
+    # the columns the pass wrote, in the order of the model's fields (the order Model.from_db takes)
+    _FIELDS = [
+        f.attname
+        for f in Instance._meta.concrete_fields
+        if f.attname
+        in ("id", "organization_id", "name", "status", "status_reason", "queue_position", "placement", "updated_at")
+    ]
+
+    def __init__(self, moves: list[Move], db: str) -> None:
+        self._moves, self._db = moves, db
+
+    def __len__(self) -> int:
+        return len(self._moves)
+
+    def _build(self, m: Move) -> Instance:
+        r = m.instance
+        values = {
+            "id": r.pk,
+            "organization_id": r.organization_id,
+            "name": r.name,
+            "status": r.status,
+            "status_reason": r.status_reason,
+            "queue_position": None,
+            "placement": m.fields["placement"],
+            "updated_at": r.updated_at,
+        }
+        return Instance.from_db(self._db, self._FIELDS, [values[f] for f in self._FIELDS])
+
+    @overload
+    def __getitem__(self, i: int) -> Instance: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Instance]: ...
+    def __getitem__(self, i: int | slice) -> Instance | list[Instance]:
+        if isinstance(i, slice):
+            return [self._build(m) for m in self._moves[i]]
+        return self._build(self._moves[i])
+
+    def __repr__(self) -> str:
+        return f"<placed {[m.instance.pk for m in self._moves]}>"
 
 
 def schedule_pass(
@@ -286,7 +438,7 @@ def schedule_pass(
     backend: str = "local",
     on_attempt: Callable[[int], None] | None = None,
     on_preempt: Callable[[int], None] | None = None,
-) -> list[Instance]:
+) -> Sequence[Instance]:
     """One pass of the gang scheduler over the instances in ``scheduling`` (see the module docstring).
 
     Placed instances move to ``provisioning`` with their placement and a new attempt on ``backend``;
@@ -301,37 +453,14 @@ def schedule_pass(
     now = now or timezone.now()
     with transaction.atomic():
         _serialize_passes()
-        queue = list(
-            Instance.objects.filter(status=S.SCHEDULING).values_list(
-                "pk",
-                "organization_id",
-                "gpu_type__code",
-                "gpu_count",
-                "mode",
-                "submitted_at",
-                "queue_position",
-                "status_reason",
-                "tier",
-            )
-        )
+        queue = _queue_read()
         if not queue:
             return []
         inv = _inventory_current(_cache_take())
         quotas, usage = _quotas_and_usage({row[1] for row in queue})
-        requests = [
-            scheduler.PlacementRequest(
-                str(pk),
-                str(org),
-                code,
-                gpus,
-                mode,  # type: ignore[arg-type]  # a RentalMode value read from the database
-                submitted,
-                int(tier == PriceTier.INTERRUPTIBLE),
-            )
-            for pk, org, code, gpus, mode, submitted, _, _, tier in queue
-        ]
+        requests = _requests_of(queue)
         result = scheduler.schedule_queue(requests, inv.index, quotas, usage)
-        tiers = {row[0]: row[8] for row in queue}
+        tiers = {row[0]: row[6] for row in queue}
         # schedule_queue committed its placements into the index; undo those that are not written.
         pending = {int(p.request_id): p for p in result.placements}
 
@@ -346,25 +475,21 @@ def schedule_pass(
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
-        objects = {
-            inst.pk: inst
-            for inst in _instances_of([*pending, *(int(w.request.request_id) for w in failed)])
-            if inst.status == S.SCHEDULING
-        }
+        targets = _targets_of([*pending, *(int(w.request.request_id) for w in failed)])
         moves = [
             Move(
-                objects[pk],
+                targets[pk].row,
                 S.PROVISIONING,
-                Reason("placed", {"nodes": ", ".join(p.node_names)}),
+                Reason("placed", {"nodes": ", ".join([n for n, _ in p.assignments])}),
                 {"placement": [[n, g] for n, g in p.assignments], "queue_position": None},
             )
             for pk, p in pending.items()
-            if pk in objects
+            if pk in targets
         ]
         moves += [
-            Move(objects[int(w.request.request_id)], S.FAILED, w.reason)
+            Move(targets[int(w.request.request_id)].row, S.FAILED, w.reason)
             for w in failed
-            if int(w.request.request_id) in objects
+            if int(w.request.request_id) in targets
         ]
         applied = instances_transition(moves=moves, now=now)
         placed_moves = [m for m in applied if m.to == S.PROVISIONING]
@@ -375,7 +500,7 @@ def schedule_pass(
             if tiers[m.instance.pk] == PriceTier.INTERRUPTIBLE:
                 inv.interruptible.add(m.instance.pk)
         attempts = (
-            _attempts_create([(m.instance, m.fields["placement"]) for m in placed_moves], backend)
+            _attempts_create([(targets[m.instance.pk], m.fields["placement"]) for m in placed_moves], backend)
             if placed_moves
             else []
         )
@@ -393,18 +518,17 @@ def schedule_pass(
             if inv.interruptible
             else {}
         )
-        before = {pk: (pos, reason) for pk, _, _, _, _, _, pos, reason, _ in queue}
-        _write_waiting(
-            [
-                (pk, w.position, preempting.get(pk, w.reason))
-                for w in result.waiting
-                if w.position is not None
-                for pk in (int(w.request.request_id),)
-                if before[pk] != (w.position, preempting.get(pk, w.reason)[:300])
-            ]
-        )
+        before = {row[0]: row[7:] for row in queue}
+        changed = []
+        for w in result.waiting:
+            if w.position is not None:
+                pk = int(w.request.request_id)
+                why = preempting.get(pk, w.reason) if preempting else w.reason  # a Reason: keep its code
+                if before[pk] != (w.position, why[:300]):
+                    changed.append((pk, w.position, why))
+        _write_waiting(changed)
         transaction.on_commit(functools.partial(_cache_put, inv))
-    return [m.instance for m in placed_moves]
+    return _Placed(placed_moves, connection.alias)
 
 
 __all__ = ["ADVISORY_LOCK_KEY", "inventory_cache_clear", "schedule_pass"]

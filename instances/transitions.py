@@ -7,9 +7,13 @@ current status (two workers never both apply a change); each move writes an ``In
 audit row and an ``instance.state_changed`` webhook event; entering ``running`` opens a run segment and
 leaving it closes the open one (metering reads them).
 
-Cost: a constant number of statements however many instances move (one UPDATE, or a row lock plus one
-set-based UPDATE per set of fields written (``instances.bulk.rows_update``), one INSERT per kind of row,
-one query for webhook subscribers), so a pass that places 2,000 instances does not issue 10,000 statements.
+Cost: a constant number of statements however many instances move, so a pass that places 2,000 instances
+does not issue 10,000 statements. On PostgreSQL many moves are one statement (:func:`_moves_apply_pg`): the
+compare-and-set UPDATE of every moved row and the INSERTs of their transition and audit rows, chained by
+data-modifying CTEs over one JSON document, plus one query for webhook subscribers. Elsewhere: a row lock
+plus one UPDATE per set of fields written (``instances.bulk.rows_update``) and one INSERT per kind of row.
+Callers that move many instances need not load model objects: a :class:`InstanceRow` carries the columns a
+move reads and writes.
 """
 
 from __future__ import annotations
@@ -17,21 +21,34 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
-from instances.bulk import rows_insert, rows_update
+from instances.bulk import insert_select, json_document, rows_insert, rows_update
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, InstanceTransition
 from instances.reasons import reason_fields
-from portal.models import AuditEvent, User
+from portal.models import AuditEvent, Organization, User
 from portal.webhooks.choices import EventType
 from portal.webhooks.models import WebhookEndpoint
 from portal.webhooks.services import webhook_emit
 
 S = InstanceStatus
+
+
+class InstanceRow:
+    """What a move reads of an instance (``pk``, expected ``status``, ``organization_id``, ``name``), for
+    callers that move many instances without building model objects. Like an ``Instance``, it gets the new
+    status, reason, ``updated_at`` and fields of an applied move as attributes."""
+
+    def __init__(self, pk: int, status: str, organization_id: int, name: str) -> None:
+        self.pk, self.status, self.organization_id, self.name = pk, status, organization_id, name
+        self.status_reason = ""
+        self.status_reason_code = ""
+        self.status_reason_params: dict[str, Any] = {}
+        self.updated_at: datetime | None = None
 
 
 @dataclass
@@ -40,7 +57,7 @@ class Move:
     ``reason`` (cut to 300 characters; an ``instances.reasons.Reason`` also stores its code and parameters)
     and other ``fields`` of Instance to set in the same update."""
 
-    instance: Instance
+    instance: Instance | InstanceRow
     to: str
     reason: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
@@ -65,25 +82,14 @@ def instances_transition(
     if not moves:
         return []
     with transaction.atomic():
-        applied = _compare_and_set(moves, now)
+        if len(moves) > 1 and connection.vendor == "postgresql":
+            applied = _moves_apply_pg(moves, now, acting_user)
+        else:
+            applied = _compare_and_set(moves, now)
+            if applied:
+                _rows_write(applied, now, acting_user)
         if not applied:
             return []
-        actor = acting_user if acting_user is not None and acting_user.pk else None
-        n = len(applied)
-        rows_insert(
-            InstanceTransition,
-            n,
-            {
-                "instance_id": [m.instance.pk for m in applied],
-                "from_status": [m.instance.status for m in applied],
-                "to_status": [m.to for m in applied],
-                "reason": [m.reason[:300] for m in applied],
-                "reason_code": [reason_fields(m.reason)[0] for m in applied],
-                "reason_params": [reason_fields(m.reason)[1] for m in applied],
-                "actor_id": [acting_user.pk if acting_user is not None else None] * n,
-                "created_at": [now] * n,
-            },
-        )
         leaving = [m.instance.pk for m in applied if m.instance.status == S.RUNNING]
         if leaving:
             InstanceRunSegment.objects.filter(instance_id__in=leaving, ended_at__isnull=True).update(ended_at=now)
@@ -92,20 +98,6 @@ def instances_transition(
             InstanceRunSegment.objects.bulk_create(
                 [InstanceRunSegment(instance_id=pk, started_at=now) for pk in entering]
             )
-        rows_insert(
-            AuditEvent,
-            n,
-            {  # what portal.audit.audit_log writes, one row per move
-                "action": [f"instances.instance.{m.to}" for m in applied],
-                "actor_id": [actor.pk if actor else None] * n,
-                "organization_id": [m.instance.organization_id for m in applied],
-                "object_type": [Instance._meta.label_lower] * n,
-                "object_id": [str(m.instance.pk) for m in applied],
-                "extra": [{"from": m.instance.status, "to": m.to, "reason": str(m.reason)} for m in applied],
-                "staff": [False] * n,
-                "created_at": [now] * n,
-            },
-        )
         _emit_webhooks(applied)
     for m in applied:
         m.instance.status, m.instance.status_reason, m.instance.updated_at = m.to, m.reason[:300], now
@@ -115,34 +107,139 @@ def instances_transition(
     return applied
 
 
-def _code(m: Move) -> str:
-    return reason_fields(m.reason)[0]
+def _moves_apply_pg(moves: Sequence[Move], now: datetime, acting_user: User | None) -> list[Move]:
+    """The compare-and-set UPDATE of every move and the INSERTs of the transition and audit rows of those
+    applied, as one PostgreSQL statement over one JSON document (one record per move). The other ``fields``
+    of a move go in columns of their own, with a flag per move that sets them (a column the move does not
+    set keeps its value). Returns the moves applied, in order."""
+    table = Instance._meta.db_table
+    extra = sorted({name for m in moves for name in m.fields})
+    fields = [cast(models.Field, Instance._meta.get_field(name)) for name in extra]
+    defs = ["n integer", "k bigint", "fr varchar", "st varchar", "r varchar", "rf text", "rc varchar", "rp jsonb"]
+    sets = [
+        '"status" = v.st',
+        '"status_reason" = v.r',
+        '"status_reason_code" = v.rc',
+        '"status_reason_params" = v.rp',
+        '"updated_at" = %s',
+    ]
+    for i, f in enumerate(fields):
+        defs += [f"c{i} {f.db_type(connection)}", f"s{i} boolean"]
+        sets.append(f'"{f.column}" = CASE WHEN v.s{i} THEN v.c{i} ELSE t."{f.column}" END')
+    rows = []
+    for n, m in enumerate(moves):
+        code, params = reason_fields(m.reason)
+        row = {
+            "n": n,
+            "k": m.instance.pk,
+            "fr": m.instance.status,
+            "st": m.to,
+            "r": m.reason[:300],
+            "rf": m.reason,
+            "rc": code,
+            "rp": params,
+        }
+        for i, name in enumerate(extra):
+            if name in m.fields:
+                row[f"c{i}"], row[f"s{i}"] = m.fields[name], True
+        rows.append(row)
+    actor = acting_user.pk if acting_user is not None else None
+    tr_head, tr_params = insert_select(
+        InstanceTransition,
+        {
+            "instance_id": "id",
+            "from_status": "fr",
+            "to_status": "st",
+            "reason": "r",
+            "reason_code": "rc",
+            "reason_params": "rp",
+        },
+        {"actor_id": actor, "created_at": now},
+    )
+    au_head, au_params = insert_select(
+        AuditEvent,
+        {  # what portal.audit.audit_log writes, one row per move
+            "action": "'instances.instance.' || st",
+            "organization_id": "org",
+            "object_id": "id::text",
+            "extra": "jsonb_build_object('from', fr, 'to', st, 'reason', rf)",
+        },
+        {
+            "actor_id": actor if acting_user is not None and acting_user.pk else None,
+            "object_type": Instance._meta.label_lower,
+            "staff": False,
+            "created_at": now,
+        },
+    )
+    sql = (
+        f'WITH moved AS (UPDATE "{table}" AS t SET {", ".join(sets)} '  # noqa: S608
+        f"FROM json_to_recordset(%s::json) AS v({', '.join(defs)}) WHERE t.id = v.k AND t.status = v.fr "
+        "RETURNING t.id, t.organization_id AS org, v.n, v.fr, v.st, v.r, v.rf, v.rc, v.rp), "
+        f"tr AS ({tr_head} FROM moved ORDER BY n), au AS ({au_head} FROM moved ORDER BY n) SELECT id FROM moved"
+    )
+    # placeholders in text order: SET updated_at, the document, then each INSERT's SELECT list
+    with connection.cursor() as cur:
+        cur.execute(sql, [now, json_document(rows), *tr_params, *au_params])
+        done = {row[0] for row in cur.fetchall()}
+    return [m for m in moves if m.instance.pk in done]
+
+
+def _rows_write(applied: Sequence[Move], now: datetime, acting_user: User | None) -> None:
+    """The transition and audit rows of ``applied`` (one INSERT each)."""
+    actor = acting_user if acting_user is not None and acting_user.pk else None
+    n = len(applied)
+    rows_insert(
+        InstanceTransition,
+        n,
+        {
+            "instance_id": [m.instance.pk for m in applied],
+            "from_status": [m.instance.status for m in applied],
+            "to_status": [m.to for m in applied],
+            "reason": [m.reason[:300] for m in applied],
+            "reason_code": [reason_fields(m.reason)[0] for m in applied],
+            "reason_params": [reason_fields(m.reason)[1] for m in applied],
+            "actor_id": [acting_user.pk if acting_user is not None else None] * n,
+            "created_at": [now] * n,
+        },
+    )
+    rows_insert(
+        AuditEvent,
+        n,
+        {  # what portal.audit.audit_log writes, one row per move
+            "action": [f"instances.instance.{m.to}" for m in applied],
+            "actor_id": [actor.pk if actor else None] * n,
+            "organization_id": [m.instance.organization_id for m in applied],
+            "object_type": [Instance._meta.label_lower] * n,
+            "object_id": [str(m.instance.pk) for m in applied],
+            "extra": [{"from": m.instance.status, "to": m.to, "reason": str(m.reason)} for m in applied],
+            "staff": [False] * n,
+            "created_at": [now] * n,
+        },
+    )
 
 
 def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
     if len(moves) == 1:  # the common case: one UPDATE … WHERE status = current
         m = moves[0]
+        code, params = reason_fields(m.reason)
         updated = Instance.objects.filter(pk=m.instance.pk, status=m.instance.status).update(
             status=m.to,
             status_reason=m.reason[:300],
-            status_reason_code=_code(m),
-            status_reason_params=reason_fields(m.reason)[1],
+            status_reason_code=code,
+            status_reason_params=params,
             updated_at=now,
             **m.fields,
         )
         return [m] if updated == 1 else []
-    candidates = moves
-    if connection.vendor != "postgresql":
-        # Lock the rows still in their expected status (one statement), then update those.
-        expected = {m.instance.pk: m.instance.status for m in moves}
-        still = {
-            pk
-            for pk, status in Instance.objects.select_for_update()
-            .filter(pk__in=list(expected))
-            .values_list("pk", "status")
-            if status == expected[pk]
-        }
-        candidates = [m for m in moves if m.instance.pk in still]
+    # Not on PostgreSQL (there many moves are _moves_apply_pg): lock the rows still in their expected status
+    # (one statement), then update those.
+    expected = {m.instance.pk: m.instance.status for m in moves}
+    still = {
+        pk
+        for pk, status in Instance.objects.select_for_update().filter(pk__in=list(expected)).values_list("pk", "status")
+        if status == expected[pk]
+    }
+    candidates = [m for m in moves if m.instance.pk in still]
     groups: dict[tuple[str, tuple[str, ...]], list[Move]] = {}
     for m in candidates:  # one UPDATE per current status and set of fields (a pass has two: placed, failed)
         groups.setdefault((m.instance.status, tuple(sorted(m.fields))), []).append(m)
@@ -151,14 +248,13 @@ def _compare_and_set(moves: Sequence[Move], now: datetime) -> list[Move]:
         columns: dict[str, list[Any]] = {
             "status": [m.to for m in group],
             "status_reason": [m.reason[:300] for m in group],
-            "status_reason_code": [_code(m) for m in group],
+            "status_reason_code": [reason_fields(m.reason)[0] for m in group],
             "status_reason_params": [reason_fields(m.reason)[1] for m in group],
             "updated_at": [now] * len(group),
         }
         for name in extra:
             columns[name] = [m.fields[name] for m in group]
         pks = [m.instance.pk for m in group]
-        # On PostgreSQL the UPDATE itself is the compare-and-set (WHERE status = current RETURNING id).
         moved_ids = rows_update(Instance, pks, columns, where={"status": current})
         done.update(pks if moved_ids is None else moved_ids)
     return [m for m in candidates if m.instance.pk in done]
@@ -174,10 +270,13 @@ def _emit_webhooks(applied: Sequence[Move]) -> None:
         )
         if EventType.INSTANCE_STATE_CHANGED in types
     }
+    rows = {m.instance.organization_id for m in applied if isinstance(m.instance, InstanceRow)} & subscribed
+    orgs = Organization.objects.in_bulk(list(rows)) if rows else {}
     for m in applied:
         if m.instance.organization_id in subscribed:
+            inst = m.instance
             webhook_emit(
-                organization=m.instance.organization,
+                organization=orgs[inst.organization_id] if isinstance(inst, InstanceRow) else inst.organization,
                 event_type="instance.state_changed",
                 data={
                     "instance_id": m.instance.pk,

@@ -58,8 +58,8 @@ PASSWORD = "correct horse battery 9"
 
 @pytest.fixture(autouse=True)
 def _fresh_cache() -> Any:
-    """Each test starts with an empty cache: throttle counters are keyed by token id and client IP, and ids
-    repeat across tests, so one test's requests must not throttle the next one's."""
+    """Each test starts with an empty cache (throttle counters are keyed by token id and client IP, and ids
+    repeat across tests, so one test's requests must not throttle the next one's) and the default language."""
     yield
     try:
         from django.conf import settings
@@ -67,8 +67,12 @@ def _fresh_cache() -> Any:
         return
     if settings.configured:
         from django.core.cache import cache
+        from django.utils import translation
 
         cache.clear()
+        # A request in Chinese leaves its language active in this thread (LocaleMiddleware activates and never
+        # deactivates): the next test would read its messages in Chinese.
+        translation.deactivate()
 
 
 # --- nothing a test starts outlives the test run -----------------------------------------------------------

@@ -3,6 +3,7 @@ task that submits an attempt to the backend."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
 
 from django.db import transaction
@@ -23,12 +24,13 @@ from portal.webhooks.services import webhook_emit
 S = InstanceStatus
 
 
-def instances_schedule(*, now: datetime | None = None) -> list[Instance]:
+def instances_schedule(*, now: datetime | None = None) -> Sequence[Instance]:
     """One pass of the gang scheduler over the queue (instances in ``scheduling``), FIFO with restricted
     backfill (``instances.scheduler.schedule_queue``). Placed instances move to ``provisioning`` with a new
     attempt, and their launch task is enqueued after commit; waiting ones get their queue position and
     reason; permanently unplaceable ones fail. Passes serialize on an advisory lock and lock only the nodes
-    they choose; the writes are set-based (``instances.scheduling_pass``). Returns the instances placed."""
+    they choose; the writes are set-based (``instances.scheduling_pass``). Returns the instances placed (built
+    when read)."""
     from instances.scheduling_pass import schedule_pass
 
     return schedule_pass(
