@@ -41,8 +41,7 @@ def ssh_keys(request: AuthedHttpRequest) -> HttpResponse:
             messages.success(request, _("SSH key %(fp)s added.") % {"fp": key.fingerprint})
             return HttpResponseRedirect(reverse("ssh_keys"))
     if form.errors and "PRIVATE KEY" in form.data.get("public_key", ""):  # never echo a private key into the page
-        form.data = form.data.copy()
-        form.data["public_key"] = ""
+        form.data = {**form.data, "public_key": ""}
     context = {"form": form, "keys": ssh_keys_for_user(user)}
     return render(request, "portal/ssh_keys.html", context, status=400 if form.errors else 200)
 
