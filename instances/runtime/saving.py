@@ -89,7 +89,8 @@ class SavingMixin(TrainerBase):
 
                 # CRC-32 of each tensor record costs as much CPU as the write itself and is redundant with
                 # the SHA-256 of the file; the patch is process-wide, and only checkpoint writes serialize
-                with serialization_config.patch({"save.compute_crc32": False}):
+                # (``patch`` is added to the module at import time by torch's config machinery)
+                with cast(Any, serialization_config).patch({"save.compute_crc32": False}):
                     fut = super().write_data(plan, planner)
                 fut.wait()  # FileSystemWriter writes synchronously; the table is complete now
                 with self.fs.create_stream(self._sidecar(rank), "wb") as fh:
