@@ -6,7 +6,10 @@
 Measures on this machine, each figure a median over ``--repeats`` rounds:
 1. ``ckpt``: checkpoint save throughput for a ~505 MB state (a 42M-parameter Llama + AdamW moments), manifest
    with SHA-256 per file included (hashed while written), side by side with the raw write speed of the same
-   folder (``dd bs=1M conv=fdatasync`` of as many bytes); the order of dd and the save alternates each round;
+   folder (``dd bs=1M conv=fdatasync`` of as many bytes); the order of dd and the save alternates each round,
+   and each starts on a quiet disk (the previous save's keep-last-K delete and dd's own delete are finished
+   and ``sync``ed outside the timing: on a disk mounted with ``discard`` a 0.5 GB delete slowed whatever ran
+   next several-fold);
 2. ``async``: time training is blocked per save, sync vs ``dcp.async_save`` (async: the save call plus the
    wait of the next optimizer step for the background staging copy), and what an async save in flight
    costs the next three steps (their time vs the same three steps with no save);
@@ -104,6 +107,7 @@ def dd_speed(folder: Path, mb: int = 512) -> float:
     )
     elapsed = time.perf_counter() - t0
     target.unlink()
+    os.sync()  # the delete (and its discard, on a disk mounted with it) lands before the next measurement
     return mb * 1.048576 / elapsed
 
 
@@ -159,7 +163,12 @@ def main() -> None:
         tr.step += 1
         t0 = time.perf_counter()
         tr.save(asynchronous=False)
-        return time.perf_counter() - t0
+        elapsed = time.perf_counter() - t0
+        # keep-last-K deletes a checkpoint as large as this one in the background after each save; it is
+        # finished and synced outside the timing, as dd's own delete, so it slows neither figure
+        tr.wait_for_save()
+        os.sync()
+        return elapsed
 
     save_once()  # warm-up (allocations, first files); also tells the size
     manifest = json.loads((Path(tr.store.step_path(tr.step)) / "manifest.json").read_text())
@@ -200,12 +209,12 @@ def main() -> None:
             tr.save(asynchronous=False)
             blocked_sync.append(tr.blocked_s)
             quiet.append(timed_steps(3))  # three steps, nothing in flight
-            waited = tr.staging_wait_s
+            waited = getattr(tr, "staging_wait_s", 0.0)
             tr.save(asynchronous=True)
             after.append(timed_steps(3))  # the same three steps while the copy and the write run
             # blocked = the save call + what the next optimizer step waited for the background copy
             in_save.append(tr.blocked_s)
-            fence.append(tr.staging_wait_s - waited)
+            fence.append(getattr(tr, "staging_wait_s", 0.0) - waited)
             blocked_async.append(in_save[-1] + fence[-1])
             tr.wait_for_save()
         bs, ba = statistics.median(blocked_sync), statistics.median(blocked_async)
