@@ -191,7 +191,8 @@ def main() -> None:
         print(f"checkpoint save {size_mb:.0f} MB incl. fsync + manifest with SHA-256: median {sv:.0f} MB/s "
               f"(rounds: {', '.join(f'{x:.0f}' for x in save_rates)})")  # fmt: skip
         print(f"save / dd: {sv / d:.2f} x (ratio of medians); median of per-round ratios "
-              f"{statistics.median(pair):.2f} x over {args.repeats} rounds, order alternated")  # fmt: skip
+              f"{statistics.median(pair):.2f} x over {args.repeats} rounds, order alternated "
+              f"(per round: {', '.join(f'{x:.2f}' for x in pair)}; dd first in rounds 1, 3, …)")  # fmt: skip
 
     # ---- 2: blocked time sync vs async, and the next steps after an async save ----------------
     if "async" in sections:
