@@ -13,12 +13,14 @@ from typing import Any
 import pytest
 from runtime_support import REPO, free_port
 
-# Runs in a fresh process (world size 1, gloo): one step, a snapshot of the tensors, an async save, two more
-# steps (the optimizer changes every tensor), then the checkpoint is loaded and compared with the snapshot.
+# Runs in a fresh process (world size 1, gloo): one step, a snapshot of the tensors, an async save whose
+# background copy starts late, two more steps (the optimizer changes every tensor), then the checkpoint is
+# loaded and compared with the snapshot.
 SCRIPT = r"""
-import json, sys
+import json, sys, time
 import torch
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.staging import DefaultStager
 from torch.distributed.checkpoint.state_dict import get_state_dict
 from instances.runtime.config import JobConfig
 from instances.runtime.train import Trainer
@@ -31,6 +33,12 @@ def flat(sd, prefix=""):
         elif isinstance(v, torch.Tensor):
             out[f"{prefix}{k}"] = (v.full_tensor() if hasattr(v, "full_tensor") else v).detach().clone()
     return out
+
+staged = DefaultStager._stage
+def late_stage(self, state_dict, **kwargs):  # a slow copy: without the fence the optimizer step would win the race
+    time.sleep(1.0)
+    return staged(self, state_dict, **kwargs)
+DefaultStager._stage = late_stage
 
 tr = Trainer(JobConfig.from_dict(json.loads(sys.argv[1])))
 tr.build()
