@@ -20,6 +20,7 @@ from instances.interactive.jupyter import jupyter_enabled, jupyter_state, jupyte
 from instances.models import Instance
 from portal.lib.http import AuthedHttpRequest
 from portal.models import Organization
+from portal.permissions import Action, authorize
 from portal.scoping import request_organization, scoped_get_or_404
 
 
@@ -46,6 +47,8 @@ def jupyter_open(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     """Hand the member a ticket and send the browser to the instance's JupyterLab (see the module
     docstring); back to the instance page with a message while the server is not there yet."""
     organization, instance = _instance(request, org, pk)
+    # Who may launch may enter (a billing viewer may not): a shell in the instance is work on it.
+    authorize(user=request.user, organization=organization, action=Action.INSTANCES_LAUNCH)
     try:
         endpoint, ticket = jupyter_ticket_issue(instance=instance, user=request.user)
     except LookupError:

@@ -23,6 +23,7 @@ import getpass
 import hashlib
 import hmac
 import json
+import logging
 import os
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -48,7 +49,10 @@ from instances.models import Instance
 from instances.services import backend as boundary
 from instances.services.backend import _setting
 from portal.models import Membership, Organization, User
+from portal.permissions import ROLE_ACTIONS, Action
 from portal.sshkeys import SshKey
+
+log = logging.getLogger(__name__)
 
 LIVE = (InstanceStatus.PROVISIONING, InstanceStatus.RUNNING)
 
@@ -87,8 +91,12 @@ def ssh_username() -> str:
 
 def authorized_keys_text(organization: Organization | int) -> str:
     """The ``authorized_keys`` file of an organization's instances: one line per active key of an active
-    member, ``<algorithm> <base64> portal-user-<id>``, ordered by key id; "" when there is none."""
-    members = Membership.objects.filter(organization=organization, user__is_active=True).values("user_id")
+    member whose role may launch (``Action.INSTANCES_LAUNCH``: not a billing viewer),
+    ``<algorithm> <base64> portal-user-<id>``, ordered by key id; "" when there is none."""
+    roles = [role for role, actions in ROLE_ACTIONS.items() if Action.INSTANCES_LAUNCH in actions]
+    members = Membership.objects.filter(organization=organization, user__is_active=True, role__in=roles).values(
+        "user_id"
+    )
     keys = SshKey.objects.filter(user_id__in=members, revoked_at__isnull=True).order_by("pk")
     return "".join(f"{k.public_key} portal-user-{k.user_id}\n" for k in keys)
 
@@ -180,10 +188,13 @@ def ssh_keys_sync(*, organization: Organization | int) -> int:
             written += 1
         elif (k8s := _k8s_object(instance)) is not None:
             backend, ns, name = k8s
-            with contextlib.suppress(Exception):  # the next change or the next launch writes it again
+            try:
                 backend._core().patch_namespaced_secret(
                     ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}}
                 )
+            except Exception:  # logged loudly: a revoked key stays valid in this pod until the next rewrite
+                log.exception("could not rewrite the SSH keys of instance %s (Secret %s/%s)", instance.pk, ns, name)
+            else:
                 written += 1
     return written
 

@@ -330,17 +330,20 @@ def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
     if _setting("INSTANCES_BACKEND", "local") != "local":
         return []
     backend = boundary.compute_backend()
-    attempts = list(JobAttempt.objects.filter(backend="local", state__in=["pending", "running"]).exclude(handle=""))
+    attempts = list(JobAttempt.objects.filter(backend="local").exclude(state__in=ATTEMPT_TERMINAL).exclude(handle=""))
     grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
     stopped = []
     for attempt in attempts:
         try:
-            backend.stop(attempt.handle, grace)
+            status = backend.stop(attempt.handle, grace)
         except Exception:  # a vanished workspace must not keep the others running
             log.exception("could not stop local attempt %s", attempt.handle)
             continue
         stopped.append(attempt.handle)
-        _suspension_record(attempt=attempt, now=timezone.now())
+        if status.terminal and status.state != "stopped":  # it had already ended by itself: record that
+            attempt_observe(attempt=attempt, status=status)
+        else:
+            _suspension_record(attempt=attempt, now=timezone.now())
     return stopped
 
 

@@ -4,11 +4,13 @@ trail) and answers the revoked key."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext as _
 from rest_framework import mixins, serializers, status, viewsets
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from portal.api.errors import ApiError
+from portal.models import ApiToken
 from portal.sshkeys import SshKey, SshKeyError, ssh_key_add, ssh_key_revoke, ssh_keys_for_user
 
 
@@ -28,7 +30,9 @@ class SshKeyViewSet(
 ):  # type: ignore[type-arg]
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written."""
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token."""
 
     serializer_class = SshKeySerializer
     lookup_value_regex = "[0-9]{1,18}"
@@ -42,6 +46,12 @@ class SshKeyViewSet(
         return SshKeyCreateSerializer if self.action == "create" else SshKeySerializer
 
     def create(self, request: Request) -> Response:
+        if isinstance(request.auth, ApiToken):
+            raise ApiError(
+                "session_required",
+                _("SSH keys are added in the console or with a signed-in session, not with an API token."),
+                403,
+            )
         data = SshKeyCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:

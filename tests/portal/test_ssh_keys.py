@@ -136,8 +136,18 @@ def test_the_api_lists_creates_and_deletes_only_the_users_own_keys(
         c.credentials(HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
         return c
 
+    def session_for(user: Any) -> APIClient:
+        c = APIClient()
+        c.force_login(user)
+        return c
+
     alice_api, bob_api = client_for(alice), client_for(bob)
-    created = alice_api.post("/api/v1/ssh-keys", {"name": "laptop", "public_key": keys["ed25519_b"]}, format="json")
+    # a key opens every organization of its user, a token is a credential of one: adding needs a session
+    by_token = alice_api.post("/api/v1/ssh-keys", {"name": "laptop", "public_key": keys["ed25519_b"]}, format="json")
+    assert (by_token.status_code, by_token.json()["error"]["code"]) == (403, "session_required")
+    assert SshKey.objects.filter(user=alice).count() == 0
+    alice_session, bob_session = session_for(alice), session_for(bob)
+    created = alice_session.post("/api/v1/ssh-keys", {"name": "laptop", "public_key": keys["ed25519_b"]}, format="json")
     assert created.status_code == 201
     body = created.json()
     assert (body["name"], body["algorithm"], body["fingerprint"]) == (
@@ -149,11 +159,11 @@ def test_the_api_lists_creates_and_deletes_only_the_users_own_keys(
     assert bob_api.get("/api/v1/ssh-keys").json()["results"] == []
     assert bob_api.delete(f"/api/v1/ssh-keys/{body['id']}").status_code == 404
 
-    weak = alice_api.post("/api/v1/ssh-keys", {"public_key": keys["rsa1024"]}, format="json")
+    weak = alice_session.post("/api/v1/ssh-keys", {"public_key": keys["rsa1024"]}, format="json")
     assert weak.status_code == 400
     assert weak.json()["error"]["code"] == "invalid_ssh_key"
     assert "1024 bits" in weak.json()["error"]["message"]
-    taken = bob_api.post("/api/v1/ssh-keys", {"public_key": keys["ed25519_b"]}, format="json")
+    taken = bob_session.post("/api/v1/ssh-keys", {"public_key": keys["ed25519_b"]}, format="json")
     assert (taken.status_code, taken.json()["error"]["code"]) == (400, "invalid_ssh_key")
     assert SshKey.objects.filter(user=bob).count() == 0
 

@@ -138,7 +138,10 @@ def sync_detailed(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         body (SshKeyCreateRequest):
@@ -170,7 +173,10 @@ def sync(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         body (SshKeyCreateRequest):
@@ -197,7 +203,10 @@ async def asyncio_detailed(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         body (SshKeyCreateRequest):
@@ -227,7 +236,10 @@ async def asyncio(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         body (SshKeyCreateRequest):

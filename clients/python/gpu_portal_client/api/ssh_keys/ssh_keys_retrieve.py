@@ -93,7 +93,10 @@ def sync_detailed(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         id (str):
@@ -125,7 +128,10 @@ def sync(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         id (str):
@@ -152,7 +158,10 @@ async def asyncio_detailed(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         id (str):
@@ -182,7 +191,10 @@ async def asyncio(
     """Your own active SSH keys, with SHA256 fingerprints as ``ssh-keygen -lf`` prints them. ``POST`` adds
     a
     key: a malformed key, DSA, RSA under 2048 bits, or a key already registered (to you or to someone
-    else) is a 400 ``invalid_ssh_key`` and nothing is written.
+    else) is a 400 ``invalid_ssh_key`` and nothing is written. Adding a key needs a signed-in session
+    (403 ``session_required`` with an API token): a key opens the instances of every organization the
+    user
+    belongs to, while a token is a credential of one membership. Listing and revoking work with a token.
 
     Args:
         id (str):
