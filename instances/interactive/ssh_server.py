@@ -91,10 +91,9 @@ class InstanceSshServer(asyncssh.SSHServer):
         return True
 
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
-        ok = username == self.username and key.public_data in authorized_public_data(self.state / AUTHORIZED_KEYS)
-        if ok:
-            touch(self.state / ACTIVITY)
-        return ok
+        # No activity is recorded here: this runs before the client proves it holds the key (anyone who knows a
+        # member's public key could keep the instance from idling); sessions record it (Sessions.handle).
+        return username == self.username and key.public_data in authorized_public_data(self.state / AUTHORIZED_KEYS)
 
 
 class Sessions:
