@@ -50,7 +50,7 @@ from portal.audit import audit_log
 from portal.models import Organization, User
 from portal.permissions import Action, authorize, authorize_change
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,39}$")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # used with fullmatch: no trailing newline slips through
 GB = 10**9
 LIVE_ATTEMPT = frozenset(AttemptState) - ATTEMPT_TERMINAL
 
@@ -171,7 +171,7 @@ def volume_create(*, organization: Organization, user: User | None, name: str, s
     would take the organization's live volumes over its quota; ``PermissionRefused`` for a role that may
     not launch instances. Local backend: the folder is made after commit."""
     authorize(user=user, organization=organization, action=Action.INSTANCES_LAUNCH)
-    if not isinstance(name, str) or not NAME_RE.match(name):
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
         raise VolumeError(
             "invalid_name",
             _("A volume name has 1 to 40 lowercase letters, digits or hyphens, and starts with a letter or digit."),

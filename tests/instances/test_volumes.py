@@ -91,6 +91,7 @@ def test_a_volume_over_the_quota_is_refused_with_a_clear_message_and_nothing_wri
         ("-x", 1, "invalid_name"),
         ("a" * 41, 1, "invalid_name"),
         ("../etc", 1, "invalid_name"),
+        ("data\n", 1, "invalid_name"),  # a trailing newline (re's $ would let it through)
         ("ok", 0, "invalid_size"),
         ("ok", True, "invalid_size"),
         ("data", 1, "name_taken"),
