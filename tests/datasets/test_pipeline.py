@@ -184,6 +184,7 @@ def test_deidentify_report_counts_each_type(finished: dict[str, Any]) -> None:
     assert report["documents"] == 19
 
 
+@needs_corpora  # its exact counts come from the real legal corpus (the stand-in text repeats itself)
 def test_shards_round_trip_to_the_same_token_ids(finished: dict[str, Any]) -> None:
     work = finished["work"]
     texts = _texts(work / "deduplicated.jsonl")
@@ -208,6 +209,7 @@ def test_a_literal_endoftext_in_a_document_is_not_an_eos(
     assert decoded[i] == "文本中出现 <|endoftext|> 字样也不能切断文档。"
 
 
+@needs_corpora  # its exact counts come from the real legal corpus (the stand-in text repeats itself)
 def test_the_tokenizer_has_eos_as_id_zero(finished: dict[str, Any]) -> None:
     tok = load_tokenizer(finished["work"] / "tokenizer.json")
     assert tok.token_to_id("<|endoftext|>") == 0
@@ -215,6 +217,7 @@ def test_the_tokenizer_has_eos_as_id_zero(finished: dict[str, Any]) -> None:
     assert finished["reports"]["tokenizer"]["eos_id"] == 0
 
 
+@needs_corpora  # its exact counts come from the real legal corpus (the stand-in text repeats itself)
 def test_duplicates_are_dropped_after_whitespace_normalisation(
     finished: dict[str, Any],
 ) -> None:
