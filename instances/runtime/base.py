@@ -44,9 +44,7 @@ class TrainerBase:
     _prune_pool: ThreadPoolExecutor
     _prune_future: Future[None] | None
     _pending: Future[None] | None
-    _stager: Any  # DCP stager of async saves (its host buffers are reused by every save)
-    _staging: Future[None] | None  # staging of the async save in flight (await before changing tensors)
-    staging_wait_s: float  # seconds training waited for async staging in total
+    _stager: Any  # pinned staging buffers for async saves (GPU)
     _manifests: dict[int, dict[str, Any]]  # step -> manifest written by this rank (coordinator)
     engine: Any  # DeepSpeed engine when cfg.engine == "deepspeed"
     # set by build()

@@ -65,7 +65,7 @@ class JobConfig:
     checkpoint_every_minutes: float = 30.0  # 0 = no time interval
     checkpoint_every_steps: int = 0  # 0 = no step interval
     keep_last: int = 3  # complete checkpoints kept (pinned ones are not counted)
-    async_save: bool = True  # interval saves use dcp.async_save (staged in the background on CPU; see saving.py)
+    async_save: bool = True  # interval saves use dcp.async_save (training blocked only for staging)
     checkpoint_threads: int = 2  # writer threads per rank (local folders)
     verify_checkpoints: bool = True  # check manifest sizes + SHA-256 before resuming
     store_retries: int = 4  # attempts at a checkpoint whose store fails with transient I/O errors (then exit 75)

@@ -4,12 +4,8 @@ A checkpoint "at step N" holds the state after N optimizer steps, in a fresh ``s
 ``CheckpointStore``: model and optimizer tensors plus the pickled runtime blob (``_runtime_state``)
 through DCP over the gloo ``ckpt`` group (or DeepSpeed's own ``save_checkpoint``). DCP writes are
 hashed as they are written and ``manifest.json`` lands before the commit marker (``.metadata``).
-Async saves return at once: the state is staged (copied into host buffers that are reused by every
-save) in DCP's ``DefaultStager`` thread while the next step's forward and backward run, and the next
-optimizer step waits for that copy (``await_staging``) before it changes the tensors. The write runs in
-DCP's upload thread; the commit runs in a one-thread pool when the write completes, and pruning in another,
-so none of them sits on the training step's path. Shards are written with torch.save's CRC-32 off (the
-SHA-256 of every file in the manifest covers them; DCP's reader accepts such files).
+Async saves return once the state is staged; the commit runs in a one-thread pool when the write
+completes, and pruning in another, so neither sits on the training step's path.
 """
 
 from __future__ import annotations
@@ -85,13 +81,7 @@ class SavingMixin(TrainerBase):
                 return self.fs.concat_path(self.path, f"{SIDECAR_PREFIX}{r}.json")
 
             def write_data(self, plan: Any, planner: Any) -> Any:
-                from torch.utils.serialization import config as serialization_config
-
-                # CRC-32 of each tensor record costs as much CPU as the write itself and is redundant with
-                # the SHA-256 of the file; the patch is process-wide, and only checkpoint writes serialize
-                # (``patch`` is added to the module at import time by torch's config machinery)
-                with cast(Any, serialization_config).patch({"save.compute_crc32": False}):
-                    fut = super().write_data(plan, planner)
+                fut = super().write_data(plan, planner)
                 fut.wait()  # FileSystemWriter writes synchronously; the table is complete now
                 with self.fs.create_stream(self._sidecar(rank), "wb") as fh:
                     fh.write(json.dumps(self.fs.hashes).encode())
@@ -150,12 +140,16 @@ class SavingMixin(TrainerBase):
             state = {**self._model_optim_state(), "runtime": blob}
             writer = self._writer(step, loss, self._manifest_extra(step))
             if asynchronous:
-                resp = dcp.async_save(
-                    state, storage_writer=writer, process_group=self.ckpt_pg, async_stager=self._async_stager()
-                )
-                # a Future, or (a stager that stages in the background) an AsyncSaveResponse with both Futures
+                stager: Any = None
+                if self.use_cuda and self.cfg.pinned_staging:
+                    from torch.distributed.checkpoint.staging import BlockingAsyncStager
+
+                    if self._stager is None:  # one pinned host copy of the state, reused by every save
+                        self._stager = BlockingAsyncStager(cache_staged_state_dict=True)
+                    stager = self._stager
+                resp = dcp.async_save(state, storage_writer=writer, process_group=self.ckpt_pg, async_stager=stager)
+                # a Future, or (newer torch, with a stager) an AsyncSaveResponse holding the upload's Future
                 upload = cast("Future[Any]", getattr(resp, "upload_completion", resp))
-                self._staging = getattr(resp, "staging_completion", None)
                 self._pending = self._commit_pool.submit(self._commit_after, upload, step, loss)
             else:
                 dcp.save(state, storage_writer=writer, process_group=self.ckpt_pg)
@@ -163,39 +157,6 @@ class SavingMixin(TrainerBase):
         self.blocked_s = time.monotonic() - t0
         self.last_saved_step = step
         self.last_save_time = time.monotonic()
-
-    def _async_stager(self) -> Any:
-        """The stager of async saves, created once: its host buffers are reused by every save (no page
-        faults of a fresh 0.5 GB copy each time). GPU: pinned buffers, copied before ``async_save`` returns.
-        CPU: DCP's ``DefaultStager`` copying in a background thread; ``await_staging`` is the fence."""
-        if self._stager is None:
-            from torch.distributed.checkpoint.staging import BlockingAsyncStager, DefaultStager, StagingOptions
-
-            if self.use_cuda:
-                self._stager = BlockingAsyncStager(cache_staged_state_dict=self.cfg.pinned_staging)
-            else:
-                self._stager = DefaultStager(
-                    StagingOptions(
-                        use_pinned_memory=False,
-                        use_shared_memory=False,
-                        use_async_staging=True,
-                        use_non_blocking_copy=False,
-                    )
-                )
-        return self._stager
-
-    def await_staging(self) -> None:
-        """Block until the state of an async save in flight is staged (copied); called before anything
-        changes the model or optimizer tensors (the optimizer step, a load, the next save). Adds the
-        wait to ``staging_wait_s``; re-raises a staging error."""
-        if self._staging is None:
-            return
-        staging, self._staging = self._staging, None
-        t0 = time.monotonic()
-        try:
-            staging.result()
-        finally:
-            self.staging_wait_s += time.monotonic() - t0
 
     def _commit_after(self, upload: Future[Any], step: int, loss: float | None) -> None:
         upload.result()
@@ -233,7 +194,6 @@ class SavingMixin(TrainerBase):
     def wait_for_save(self) -> None:
         """Block until a pending async save is written and committed, and its keep-last-K pruning done
         (re-raises their errors)."""
-        self.await_staging()
         if self._pending is not None:
             pending, self._pending = self._pending, None
             pending.result()

@@ -93,9 +93,7 @@ class Trainer(ResumeMixin, SavingMixin):
         self._prune_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ckpt-prune")
         self._prune_future = None
         self._pending = None
-        self._stager = None  # DCP stager of async saves, created by the first one
-        self._staging = None
-        self.staging_wait_s = 0.0
+        self._stager = None  # pinned staging buffers for async saves (GPU)
         self._manifests = {}  # step -> manifest written by this rank (coordinator)
         self.engine = None  # DeepSpeed engine when cfg.engine == "deepspeed"
 
@@ -275,7 +273,6 @@ class Trainer(ResumeMixin, SavingMixin):
             total += loss.detach()
         if cfg.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
-        self.await_staging()  # an async save's copy of the tensors must be complete before they change
         self.optimizer.step()
         self.scheduler.step()
         return total / cfg.grad_accum
@@ -366,9 +363,6 @@ class Trainer(ResumeMixin, SavingMixin):
         with contextlib.suppress(Exception):
             self.wait_for_save()  # the pruning the last commit started
         self._prune_pool.shutdown(wait=True)
-        if self._stager is not None:
-            with contextlib.suppress(Exception):
-                self._stager.close()
         if self.reporter is not None:
             self.reporter.close(timeout_s=10.0)
         if self.engine is not None:
