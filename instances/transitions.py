@@ -188,6 +188,7 @@ def _rows_write(applied: Sequence[Move], now: datetime, acting_user: User | None
     """The transition and audit rows of ``applied`` (one INSERT each)."""
     actor = acting_user if acting_user is not None and acting_user.pk else None
     n = len(applied)
+    fields = [reason_fields(m.reason) for m in applied]
     rows_insert(
         InstanceTransition,
         n,
@@ -196,8 +197,8 @@ def _rows_write(applied: Sequence[Move], now: datetime, acting_user: User | None
             "from_status": [m.instance.status for m in applied],
             "to_status": [m.to for m in applied],
             "reason": [m.reason[:300] for m in applied],
-            "reason_code": [reason_fields(m.reason)[0] for m in applied],
-            "reason_params": [reason_fields(m.reason)[1] for m in applied],
+            "reason_code": [code for code, _ in fields],
+            "reason_params": [params for _, params in fields],
             "actor_id": [acting_user.pk if acting_user is not None else None] * n,
             "created_at": [now] * n,
         },

@@ -60,6 +60,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         status = JobStatus("stopped", None, Reason("stopped"), status.started_at, now)
     elif status.reason:  # the backend's cause in the user's language (instances.k8s_reasons)
         status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
+    message_code, message_params = reason_fields(status.message)
     with transaction.atomic():
         claimed = (
             JobAttempt.objects.filter(pk=attempt.pk)
@@ -68,8 +69,8 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
                 state=status.state,
                 exit_code=status.exit_code,
                 message=status.message[:300],
-                message_code=reason_fields(status.message)[0],
-                message_params=reason_fields(status.message)[1],
+                message_code=message_code,
+                message_params=message_params,
                 ended_at=status.finished_at or now,
             )
         )
