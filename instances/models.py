@@ -273,12 +273,13 @@ class JobAttempt(models.Model):
     (-1 = newest checkpoint).
     """
 
-    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="attempts")
+    # no index of its own: ``uniq_attempt_number`` (instance, number) serves every lookup by instance
+    instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="attempts", db_index=False)
     job = models.ForeignKey(TrainingJob, null=True, blank=True, on_delete=models.CASCADE, related_name="attempts")
     number = models.PositiveIntegerField()
     backend = models.CharField(max_length=20)
     handle = models.CharField(max_length=500, blank=True)
-    token_sha256 = models.CharField(max_length=64, blank=True, db_index=True)
+    token_sha256 = models.CharField(max_length=64, blank=True)  # indexed in Meta (equality only)
     state = models.CharField(max_length=10, choices=AttemptState.choices, default=AttemptState.PENDING)
     exit_code = models.IntegerField(null=True, blank=True)
     message = models.CharField(max_length=300, blank=True)  # English text of the outcome; code + params below
@@ -298,6 +299,9 @@ class JobAttempt(models.Model):
     class Meta:
         ordering = ["instance", "number"]
         constraints = [models.UniqueConstraint(fields=["instance", "number"], name="uniq_attempt_number")]
+        # A scheduling pass inserts hundreds of attempts at once: no index that another one covers, and
+        # the token hash (compared by equality) without the LIKE-pattern twin ``db_index=True`` adds.
+        indexes = [models.Index(fields=["token_sha256"], name="instances_attempt_token_idx")]
 
     def __str__(self) -> str:
         return f"{self.instance_id}#{self.number}"

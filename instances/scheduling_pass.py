@@ -341,19 +341,11 @@ def _targets_of(pks: list[int]) -> dict[int, _Target]:
     }
 
 
-class _AttemptKey(NamedTuple):
-    """What ``attempt_token`` reads of an attempt, before the row exists."""
-
-    pk: int
-    instance_id: int
-    number: int
-
-
 def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str) -> list[int]:
     """One attempt per placed instance (numbered after its last one) with its token hash, and the job's
     one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements.
     Returns the attempts' ids in the order of ``placed``."""
-    from instances.services import attempt_token
+    from instances.services.runtime_config import attempt_token_hashes
 
     n = len(placed)
     ids = [t.row.pk for t, _ in placed]
@@ -369,10 +361,7 @@ def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str
     }
 
     def tokens(pks: list[int]) -> list[str]:
-        return [
-            hashlib.sha256(attempt_token(_AttemptKey(pk, i, num)).encode()).hexdigest()  # type: ignore[arg-type]
-            for pk, i, num in zip(pks, ids, numbers, strict=True)
-        ]
+        return attempt_token_hashes(list(zip(pks, ids, numbers, strict=True)))
 
     reserved = [t.attempt_id for t, _ in placed]
     if None not in reserved:  # ids known first (PostgreSQL): the token hash goes in with the row

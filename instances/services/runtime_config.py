@@ -45,9 +45,21 @@ def attempt_token(attempt: JobAttempt) -> str:
     never stored: the database holds only its SHA-256. Each attempt has its own token, so a leftover
     process of an old attempt cannot report into a new one.
     """
-    message = f"gpu-portal:attempt:{attempt.pk}:{attempt.instance_id}:{attempt.number}"
-    mac = hmac.new(settings.SECRET_KEY.encode(), message.encode(), hashlib.sha256)
-    return "gpj_" + mac.hexdigest()
+    return attempt_token_hashes([(attempt.pk, attempt.instance_id, attempt.number)], digest=False)[0]
+
+
+def attempt_token_hashes(keys: list[tuple[int, int, int]], *, digest: bool = True) -> list[str]:
+    """For ``(attempt id, instance id, number)`` keys, the SHA-256 hex digest of each attempt's token (what
+    ``JobAttempt.token_sha256`` stores), or with ``digest=False`` the tokens themselves. The HMAC key
+    schedule is done once for all keys (``hmac.HMAC.copy``): a scheduling pass makes a token per placement."""
+    keyed = hmac.new(settings.SECRET_KEY.encode(), digestmod=hashlib.sha256)
+    out = []
+    for pk, instance_id, number in keys:
+        mac = keyed.copy()
+        mac.update(f"gpu-portal:attempt:{pk}:{instance_id}:{number}".encode())
+        token = "gpj_" + mac.hexdigest()
+        out.append(hashlib.sha256(token.encode()).hexdigest() if digest else token)
+    return out
 
 
 def runtime_config(attempt: JobAttempt) -> dict[str, Any]:
