@@ -269,8 +269,9 @@ class JobAttempt(models.Model):
     """One run of a job (or of an interactive instance's command) on the backend.
 
     ``handle``: the backend's opaque handle ("" until submitted). ``token_sha256``: SHA-256 of the token
-    the runtime sends as ``Authorization: Bearer``. ``resume_from_step``: the rollback step asked for
-    (-1 = newest checkpoint).
+    the runtime sends as ``Authorization: Bearer``; ``token_salt``: the random input the token is derived
+    from (``instances.services.attempt_token``; empty for attempts older than salts). ``resume_from_step``:
+    the rollback step asked for (-1 = newest checkpoint).
     """
 
     # no index of its own: ``uniq_attempt_number`` (instance, number) serves every lookup by instance
@@ -280,6 +281,7 @@ class JobAttempt(models.Model):
     backend = models.CharField(max_length=20)
     handle = models.CharField(max_length=500, blank=True)
     token_sha256 = models.CharField(max_length=64, blank=True)  # indexed in Meta (equality only)
+    token_salt = models.CharField(max_length=32, blank=True)  # the token's random input (attempt_token)
     state = models.CharField(max_length=10, choices=AttemptState.choices, default=AttemptState.PENDING)
     exit_code = models.IntegerField(null=True, blank=True)
     message = models.CharField(max_length=300, blank=True)  # English text of the outcome; code + params below

@@ -39,18 +39,17 @@ from typing import Any, NamedTuple, cast, overload
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import IntegerField, OuterRef, Subquery, Sum, Value
-from django.db.models.expressions import RawSQL
+from django.db.models import OuterRef, Subquery, Sum
 from django.utils import timezone
 
 from billing.choices import PriceTier
 from instances import scheduler
-from instances.bulk import pk_in, rows_insert, rows_update, text_array
+from instances.bulk import insert_select, pk_in, rows_insert, rows_update, text_array
 from instances.choices import HOLDS_CAPACITY, InstanceStatus, NodeState
 from instances.models import GpuQuota, GpuType, Instance, JobAttempt, Node, TrainingJob
 from instances.preemption import preemptions_plan
 from instances.reasons import Reason, reason_fields
-from instances.transitions import InstanceRow, Move, instances_transition
+from instances.transitions import InstanceRow, Move, MovesTail, instances_transition
 
 S = InstanceStatus
 # pg_advisory_xact_lock key of the scheduling pass (any fixed bigint no other code uses): "gpu_schd".
@@ -310,70 +309,89 @@ class _Target(NamedTuple):
     job_id: int | None
     resume_step: int
     last_attempt: int | None
-    attempt_id: int | None  # the id of its next attempt, taken from the sequence (PostgreSQL), else None
 
 
 def _targets_of(pks: list[int]) -> dict[int, _Target]:
-    """The instances ``pks`` still in ``scheduling``, in one query of plain values (no model objects); on
-    PostgreSQL the same query takes an id for each one's next attempt from the attempts' sequence (the
-    attempt token is made of it, so it is known before the INSERT; ids of instances not placed are skipped,
-    as a rolled-back insert would)."""
+    """The instances ``pks`` still in ``scheduling``, in one query of plain values (no model objects). Not
+    used on PostgreSQL, where the statement that moves them reads the same (:func:`_attempts_tail`)."""
     if not pks:
         return {}
     last = JobAttempt.objects.filter(instance=OuterRef("pk")).order_by("-number").values("number")[:1]
-    table = JobAttempt._meta.db_table
-    next_id = (
-        RawSQL("nextval(pg_get_serial_sequence(%s, %s))", [table, JobAttempt._meta.pk.column])
-        if connection.vendor == "postgresql"
-        else Value(None, output_field=IntegerField())
-    )
     rows = (
         Instance.objects.filter(pk__in=pk_in(pks), status=S.SCHEDULING)
-        .annotate(last_attempt=Subquery(last), next_id=next_id)
+        .annotate(last_attempt=Subquery(last))
         .order_by()
-        .values_list(
-            "pk", "status", "organization_id", "name", "job__id", "job__resume_step", "last_attempt", "next_id"
-        )
+        .values_list("pk", "status", "organization_id", "name", "job__id", "job__resume_step", "last_attempt")
     )
     return {
-        pk: _Target(InstanceRow(pk, status, org, name), job, -1 if step is None else step, number, next_pk)
-        for pk, status, org, name, job, step, number, next_pk in rows
+        pk: _Target(InstanceRow(pk, status, org, name), job, -1 if step is None else step, number)
+        for pk, status, org, name, job, step, number in rows
     }
 
 
 def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str) -> list[int]:
-    """One attempt per placed instance (numbered after its last one) with its token hash, and the job's
-    one-shot resume step consumed (an attempt resumes from it once), in a constant number of statements.
-    Returns the attempts' ids in the order of ``placed``."""
-    from instances.services.runtime_config import attempt_token_hashes
+    """One attempt per placed instance (numbered after its last one) with its token's salt and hash, and the
+    job's one-shot resume step consumed (an attempt resumes from it once), in a constant number of
+    statements. Returns the attempts' ids in the order of ``placed``. Where PostgreSQL is not available
+    (there :func:`_attempts_tail` does this in the statement that places them)."""
+    from instances.services.runtime_config import attempt_tokens_new
 
     n = len(placed)
-    ids = [t.row.pk for t, _ in placed]
-    numbers = [(t.last_attempt or 0) + 1 for t, _ in placed]
-    columns: dict[str, list[Any]] = {
-        "instance_id": ids,
-        "job_id": [t.job_id for t, _ in placed],
-        "number": numbers,
-        "backend": [backend] * n,
-        "resume_from_step": [t.resume_step if t.job_id is not None else -1 for t, _ in placed],
-        "placement": [placement for _, placement in placed],
-        "created_at": [timezone.now()] * n,
-    }
-
-    def tokens(pks: list[int]) -> list[str]:
-        return attempt_token_hashes(list(zip(pks, ids, numbers, strict=True)))
-
-    reserved = [t.attempt_id for t, _ in placed]
-    if None not in reserved:  # ids known first (PostgreSQL): the token hash goes in with the row
-        pks = cast(list[int], reserved)
-        rows_insert(JobAttempt, n, {"id": pks, "token_sha256": tokens(pks), **columns})
-    else:
-        pks = rows_insert(JobAttempt, n, {"token_sha256": [""] * n, **columns})
-        rows_update(JobAttempt, pks, {"token_sha256": tokens(pks)})
+    salts, hashes = zip(*attempt_tokens_new(n), strict=True)
+    pks = rows_insert(
+        JobAttempt,
+        n,
+        {
+            "instance_id": [t.row.pk for t, _ in placed],
+            "job_id": [t.job_id for t, _ in placed],
+            "number": [(t.last_attempt or 0) + 1 for t, _ in placed],
+            "backend": [backend] * n,
+            "token_salt": list(salts),
+            "token_sha256": list(hashes),
+            "resume_from_step": [t.resume_step if t.job_id is not None else -1 for t, _ in placed],
+            "placement": [placement for _, placement in placed],
+            "created_at": [timezone.now()] * n,
+        },
+    )
     resumed = [t.job_id for t, _ in placed if t.job_id is not None and t.resume_step >= 0]
     if resumed:
         TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)
     return pks
+
+
+def _attempts_tail(backend: str, now: datetime) -> MovesTail:
+    """On PostgreSQL, the attempts of the instances a pass places, written by the statement that moves them
+    (``instances.transitions.MovesTail``): for each move to ``provisioning`` applied, an attempt numbered
+    after the instance's last one, on ``backend``, with the instance's new placement, its job's one-shot
+    resume step (then consumed: set to -1) and the token salt and hash of the move's ``payload``
+    (``{"salt": …, "sha": …}``, ``instances.services.attempt_tokens_new``). The attempt's id is taken from
+    its sequence as the instance is moved, so each applied move returns it (``None`` for a move to
+    ``failed``) without joining the CTEs. One statement instead of three (the instances to move, the
+    attempts, the resume steps): the pass's largest cost per placement."""
+    att, job = JobAttempt._meta.db_table, TrainingJob._meta.db_table
+    head, params = insert_select(
+        JobAttempt,
+        {
+            "id": "m.aid",
+            "instance_id": "m.id",
+            "job_id": "j.id",
+            "number": f'coalesce((SELECT max(a.number) FROM "{att}" a WHERE a.instance_id = m.id), 0) + 1',  # noqa: S608
+            "token_salt": "m.x->>'salt'",
+            "token_sha256": "m.x->>'sha'",
+            "resume_from_step": "coalesce(j.resume_step, -1)",
+            "placement": "m.place",
+        },
+        {"backend": backend, "created_at": now},
+    )
+    ctes = (
+        f', att AS ({head} FROM moved m LEFT JOIN "{job}" j ON j.instance_id = m.id WHERE m.aid IS NOT NULL '  # noqa: S608
+        "ORDER BY m.n RETURNING job_id, resume_from_step), "
+        f'rs AS (UPDATE "{job}" AS j SET resume_step = -1 FROM att WHERE j.id = att.job_id '
+        "AND att.resume_from_step >= 0)"
+    )
+    # the sequence's name looked up once (an InitPlan), not per row
+    aid = ", CASE WHEN v.st = %s THEN nextval((SELECT pg_get_serial_sequence(%s, %s))::regclass) END AS aid"
+    return MovesTail(aid, [S.PROVISIONING, att, JobAttempt._meta.pk.column], ctes, params, ["aid"])
 
 
 class _Placed(Sequence[Instance]):
@@ -439,6 +457,8 @@ def schedule_pass(
     order. Raises nothing for a bad request (it fails with its reason); database errors propagate and
     nothing is written.
     """
+    from instances.services.runtime_config import attempt_tokens_new  # services import this module
+
     now = now or timezone.now()
     with transaction.atomic():
         _serialize_passes()
@@ -449,7 +469,8 @@ def schedule_pass(
         quotas, usage = _quotas_and_usage({row[1] for row in queue})
         requests = _requests_of(queue)
         result = scheduler.schedule_queue(requests, inv.index, quotas, usage)
-        tiers = {row[0]: row[6] for row in queue}
+        queued = {row[0]: row for row in queue}
+        tiers = {pk: row[6] for pk, row in queued.items()}
         # schedule_queue committed its placements into the index; undo those that are not written.
         pending = {int(p.request_id): p for p in result.placements}
 
@@ -464,23 +485,32 @@ def schedule_pass(
                 drop(pk)
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
-        targets = _targets_of([*pending, *(int(w.request.request_id) for w in failed)])
+        moving = [*pending, *(int(w.request.request_id) for w in failed)]
+        pg = connection.vendor == "postgresql"
+        if pg:  # the statement that moves them reads what it needs and skips those no longer scheduling
+            rows: dict[int, InstanceRow] = {pk: InstanceRow(pk, S.SCHEDULING, queued[pk][1], "") for pk in moving}
+            targets: dict[int, _Target] = {}
+        else:
+            targets = _targets_of(moving)
+            rows = {pk: t.row for pk, t in targets.items()}
+        tokens = iter(attempt_tokens_new(len(pending)) if pg else [])
         moves = [
             Move(
-                targets[pk].row,
+                rows[pk],
                 S.PROVISIONING,
                 Reason("placed", {"nodes": ", ".join([n for n, _ in p.assignments])}),
                 {"placement": [[n, g] for n, g in p.assignments], "queue_position": None},
+                payload=dict(zip(("salt", "sha"), next(tokens), strict=True)) if pg else None,
             )
             for pk, p in pending.items()
-            if pk in targets
+            if pk in rows
         ]
         moves += [
-            Move(targets[int(w.request.request_id)].row, S.FAILED, w.reason)
+            Move(rows[int(w.request.request_id)], S.FAILED, w.reason)
             for w in failed
-            if int(w.request.request_id) in targets
+            if int(w.request.request_id) in rows
         ]
-        applied = instances_transition(moves=moves, now=now)
+        applied = instances_transition(moves=moves, now=now, tail=_attempts_tail(backend, now) if pg else None)
         placed_moves = [m for m in applied if m.to == S.PROVISIONING]
         for pk in set(pending) - {m.instance.pk for m in placed_moves}:
             drop(pk)  # its status changed under us (e.g. stopped): it is not placed
@@ -488,11 +518,11 @@ def schedule_pass(
             inv.holders[m.instance.pk] = (now, list(pending[m.instance.pk].assignments))
             if tiers[m.instance.pk] == PriceTier.INTERRUPTIBLE:
                 inv.interruptible.add(m.instance.pk)
-        attempts = (
-            _attempts_create([(targets[m.instance.pk], m.fields["placement"]) for m in placed_moves], backend)
-            if placed_moves
-            else []
-        )
+        if pg:
+            attempts = [cast(int, m.returned[0]) for m in placed_moves]
+        else:
+            placed = [(targets[m.instance.pk], m.fields["placement"]) for m in placed_moves]
+            attempts = _attempts_create(placed, backend) if placed else []
         if on_attempt is not None:
             for attempt_pk in attempts:
                 transaction.on_commit(functools.partial(on_attempt, attempt_pk))
@@ -507,13 +537,12 @@ def schedule_pass(
             if inv.interruptible
             else {}
         )
-        before = {row[0]: row[7:] for row in queue}
         changed = []
         for w in result.waiting:
             if w.position is not None:
                 pk = int(w.request.request_id)
                 why = preempting.get(pk, w.reason) if preempting else w.reason  # a Reason: keep its code
-                if before[pk] != (w.position, why[:300]):
+                if queued[pk][7:] != (w.position, why[:300]):
                     changed.append((pk, w.position, why))
         _write_waiting(changed)
         transaction.on_commit(functools.partial(_cache_put, inv))

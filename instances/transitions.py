@@ -61,17 +61,47 @@ class Move:
     to: str
     reason: str = ""
     fields: dict[str, Any] = field(default_factory=dict)
+    # PostgreSQL's one-statement path only (a :class:`MovesTail`): a JSON value the tail's statements read as
+    # ``moved.x``, and what the tail's SELECT returned for this move once applied.
+    payload: Any = None
+    returned: tuple[Any, ...] = ()
+
+
+@dataclass
+class MovesTail:
+    """More of the same statement after the moves, on PostgreSQL (:func:`_moves_apply_pg`).
+
+    ``returning``: more expressions (each starting with ``, ``, over the updated row ``t`` and the move's
+    record ``v``) that the ``moved`` CTE returns, with the values of their placeholders in
+    ``returning_params``. ``ctes``: further data-modifying CTEs (each starting with ``, name AS (``) over
+    ``moved`` (one row per applied move: ``id``, ``org``, ``name``, ``n`` the move's index, ``fr``, ``st``,
+    ``place`` the instance's new ``placement``, ``x`` the move's ``payload`` as json, and those of
+    ``returning``), with their placeholders' values in ``params``. ``columns``: what the final ``SELECT …
+    FROM moved`` returns per applied move (into ``Move.returned``): columns of ``moved`` only, as joining a
+    CTE to another is planned as a nested loop (the planner cannot size either)."""
+
+    returning: str
+    returning_params: list[Any]
+    ctes: str
+    params: list[Any]
+    columns: list[str]
 
 
 def instances_transition(
-    *, moves: Sequence[Move], acting_user: User | None = None, now: datetime | None = None
+    *,
+    moves: Sequence[Move],
+    acting_user: User | None = None,
+    now: datetime | None = None,
+    tail: MovesTail | None = None,
 ) -> list[Move]:
     """Apply ``moves`` in the caller's transaction (or a new one) and return those applied, in order.
 
     Raises :class:`IllegalTransition` (nothing written) if any move is not in ``INSTANCE_TRANSITIONS``. A
     move whose instance no longer has the expected status (changed by another worker) is skipped, not
     applied, and left out of the result. The moved ``Instance`` objects get the new status and fields in
-    memory (``updated_at`` included); they are not reloaded. At most one move per instance.
+    memory (``updated_at`` included); they are not reloaded; an ``InstanceRow`` moved on PostgreSQL also
+    gets its ``name``. At most one move per instance. ``tail`` (PostgreSQL only, else ``ValueError``):
+    more writes in the same statement, see :class:`MovesTail`.
     """
     now = now or timezone.now()
     for m in moves:
@@ -81,9 +111,11 @@ def instances_transition(
         raise ValueError("instances_transition: at most one move per instance")
     if not moves:
         return []
+    if tail is not None and connection.vendor != "postgresql":
+        raise ValueError("instances_transition: a tail needs PostgreSQL")
     with transaction.atomic():
-        if len(moves) > 1 and connection.vendor == "postgresql":
-            applied = _moves_apply_pg(moves, now, acting_user)
+        if connection.vendor == "postgresql" and (len(moves) > 1 or tail is not None):
+            applied = _moves_apply_pg(moves, now, acting_user, tail)
         else:
             applied = _compare_and_set(moves, now)
             if applied:
@@ -107,15 +139,18 @@ def instances_transition(
     return applied
 
 
-def _moves_apply_pg(moves: Sequence[Move], now: datetime, acting_user: User | None) -> list[Move]:
+def _moves_apply_pg(
+    moves: Sequence[Move], now: datetime, acting_user: User | None, tail: MovesTail | None = None
+) -> list[Move]:
     """The compare-and-set UPDATE of every move and the INSERTs of the transition and audit rows of those
-    applied, as one PostgreSQL statement over one JSON document (one record per move). The other ``fields``
-    of a move go in columns of their own, with a flag per move that sets them (a column the move does not
-    set keeps its value). Returns the moves applied, in order."""
+    applied (and the ``tail``'s writes), as one PostgreSQL statement over one JSON document (one record per
+    move). The other ``fields`` of a move go in columns of their own, with a flag per move that sets them
+    (a column the move does not set keeps its value). Returns the moves applied, in order."""
     table = Instance._meta.db_table
     extra = sorted({name for m in moves for name in m.fields})
     fields = [cast(models.Field, Instance._meta.get_field(name)) for name in extra]
     defs = ["n integer", "k bigint", "fr varchar", "st varchar", "r varchar", "rf text", "rc varchar", "rp jsonb"]
+    defs += ["x json"] if tail is not None else []
     sets = [
         '"status" = v.st',
         '"status_reason" = v.r',
@@ -139,6 +174,8 @@ def _moves_apply_pg(moves: Sequence[Move], now: datetime, acting_user: User | No
             "rc": code,
             "rp": params,
         }
+        if tail is not None:
+            row["x"] = m.payload
         for i, name in enumerate(extra):
             if name in m.fields:
                 row[f"c{i}"], row[f"s{i}"] = m.fields[name], True
@@ -171,17 +208,27 @@ def _moves_apply_pg(moves: Sequence[Move], now: datetime, acting_user: User | No
             "created_at": now,
         },
     )
+    more = f", t.placement AS place, v.x{tail.returning}" if tail is not None else ""
     sql = (
         f'WITH moved AS (UPDATE "{table}" AS t SET {", ".join(sets)} '  # noqa: S608
         f"FROM json_to_recordset(%s::json) AS v({', '.join(defs)}) WHERE t.id = v.k AND t.status = v.fr "
-        "RETURNING t.id, t.organization_id AS org, v.n, v.fr, v.st, v.r, v.rf, v.rc, v.rp), "
-        f"tr AS ({tr_head} FROM moved ORDER BY n), au AS ({au_head} FROM moved ORDER BY n) SELECT id FROM moved"
+        f"RETURNING t.id, t.organization_id AS org, t.name, v.n, v.fr, v.st, v.r, v.rf, v.rc, v.rp{more}), "
+        f"tr AS ({tr_head} FROM moved ORDER BY n), au AS ({au_head} FROM moved ORDER BY n)"
+        f"{tail.ctes if tail else ''} SELECT {', '.join(['id', 'name', *(tail.columns if tail else [])])} FROM moved"
     )
-    # placeholders in text order: SET updated_at, the document, then each INSERT's SELECT list
+    # placeholders in text order: SET updated_at, the document, RETURNING's, each INSERT's SELECT list, the
+    # tail's CTEs'
+    params = [now, json_document(rows), *(tail.returning_params if tail else []), *tr_params, *au_params]
     with connection.cursor() as cur:
-        cur.execute(sql, [now, json_document(rows), *tr_params, *au_params])
-        done = {row[0] for row in cur.fetchall()}
-    return [m for m in moves if m.instance.pk in done]
+        cur.execute(sql, [*params, *(tail.params if tail else [])])
+        done = {row[0]: row[1:] for row in cur.fetchall()}
+    applied = [m for m in moves if m.instance.pk in done]
+    for m in applied:
+        name, *returned = done[m.instance.pk]
+        if isinstance(m.instance, InstanceRow):
+            m.instance.name = name
+        m.returned = tuple(returned)
+    return applied
 
 
 def _rows_write(applied: Sequence[Move], now: datetime, acting_user: User | None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import secrets
 from typing import Any
 
 from django.conf import settings
@@ -39,26 +40,33 @@ def _config_core(
 
 
 def attempt_token(attempt: JobAttempt) -> str:
-    """The bearer token of an attempt: HMAC-SHA256 of its id, keyed by ``SECRET_KEY``.
+    """The bearer token of an attempt: ``gpj_`` + HMAC-SHA256, keyed by ``SECRET_KEY``, of the attempt's
+    random ``token_salt`` (made with the row, :func:`attempt_tokens_new`); an attempt made before salts
+    existed (``token_salt`` empty): of its id, instance and number.
 
     Recomputable by the launch task (so a retried launch writes the same config the first submit used),
     never stored: the database holds only its SHA-256. Each attempt has its own token, so a leftover
     process of an old attempt cannot report into a new one.
     """
-    return attempt_token_hashes([(attempt.pk, attempt.instance_id, attempt.number)], digest=False)[0]
+    salt = attempt.token_salt
+    message = f"v2:{salt}" if salt else f"{attempt.pk}:{attempt.instance_id}:{attempt.number}"
+    mac = hmac.new(settings.SECRET_KEY.encode(), f"gpu-portal:attempt:{message}".encode(), hashlib.sha256)
+    return "gpj_" + mac.hexdigest()
 
 
-def attempt_token_hashes(keys: list[tuple[int, int, int]], *, digest: bool = True) -> list[str]:
-    """For ``(attempt id, instance id, number)`` keys, the SHA-256 hex digest of each attempt's token (what
-    ``JobAttempt.token_sha256`` stores), or with ``digest=False`` the tokens themselves. The HMAC key
-    schedule is done once for all keys (``hmac.HMAC.copy``): a scheduling pass makes a token per placement."""
+def attempt_tokens_new(count: int) -> list[tuple[str, str]]:
+    """``count`` pairs ``(token_salt, token_sha256)`` for attempts about to be created: a 128-bit random salt
+    (32 hex digits, ``secrets``) and the SHA-256 hex digest of the token :func:`attempt_token` derives
+    from it. Needs neither the attempt's id nor its number, so a scheduling pass inserts its attempts, token
+    hashes included, in the statement that places them; the HMAC key schedule is done once
+    (``hmac.HMAC.copy``)."""
     keyed = hmac.new(settings.SECRET_KEY.encode(), digestmod=hashlib.sha256)
     out = []
-    for pk, instance_id, number in keys:
+    for _ in range(count):
+        salt = secrets.token_hex(16)
         mac = keyed.copy()
-        mac.update(f"gpu-portal:attempt:{pk}:{instance_id}:{number}".encode())
-        token = "gpj_" + mac.hexdigest()
-        out.append(hashlib.sha256(token.encode()).hexdigest() if digest else token)
+        mac.update(f"gpu-portal:attempt:v2:{salt}".encode())
+        out.append((salt, hashlib.sha256(("gpj_" + mac.hexdigest()).encode()).hexdigest()))
     return out
 
 

@@ -3,6 +3,7 @@ not grow with the queue, and a capacity index kept between passes that stays equ
 
 from __future__ import annotations
 
+import hashlib
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -84,15 +85,22 @@ def test_a_pass_issues_the_same_statements_for_4_or_40_requests(catalog: Any, al
     Instance.objects.all().delete()
     Node.objects.all().delete()
     many, after = pass_queries(alice_org, 20)
-    # PostgreSQL: + the advisory lock that serializes passes; the compare-and-set UPDATE of every move and
-    # its transition and audit rows are one statement, and the attempts' ids come with the instances read
-    assert many == few == (17 if connection.vendor == "postgresql" else 21)
+    # PostgreSQL: + the advisory lock that serializes passes; the compare-and-set UPDATE of every move, its
+    # transition and audit rows, the attempts and the resume steps they consume are one statement
+    assert many == few == (15 if connection.vendor == "postgresql" else 20)
     # 20 fill a100-00, -01 and half of -02; of the 20 behind the gang, 4 backfill -02's free half
     assert sum(1 for row in after if row[1] == "provisioning") == 24
     assert [row[2] for row in after if row[1] == "scheduling"] == list(range(1, 18))
     assert JobAttempt.objects.filter(instance__status="provisioning").count() == 24
     assert set(JobAttempt.objects.values_list("number", flat=True)) == {1}
     assert not JobAttempt.objects.filter(token_sha256="").exists()
+    # each attempt's token comes from its own random salt, and the stored hash is the token's
+    from instances.services import attempt_token
+
+    attempts = list(JobAttempt.objects.all())
+    assert len({a.token_salt for a in attempts}) == len(attempts) == 24
+    assert all(len(a.token_salt) == 32 and int(a.token_salt, 16) >= 0 for a in attempts)
+    assert all(hashlib.sha256(attempt_token(a).encode()).hexdigest() == a.token_sha256 for a in attempts)
     assert InstanceTransition.objects.filter(to_status="provisioning").count() == 24
     failed = InstanceTransition.objects.filter(to_status="failed").values_list("reason", flat=True)
     assert [r[:40] for r in failed] == ["requests of 8 or more GPUs take whole 8-"]
