@@ -117,6 +117,36 @@ def test_a_missing_or_wrong_token_is_401_and_stores_nothing(client: Any, job: An
     assert JobEvent.objects.count() == 0
 
 
+def test_an_attempt_made_before_token_salts_keeps_its_token(client: Any, job: Any) -> None:
+    """Attempts made before ``token_salt`` existed (salt empty) keep the token derived from their id,
+    instance and number: a retried launch writes the token a runtime started before the upgrade holds, and
+    it still reports; the salted token of a new attempt is not accepted for it."""
+    import hashlib
+    import hmac
+
+    from django.conf import settings
+
+    from instances.models import JobEvent
+    from instances.services import attempt_token
+
+    attempt = job.attempts.get(number=1)
+    assert len(attempt.token_salt) == 32
+    message = f"gpu-portal:attempt:{attempt.pk}:{attempt.instance_id}:{attempt.number}".encode()
+    legacy = "gpj_" + hmac.new(settings.SECRET_KEY.encode(), message, hashlib.sha256).hexdigest()
+    type(attempt).objects.filter(pk=attempt.pk).update(
+        token_salt="", token_sha256=hashlib.sha256(legacy.encode()).hexdigest()
+    )
+    attempt.refresh_from_db()
+    assert attempt_token(attempt) == legacy
+    assert post(client, job.pk, legacy, {"attempt": 1, "events": BATCH["events"][:1]}).status_code == 200
+    assert JobEvent.objects.filter(job=job).count() == 1
+
+    salted = attempt_token(type(attempt)(pk=attempt.pk, token_salt="0" * 32))
+    assert salted != legacy
+    assert post(client, job.pk, salted, BATCH).status_code == 401
+    assert JobEvent.objects.filter(job=job).count() == 1
+
+
 def test_a_token_of_another_job_or_attempt_is_refused(
     client: Any, job: Any, funded: Any, alice: Any, licensed: Any
 ) -> None:
