@@ -218,9 +218,9 @@ def _moves_apply_pg(
     )
     # placeholders in text order: SET updated_at, the document, RETURNING's, each INSERT's SELECT list, the
     # tail's CTEs'
-    params = [now, json_document(rows), *(tail.returning_params if tail else []), *tr_params, *au_params]
+    values = [now, json_document(rows), *(tail.returning_params if tail else []), *tr_params, *au_params]
     with connection.cursor() as cur:
-        cur.execute(sql, [*params, *(tail.params if tail else [])])
+        cur.execute(sql, [*values, *(tail.params if tail else [])])
         done = {row[0]: row[1:] for row in cur.fetchall()}
     applied = [m for m in moves if m.instance.pk in done]
     for m in applied:
