@@ -13,9 +13,10 @@ throw-away test database (``test_<name>``, created with the migrations and dropp
 
 ``--scale`` shrinks every size (nodes, queue) for a quick check that it works (e.g. ``--scale 0.05``);
 ``--only TEXT`` runs the cases whose label contains TEXT; ``--profile`` prints the slowest statements and a
-profile of one more portal pass per queue; ``--no-gc`` turns Python's cyclic garbage collector off (on a
-loaded machine its full collections over the benchmark's own large inventories added up to 1.5 s to some
-mixed-queue passes: compare both).
+profile of one more portal pass per queue; ``--phases`` prints where a warm pass goes (each step, the commit,
+the WAL written, and the server's own time per statement where ``pg_stat_statements`` is loaded); ``--no-gc``
+turns Python's cyclic garbage collector off (on a loaded machine its full collections over the benchmark's own
+large inventories added up to 1.5 s to some mixed-queue passes: compare both).
 
 Cases (8-GPU H100 nodes; 1 % cordoned):
 
@@ -195,7 +196,86 @@ def pure(runs: int, scale: float) -> None:
 
 
 # --- portal pass ------------------------------------------------------------------------------------------
-def portal(runs: int, scale: float, profile: bool = False) -> None:
+def phase_breakdown(ids: list[int], runs: int, requeue: Callable[[list[int]], None]) -> None:
+    """``--phases``: where a warm pass over the queue ``ids`` goes, averaged over ``runs`` passes (each after
+    ``requeue``): wall time of each step of ``schedule_pass`` (its module's functions wrapped for the
+    measurement), of the commit, the WAL the pass writes, and, where the server has ``pg_stat_statements``
+    loaded (``shared_preload_libraries``), the server's own execution time per statement (the floor that no
+    client-side change removes)."""
+    import functools
+
+    from django.db import connection, transaction
+
+    from instances import scheduler, scheduling_pass, transitions
+
+    spent: dict[str, float] = {}
+    restore: list[tuple[Any, str, Any]] = []
+
+    def wrap(module: Any, name: str, label: str) -> None:
+        original = getattr(module, name)
+
+        @functools.wraps(original)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            t = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                spent[label] = spent.get(label, 0.0) + time.perf_counter() - t
+
+        restore.append((module, name, original))
+        setattr(module, name, timed)
+
+    steps = ["_queue_read", "_inventory_current", "_quotas_and_usage", "_requests_of", "_nodes_lock"]
+    for name in steps:
+        wrap(scheduling_pass, name, name.strip("_"))
+    wrap(scheduler, "schedule_queue", "schedule_queue (the pure function)")
+    wrap(transitions, "_moves_apply_pg", "the write statement (client side)")
+    wrap(scheduling_pass, "_write_waiting", "write_waiting")
+    with connection.cursor() as cur:
+        try:
+            with transaction.atomic():  # a refused CREATE EXTENSION leaves the connection usable
+                cur.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
+                cur.execute("SELECT pg_stat_statements_reset()")
+            stats = True
+        except Exception:  # not loaded on this server: client-side figures only
+            stats = False
+    wrap(connection, "commit", "commit")
+    total, wal = 0.0, 0
+    try:
+        for _ in range(runs):
+            requeue(ids)
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_current_wal_lsn()")
+                (lsn,) = cur.fetchone()
+            t = time.perf_counter()
+            scheduling_pass.schedule_pass()
+            total += time.perf_counter() - t
+            with connection.cursor() as cur:
+                cur.execute("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), %s)", [lsn])
+                wal += int(cur.fetchone()[0])
+    finally:
+        for module, name, original in restore:
+            if module is connection:
+                del connection.commit  # back to the class's method
+            else:
+                setattr(module, name, original)
+    print(f"  phases of a warm pass (mean of {runs}): total {total / runs * 1e3:.1f} ms, WAL {wal / runs / 1e6:.2f} MB")
+    for label, seconds in spent.items():
+        print(f"    {label:40s} {seconds / runs * 1e3:7.1f} ms")
+    if stats:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT query, calls, total_exec_time FROM pg_stat_statements s JOIN pg_database d ON d.oid = s.dbid "
+                "WHERE d.datname = current_database() AND query NOT LIKE '%%pg_stat_statements%%' "
+                "AND query NOT LIKE '%%pg_current_wal_lsn%%' AND query NOT LIKE 'UPDATE%%placement%%IN%%' "
+                "ORDER BY total_exec_time DESC LIMIT 8"
+            )
+            print("  server time per pass (pg_stat_statements; foreign-key checks run at commit):")
+            for query, calls, ms in cur.fetchall():
+                print(f"    {ms / runs:7.2f} ms  x{calls / runs:<6.0f} {' '.join(query.split())[:90]}")
+
+
+def portal(runs: int, scale: float, profile: bool = False, phases: bool = False) -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings.test")
     import django
 
@@ -315,6 +395,8 @@ def portal(runs: int, scale: float, profile: bool = False) -> None:
                 f"statements), {placed} placed -> {placed / warm * 1e3:,.0f} placements/s with the index kept, "
                 f"{placed / cold * 1e3:,.0f} rebuilt"
             )
+            if phases:
+                phase_breakdown(ids, runs, requeue)
             if profile:
                 import cProfile
                 import pstats
@@ -352,6 +434,12 @@ def main() -> None:
     ap.add_argument("--scale", type=float, default=1.0, help="multiply every size (quick check: 0.05)")
     ap.add_argument("--pure-only", action="store_true", help="skip the portal pass even with DATABASE_URL")
     ap.add_argument("--profile", action="store_true", help="print a profile of one warm portal pass per queue")
+    ap.add_argument(
+        "--phases",
+        action="store_true",
+        help="print where a warm portal pass goes per queue: each step, the commit, WAL, and the server's "
+        "time per statement where pg_stat_statements is loaded",
+    )
     ap.add_argument("--only", default="", help="run only the cases whose label contains this text")
     ap.add_argument(
         "--no-gc",
@@ -366,7 +454,7 @@ def main() -> None:
         gc.disable()
     pure(args.runs, args.scale)
     if os.environ.get("DATABASE_URL") and not args.pure_only:
-        portal(args.runs, args.scale, args.profile)
+        portal(args.runs, args.scale, args.profile, args.phases)
     else:
         print("(set DATABASE_URL to a PostgreSQL server to measure the portal pass)")
 
