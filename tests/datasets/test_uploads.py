@@ -205,3 +205,18 @@ def test_a_failed_later_stage_is_retried_without_redoing_finished_ones(
     # the stages that had finished were not run again: their outputs are the same files
     assert (upload.workdir / "deidentified.jsonl").stat().st_mtime_ns == finished["deidentified.jsonl"]
     assert (upload.workdir / "deduplicated.jsonl").stat().st_mtime_ns == finished["deduplicated.jsonl"]
+
+
+def test_a_refused_retry_is_said_once_on_the_upload_page(
+    client: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The page shows the messages of the layout once (it rendered them a second time itself)."""
+    upload = _upload(alice_org, alice, b"not json\n", capture=django_capture_on_commit_callbacks)
+    assert upload.status == "failed"
+    client.force_login(alice)
+    response = client.post(f"/o/{alice_org.slug}/datasets/uploads/{upload.pk}/", follow=True)
+    assert response.status_code == 200
+    assert response.redirect_chain == [(f"/o/{alice_org.slug}/datasets/uploads/{upload.pk}/", 302)]
+    assert response.content.decode().count("This file was refused; correct it and upload it again.") == 1
+    upload.refresh_from_db()
+    assert upload.status == "failed"
