@@ -142,16 +142,34 @@ class JobLaunchForm(_CapacityForm):
 
         # the initial values are the defaults of the GPU type the page starts on (a CPU slot's are small)
         defaults = launch_defaults(gpu_type=str(self.initial.get("gpu_type") or ""))
-        for name in ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr"):
+        for name in self.DEFAULTED:
             self.fields[name].initial = defaults.hyperparameters[name]
-        self.fields["checkpoint_every_minutes"].initial = defaults.checkpoint_every_minutes
-        self.fields["checkpoint_every_steps"].initial = defaults.checkpoint_every_steps
-        self.fields["keep_last"].initial = defaults.keep_last
+        for name in self.DEFAULTED_CHECKPOINTS:
+            self.fields[name].initial = getattr(defaults, name)
         from datasets.selectors import versions_mountable_by
 
         self.fields["datasets"].choices = [  # type: ignore[attr-defined]
             (v.pk, f"{v.dataset.name} v{v.number}") for v in versions_mountable_by(organization)
         ]
+
+    DEFAULTED = ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr")
+    DEFAULTED_CHECKPOINTS = ("checkpoint_every_minutes", "checkpoint_every_steps", "keep_last")
+
+    def defaults_by_type(self) -> dict[str, Any]:
+        """``{"current": code, "types": {code: {field: default}}}`` for every GPU type the form offers, for
+        the page's script (``portal/static/portal/app.js``): switching the GPU type moves the fields that
+        still hold the old type's defaults to the new type's (a CPU slot's are small, a GPU's large)."""
+        from instances.launch_defaults import CPU_DEFAULTS, GPU_DEFAULTS, is_cpu_type
+
+        types = {}
+        for gpu_type in self.fields["gpu_type"].queryset:  # type: ignore[attr-defined]
+            d = CPU_DEFAULTS if is_cpu_type(gpu_type) else GPU_DEFAULTS
+            types[gpu_type.code] = {
+                **{name: d.hyperparameters[name] for name in self.DEFAULTED},
+                **{name: getattr(d, name) for name in self.DEFAULTED_CHECKPOINTS},
+            }
+        current = self.data.get("gpu_type") if self.is_bound else self.initial.get("gpu_type")
+        return {"current": str(current or ""), "types": types}
 
     def to_spec(self) -> LaunchSpec:
         d = self.cleaned_data

@@ -145,3 +145,29 @@ def test_launch_watch_and_roll_back_in_the_browser(
     assert fake_backend.stopped == [f"fake:job-{job.pk}:1"]
     assert json.loads(fake_backend.submitted[-1].config_json)["resume_step"] == 4
     assert job.attempts.get(number=2).resume_from_step == 4
+
+
+def test_switching_the_gpu_type_moves_the_untouched_defaults_and_keeps_typed_values(
+    page: Any, live_server: Any, alice: Any, funded: Any, licensed: Any, nodes: Any
+) -> None:
+    """The launch page starts on the CPU slot's defaults (short samples, a checkpoint every minute and every
+    100 steps); choosing an A100 moves the fields still at those defaults to a GPU's (1024-token samples, a
+    checkpoint every 30 minutes, none by steps), and back again; a value the user typed stays as typed."""
+    page.goto(f"{live_server.url}/login/")
+    page.fill("#id_username", "alice@example.com")
+    page.fill("#id_password", "correct horse battery 9")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/o/{funded.slug}/")
+    page.goto(f"{live_server.url}/o/{funded.slug}/jobs/new/")
+    fields = ["seq_len", "micro_batch", "max_steps", "checkpoint_every_minutes", "checkpoint_every_steps"]
+
+    def values() -> list[str]:
+        return [page.input_value(f"#id_{name}") for name in fields]
+
+    assert page.input_value("#id_gpu_type") == "cpu-local"
+    assert values() == ["256", "4", "1000", "1", "100"]
+    page.fill("#id_micro_batch", "3")
+    page.select_option("#id_gpu_type", "A100-80G-SXM")
+    assert values() == ["1024", "3", "1000", "30", "0"]
+    page.select_option("#id_gpu_type", "cpu-local")
+    assert values() == ["256", "3", "1000", "1", "100"]

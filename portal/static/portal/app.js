@@ -24,3 +24,23 @@ document.addEventListener("htmx:afterSettle", function (event) {
     }
   });
 });
+
+// The job launch form: switching the GPU type moves every field that still holds the old type's default
+// to the new type's (a CPU slot trains short samples and checkpoints every minute, a GPU the usual shapes);
+// a value the user typed stays. The defaults come from the page (json_script "launch-defaults").
+document.addEventListener("change", function (event) {
+  var select = event.target;
+  if (!select || select.id !== "id_gpu_type") return;
+  var script = document.getElementById("launch-defaults");
+  if (!script) return;
+  var data = JSON.parse(script.textContent);
+  var before = data.types[select.form.dataset.gpuType || data.current];
+  var after = data.types[select.value];
+  select.form.dataset.gpuType = select.value;
+  if (!before || !after) return;
+  Object.keys(after).forEach(function (name) {
+    var input = select.form.elements[name];
+    if (!input || input.value === "" || Number(input.value) !== Number(before[name])) return;
+    input.value = String(after[name]);
+  });
+});
