@@ -94,3 +94,21 @@ def job_speed(job: TrainingJob) -> JobSpeed:
 def format_duration(d: timedelta) -> str:
     """``H:MM:SS`` (hours may exceed 24)."""
     return _hms(d)
+
+
+def mfu_note_display(note: str | None) -> str:
+    """Why the job shows no MFU, in the reader's language: the runtime's ``mfu_note`` (English,
+    ``instances/runtime/mfu.py: mfu_basis``) for the two cases it reports — no GPU, or a GPU whose peak
+    FLOP/s is not in its table — and the runtime's own text for anything else. ``""`` for no note."""
+    from django.utils.translation import gettext as _
+
+    if not note:
+        return ""
+    if note.startswith("no GPU"):
+        return _("No GPU: the peak FLOP/s of a CPU is not tabulated, so MFU is not computed.")
+    if note.startswith("peak of ") and " unknown" in note:
+        device = note[len("peak of ") : note.index(" unknown")].strip("'\"")
+        return _("The peak FLOP/s of %(device)s is not in the runtime's table, so MFU is not computed.") % {
+            "device": device
+        }
+    return note

@@ -24,7 +24,7 @@ from instances import checkpoints, joblogs, selectors, services
 from instances.capacity import capacity_refusal
 from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
 from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
-from instances.job_page import format_duration, job_speed, job_summary
+from instances.job_page import format_duration, job_speed, job_summary, mfu_note_display
 from instances.models import GpuType, Instance, TrainingJob
 from instances.reasons import Reason
 from instances.tiers import tier_and_idle_context, tier_prices
@@ -233,6 +233,7 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         # the runtime's own MFU figure (or why there is none), from the newest progress event
         "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
     }
+    ctx["mfu_note"] = mfu_note_display((ctx["last_progress"] or {}).get("mfu_note"))
     summary = job_summary(job)
     speed = job_speed(job)
     ctx.update(

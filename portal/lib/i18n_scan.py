@@ -1,13 +1,14 @@
 """Find untranslated UI text in a rendered page: ASCII words outside an allow-list of product names and units.
 
-The page is parsed with the standard library's ``html.parser`` (no regular expressions over markup): only text
-nodes count; attributes, ``<script>``, ``<style>``, ``<template>``, code samples (``<code>``, ``<pre>``,
-``<kbd>``, ``<samp>``), form field contents (``<textarea>``) and anything marked ``translate="no"`` (user
-data: names, e-mail addresses, file names) are left out. In the text, a whitespace-separated chunk that looks
-like an identifier (has a digit, ``@``, ``_``, ``://``, a quote or bracket, starts with ``/`` or ``--``,
-joins letters with ``.`` or ``:``, or is a lower-case slug such as ``cpu-local``: versions, sizes, e-mail
-addresses, file names, JSON, command-line flags, catalog codes) is skipped; every other run of
-ASCII letters is a word, and a word that is not in the allow-list is reported.
+The page is parsed with the standard library's ``html.parser`` (no regular expressions over markup): text nodes
+and the attributes a reader sees or hears (``placeholder``, ``title``, ``aria-label``, ``alt``, and the
+``value`` of a button-like ``<input>``) count; other attributes, ``<script>``, ``<style>``, ``<template>``, code
+samples (``<code>``, ``<pre>``, ``<kbd>``, ``<samp>``), form field contents (``<textarea>``) and anything marked
+``translate="no"`` (user data: names, e-mail addresses, file names) are left out. In the text, a whitespace-
+separated chunk that looks like an identifier (has a digit, ``@``, ``_``, ``://``, a quote or bracket, starts
+with ``/`` or ``--``, joins letters with ``.`` or ``:``, or is a lower-case slug such as ``cpu-local``:
+versions, sizes, e-mail addresses, file names, JSON, command-line flags, catalog codes) is skipped; every other
+run of ASCII letters is a word, and a word that is not in the allow-list is reported.
 
 Used by ``tests/instances/test_console_zh_pages.py`` (every console page in zh-hans) and the browser journey
 ``tests/e2e/test_browser_first_hour.py``.
@@ -137,6 +138,7 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
 )
 
 _SKIPPED_ELEMENTS = frozenset({"script", "style", "template", "code", "pre", "kbd", "samp", "textarea", "noscript"})
+_READ_ATTRIBUTES = ("placeholder", "title", "aria-label", "alt")  # what a reader sees (tooltips) or hears
 _VOID = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "track", "wbr"}
 )
@@ -168,14 +170,27 @@ class _TextCollector(HTMLParser):
     def _skipping(self) -> bool:
         return any(skip for _tag, skip in self.stack)
 
+    def _attributes(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        if self._skipping() or tag in _SKIPPED_ELEMENTS or values.get("translate") == "no":
+            return
+        names = list(_READ_ATTRIBUTES)
+        if tag == "input" and values.get("type") in ("submit", "button", "reset"):
+            names.append("value")
+        for name in names:
+            text = values.get(name)
+            if text and text.strip():
+                self.texts.append(" ".join(text.split()))
+
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self._attributes(tag, attrs)
         if tag in _VOID:
             return
         skip = tag in _SKIPPED_ELEMENTS or dict(attrs).get("translate") == "no"
         self.stack.append((tag, skip))
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        return  # <x/>: no content
+        self._attributes(tag, attrs)  # <x/>: no content
 
     def handle_endtag(self, tag: str) -> None:
         for i in range(len(self.stack) - 1, -1, -1):  # tolerate unclosed elements (<p>, <li>, <td>)
@@ -189,7 +204,8 @@ class _TextCollector(HTMLParser):
 
 
 def visible_texts(html: str) -> list[str]:
-    """The page's text nodes in document order, whitespace collapsed, skipped elements left out."""
+    """The page's text nodes and read attributes in document order, whitespace collapsed, skipped elements
+    left out."""
     parser = _TextCollector()
     parser.feed(html)
     parser.close()

@@ -251,6 +251,12 @@ def test_the_scanner_reads_text_only_and_reports_english_words() -> None:
       <p>步骤 12 / 1000<br>tokens/s</p></body></html>"""
     assert [f.word for f in untranslated_words(html)] == ["Running", "h", "min", "s"]
     assert untranslated_words("<p>Step 3</p>", allowed={"Step"}) == []
+    # what a reader sees as a tooltip or placeholder, or hears from a screen reader, is read too
+    attributes = """<p><input placeholder="Search jobs" name="q"><button title="Stop now" aria-label="停止">x</button>
+      <img alt="Loss chart" src="a.png"/><input type="submit" value="Launch"><input type="text" value="legal">
+      <span translate="no" title="my title">名</span><a href="/Login" class="Nav">登录</a></p>"""
+    found = [f.word for f in untranslated_words(attributes)]
+    assert found == ["Search", "jobs", "Stop", "now", "x", "Loss", "chart", "Launch"]
 
 
 def test_no_chinese_translation_holds_untranslated_words() -> None:

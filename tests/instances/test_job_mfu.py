@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from django.urls import reverse
 from test_callbacks import job, post, token_of  # noqa: F401 - the fixture is used by name
 
@@ -33,12 +34,45 @@ def test_the_job_page_shows_the_mfu_of_the_newest_progress_event(client: Any, jo
     assert '<span data-testid="job-mfu">MFU 41%</span>' in html
 
 
-def test_without_a_figure_the_page_says_why(client: Any, job: Any, alice: Any) -> None:  # noqa: F811
-    note = "no GPU: the peak FLOP/s of a CPU is not tabulated"
+@pytest.mark.parametrize(
+    ("note", "language", "says"),
+    [
+        (
+            "no GPU: the peak FLOP/s of a CPU is not tabulated",
+            "en",
+            "No GPU: the peak FLOP/s of a CPU is not tabulated, so MFU is not computed.",
+        ),
+        (
+            "no GPU: the peak FLOP/s of a CPU is not tabulated",
+            "zh-hans",
+            "没有 GPU：CPU 的每秒浮点运算峰值没有列表可查，因此不计算 MFU。",
+        ),
+        (
+            "peak of 'NVIDIA X1' unknown (not in instances/runtime/mfu.py)",
+            "en",
+            "The peak FLOP/s of NVIDIA X1 is not in the runtime&#x27;s table, so MFU is not computed.",
+        ),
+        (
+            "peak of 'NVIDIA X1' unknown (not in instances/runtime/mfu.py)",
+            "zh-hans",
+            "NVIDIA X1 的每秒浮点运算峰值不在运行时的表中，因此不计算 MFU。",
+        ),
+        ("something new from a newer runtime", "zh-hans", "something new from a newer runtime"),
+    ],
+)
+def test_without_a_figure_the_page_says_why_in_the_readers_language(
+    client: Any,
+    job: Any,  # noqa: F811
+    alice: Any,
+    note: str,
+    language: str,
+    says: str,
+) -> None:
     event = {**PROGRESS, "mfu": None, "mfu_note": note}
     assert post(client, job.pk, token_of(job), {"attempt": 1, "events": [event]}).status_code == 200
+    client.cookies["django_language"] = language
     html = page(client, alice, job).content.decode()
-    assert f'<span class="muted" data-testid="job-mfu" title="{note}">MFU —</span>' in html
+    assert f'<span class="muted" data-testid="job-mfu" title="{says}">MFU —</span>' in html
 
 
 def test_an_outsider_gets_404(client: Any, job: Any, charlie: Any) -> None:  # noqa: F811
