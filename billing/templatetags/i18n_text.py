@@ -73,3 +73,31 @@ def mode_label(value: str) -> str:
     from billing.choices import RentalMode
 
     return str(RentalMode(value).label) if value in RentalMode.values else value
+
+
+# datasets.pipeline.PipelineError codes: what went wrong and what to do, in words (the error's message is the
+# parser's own detail, English, shown beside it as technical text)
+UPLOAD_ERRORS: dict[str, str] = {
+    "encoding": gettext_noop("The file is not UTF-8 text. Save it as UTF-8 and upload it again."),
+    "binary": gettext_noop("This is not a text file. Upload UTF-8 text: JSON Lines, CSV or plain text."),
+    "document_too_large": gettext_noop(
+        "A document is larger than the limit. Split it, or separate documents with blank lines."
+    ),
+    "line_too_long": gettext_noop("A line is longer than the limit. Put one document per line, or split the text."),
+    "missing_column": gettext_noop("The CSV file has no column of the name you gave for the text."),
+    "csv": gettext_noop("The CSV file could not be read as CSV."),
+    "format": gettext_noop("This file format is not supported."),
+    "empty": gettext_noop("No documents were found in the file."),
+    "structure": gettext_noop(
+        'Some records are not in the expected form: one JSON object with a "text" field per line.'
+    ),
+    "tokenizer": gettext_noop("The tokenizer could not be trained or loaded. Retry; if it fails again, contact us."),
+    "input": gettext_noop("A file this stage needs is missing. Retry the upload."),
+}
+
+
+@register.filter
+def upload_error(code: str) -> str:
+    """A pipeline error's code in words of the active language; ``""`` for an unknown code."""
+    msgid = UPLOAD_ERRORS.get(code or "")
+    return gettext(msgid) if msgid else ""

@@ -220,3 +220,26 @@ def test_a_refused_retry_is_said_once_on_the_upload_page(
     assert response.content.decode().count("This file was refused; correct it and upload it again.") == 1
     upload.refresh_from_db()
     assert upload.status == "failed"
+
+
+@pytest.mark.parametrize(
+    ("language", "said"),
+    [
+        ("en", "Some records are not in the expected form: one JSON object with a &quot;text&quot; field per line."),
+        ("zh-hans", "部分记录格式不符：每行应为一个带 &quot;text&quot; 字段的 JSON 对象。"),
+    ],
+)
+def test_a_failed_upload_says_what_went_wrong_in_the_readers_language_with_the_parsers_detail(
+    client: Any, alice: Any, alice_org: Any, django_capture_on_commit_callbacks: Any, language: str, said: str
+) -> None:
+    upload = _upload(alice_org, alice, b"not json\n", capture=django_capture_on_commit_callbacks)
+    assert (upload.status, upload.error["code"], upload.error["line"]) == ("failed", "structure", 1)
+    client.force_login(alice)
+    html = client.get(f"/o/{alice_org.slug}/datasets/uploads/{upload.pk}/", HTTP_ACCEPT_LANGUAGE=language)
+    page = html.content.decode()
+    assert said in page
+    assert f"<code>{upload.error['message']}</code>" in page
+    assert (
+        upload.error["message"]
+        == "1 line(s) could not be read; first: line 1: invalid JSON: Expecting value (column 1)"
+    )
