@@ -126,22 +126,6 @@ def pk_in(pks: Sequence[int]) -> Any:
     return RawSQL("SELECT value::bigint FROM json_array_elements_text(%s::json)", [json.dumps(list(pks))])
 
 
-def ids_reserve(model: type[models.Model], count: int) -> list[int] | None:
-    """``count`` new primary keys of ``model`` taken from its sequence (PostgreSQL), for rows whose other
-    columns depend on their id; ``None`` on databases without sequences (insert first, then update)."""
-    if connection.vendor != "postgresql":
-        return None
-    if not count:
-        return []
-    meta = model._meta
-    with connection.cursor() as cur:
-        cur.execute(
-            "SELECT nextval(pg_get_serial_sequence(%s, %s)) FROM generate_series(1, %s)",
-            [meta.db_table, meta.pk.column, count],
-        )
-        return [row[0] for row in cur.fetchall()]
-
-
 def rows_update(
     model: type[models.Model],
     pks: Sequence[Any],

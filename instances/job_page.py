@@ -3,6 +3,7 @@ it has been running (read-only; uses the datasets app's selectors and the meteri
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -106,8 +107,9 @@ def mfu_note_display(note: str | None) -> str:
         return ""
     if note.startswith("no GPU"):
         return _("No GPU: the peak FLOP/s of a CPU is not tabulated, so MFU is not computed.")
-    if note.startswith("peak of ") and " unknown" in note:
-        device = note[len("peak of ") : note.index(" unknown")].strip("'\"")
+    unknown = re.match(r"peak of (.+) unknown \(", note)
+    if unknown:
+        device = unknown.group(1).strip("'\"")
         return _("The peak FLOP/s of %(device)s is not in the runtime's table, so MFU is not computed.") % {
             "device": device
         }

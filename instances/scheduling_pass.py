@@ -18,9 +18,10 @@
   PostgreSQL one statement does every write a placement needs (:func:`_attempts_tail`): the compare-and-set
   UPDATE of every placed and failed instance, the INSERTs of their transition and audit rows and of the
   placed ones' attempts (ids from the sequence, numbers after the last, the job's one-shot resume step,
-  which it consumes; an attempt's token comes from a random salt, ``instances.services.attempt_tokens_new``,
-  so its hash goes in with the row and nothing is read first). Elsewhere the instances to move are read
-  in one query and the attempts inserted in one more. The queue positions and reasons of waiting
+  which it consumes; an attempt's token comes from a random salt,
+  ``instances.services.runtime_config.attempt_tokens_new``, so its hash goes in with the row and nothing is
+  read first). Elsewhere the instances to move are read in one query, the attempts inserted in one more
+  and the resume steps consumed in a third. The queue positions and reasons of waiting
   instances that changed are written in one UPDATE (``instances.bulk.rows_update``), quotas and usage are
   two grouped queries. The statements of a pass do not grow with the queue (a test pins them: 15 on
   PostgreSQL, 20 on SQLite).
@@ -335,7 +336,7 @@ def _targets_of(pks: list[int]) -> dict[int, _Target]:
     }
 
 
-def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str) -> list[int]:
+def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str, now: datetime) -> list[int]:
     """One attempt per placed instance (numbered after its last one) with its token's salt and hash, and the
     job's one-shot resume step consumed (an attempt resumes from it once), in a constant number of
     statements. Returns the attempts' ids in the order of ``placed``. Where PostgreSQL is not available
@@ -356,7 +357,7 @@ def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str
             "token_sha256": list(hashes),
             "resume_from_step": [t.resume_step if t.job_id is not None else -1 for t, _ in placed],
             "placement": [placement for _, placement in placed],
-            "created_at": [timezone.now()] * n,
+            "created_at": [now] * n,
         },
     )
     resumed = [t.job_id for t, _ in placed if t.job_id is not None and t.resume_step >= 0]
@@ -367,13 +368,13 @@ def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str
 
 def _attempts_tail(backend: str, now: datetime) -> MovesTail:
     """On PostgreSQL, the attempts of the instances a pass places, written by the statement that moves them
-    (``instances.transitions.MovesTail``): for each move to ``provisioning`` applied, an attempt numbered
-    after the instance's last one, on ``backend``, with the instance's new placement, its job's one-shot
-    resume step (then consumed: set to -1) and the token salt and hash of the move's ``payload``
-    (``{"salt": …, "sha": …}``, ``instances.services.attempt_tokens_new``). The attempt's id is taken from
-    its sequence as the instance is moved, so each applied move returns it (``None`` for a move to
-    ``failed``) without joining the CTEs. One statement instead of three (the instances to move, the
-    attempts, the resume steps): the pass's largest cost per placement."""
+    (``instances.transitions.MovesTail``): for each move to ``provisioning`` applied, an attempt numbered after
+    the instance's last one, on ``backend``, with the instance's new placement, its job's one-shot resume step
+    (then consumed: set to -1) and the token salt and hash of the move's ``payload`` (``{"salt": …, "sha": …}``,
+    ``instances.services.runtime_config.attempt_tokens_new``). The attempt's id is taken from its sequence as
+    the instance is moved, so each applied move returns it (``None`` for a move to ``failed``) without joining
+    the CTEs. One statement instead of three (the instances to move, the attempts, the resume steps): the pass's
+    largest cost per placement."""
     att, job = JobAttempt._meta.db_table, TrainingJob._meta.db_table
     head, params = insert_select(
         JobAttempt,
@@ -393,7 +394,7 @@ def _attempts_tail(backend: str, now: datetime) -> MovesTail:
         f', att AS ({head} FROM moved m LEFT JOIN "{job}" j ON j.instance_id = m.id WHERE m.aid IS NOT NULL '  # noqa: S608
         "ORDER BY m.n RETURNING job_id, resume_from_step), "
         f'rs AS (UPDATE "{job}" AS j SET resume_step = -1 FROM att WHERE j.id = att.job_id '
-        "AND att.resume_from_step >= 0)"
+        "AND att.resume_from_step >= 0 AND j.resume_step = att.resume_from_step)"  # one asked for meanwhile stays
     )
     # the sequence's name looked up once (an InitPlan), not per row
     aid = ", CASE WHEN v.st = %s THEN nextval((SELECT pg_get_serial_sequence(%s, %s))::regclass) END AS aid"
@@ -528,7 +529,7 @@ def schedule_pass(
             attempts = [cast(int, m.returned[0]) for m in placed_moves]
         else:
             placed = [(targets[m.instance.pk], m.fields["placement"]) for m in placed_moves]
-            attempts = _attempts_create(placed, backend) if placed else []
+            attempts = _attempts_create(placed, backend, now) if placed else []
         if on_attempt is not None:
             for attempt_pk in attempts:
                 transaction.on_commit(functools.partial(on_attempt, attempt_pk))

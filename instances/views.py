@@ -218,6 +218,10 @@ def job_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
 def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     curve = selectors.loss_curve(job)
+    # the runtime's own MFU figure (or why there is none), from the newest progress event
+    progress: dict[str, Any] = (
+        job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first() or {}
+    )
     ctx = {
         "org": organization,
         "job": job,
@@ -230,10 +234,9 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "attempts": job.attempts.order_by("-number")[:20],
         "logs": joblogs.job_log(job=job, lines=60).lines,
         "last": curve[-1] if curve else None,
-        # the runtime's own MFU figure (or why there is none), from the newest progress event
-        "last_progress": job.events.filter(type="progress").order_by("-id").values_list("payload", flat=True).first(),
+        "last_progress": progress or None,
+        "mfu_note": mfu_note_display(progress.get("mfu_note")),
     }
-    ctx["mfu_note"] = mfu_note_display((ctx["last_progress"] or {}).get("mfu_note"))
     summary = job_summary(job)
     speed = job_speed(job)
     ctx.update(

@@ -84,13 +84,11 @@ UPLOAD_ERRORS: dict[str, str] = {
         "A document is larger than the limit. Split it, or separate documents with blank lines."
     ),
     "line_too_long": gettext_noop("A line is longer than the limit. Put one document per line, or split the text."),
-    "missing_column": gettext_noop("The CSV file has no column of the name you gave for the text."),
+    "missing_column": gettext_noop("The name of the CSV file's text column is missing or not in its header."),
     "csv": gettext_noop("The CSV file could not be read as CSV."),
     "format": gettext_noop("This file format is not supported."),
     "empty": gettext_noop("No documents were found in the file."),
-    "structure": gettext_noop(
-        'Some records are not in the expected form: one JSON object with a "text" field per line.'
-    ),
+    "structure": gettext_noop("Some records are not in the expected form; the details name the first ones."),
     "tokenizer": gettext_noop("The tokenizer could not be trained or loaded. Retry; if it fails again, contact us."),
     "input": gettext_noop("A file this stage needs is missing. Retry the upload."),
 }

@@ -225,8 +225,8 @@ def test_a_refused_retry_is_said_once_on_the_upload_page(
 @pytest.mark.parametrize(
     ("language", "said"),
     [
-        ("en", "Some records are not in the expected form: one JSON object with a &quot;text&quot; field per line."),
-        ("zh-hans", "部分记录格式不符：每行应为一个带 &quot;text&quot; 字段的 JSON 对象。"),
+        ("en", "Some records are not in the expected form; the details name the first ones."),
+        ("zh-hans", "部分记录格式不符；详情中列出了最先出错的几条。"),
     ],
 )
 def test_a_failed_upload_says_what_went_wrong_in_the_readers_language_with_the_parsers_detail(

@@ -57,6 +57,11 @@ def test_the_job_page_shows_the_mfu_of_the_newest_progress_event(client: Any, jo
             "zh-hans",
             "NVIDIA X1 的每秒浮点运算峰值不在运行时的表中，因此不计算 MFU。",
         ),
+        (
+            "peak of 'Acme unknown GPU' unknown (not in instances/runtime/mfu.py)",
+            "en",
+            "The peak FLOP/s of Acme unknown GPU is not in the runtime&#x27;s table, so MFU is not computed.",
+        ),
         ("something new from a newer runtime", "zh-hans", "something new from a newer runtime"),
     ],
 )

@@ -27,7 +27,15 @@ document.addEventListener("htmx:afterSettle", function (event) {
 
 // The job launch form: switching the GPU type moves every field that still holds the old type's default
 // to the new type's (a CPU slot trains short samples and checkpoints every minute, a GPU the usual shapes);
-// a value the user typed stays. The defaults come from the page (json_script "launch-defaults").
+// a value the user typed stays. The defaults come from the page (json_script "launch-defaults"). The type
+// the fields belong to is noted when the select gets focus (a browser may have restored another one than
+// the page was rendered with, on Back or reload) and after each change.
+document.addEventListener("focusin", function (event) {
+  var select = event.target;
+  if (select && select.id === "id_gpu_type" && select.form && document.getElementById("launch-defaults")) {
+    select.form.dataset.gpuType = select.value;
+  }
+});
 document.addEventListener("change", function (event) {
   var select = event.target;
   if (!select || select.id !== "id_gpu_type") return;
