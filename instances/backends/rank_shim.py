@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
 from pathlib import Path
 
@@ -40,14 +41,23 @@ def main(argv: list[str]) -> None:
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
         code = 0
-    except SystemExit as exc:
-        code = _code_of(exc)
-        raise
     finally:
+        # No handler of the runtime may interrupt this record (a second SIGTERM — the test's and torchrun's
+        # — whose handler raises would leave no file, and the rank would count as lost): the signals stay
+        # pending while it is written. The code is read from the exception leaving now (a handler that
+        # raised again replaced the first one).
+        held = {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1}
+        signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        leaving = sys.exc_info()[1]
+        if isinstance(leaving, SystemExit):
+            code = _code_of(leaving)
+        elif leaving is not None:
+            code = 1
         exit_dir.mkdir(parents=True, exist_ok=True)
         tmp = exit_dir / f".rank-{rank}.tmp"
         tmp.write_text(f"{code}\n")
         os.replace(tmp, exit_dir / f"rank-{rank}")
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, held)  # recorded: the rest of the way out as before
 
 
 if __name__ == "__main__":

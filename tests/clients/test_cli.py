@@ -448,6 +448,17 @@ def test_money_is_printed_exactly() -> None:
 # --- the journey on the real local backend (slow) ----------------------------------------------------------
 
 
+def _signal_masks(pid: int) -> str:
+    """The ``SigPnd``/``SigBlk``/``SigIgn``/``SigCgt`` lines of ``/proc/<pid>/status`` (empty where unreadable)."""
+    try:
+        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
+    except OSError:
+        return ""
+    return ", ".join(
+        line.replace("\t", " ") for line in lines if line.startswith(("SigPnd", "SigBlk", "SigIgn", "SigCgt"))
+    )
+
+
 class Cli:
     """Runs the CLI as a subprocess while the test's thread serves the pumped portal and runs the reconcile."""
 
@@ -490,8 +501,12 @@ class Cli:
                 proc.send_signal(signal.SIGINT)
                 interrupted_at = time.monotonic()
             if time.monotonic() > deadline:
+                masks = _signal_masks(proc.pid)  # what the CLI did with the signals it was sent, for the report
                 proc.kill()
-                raise AssertionError(f"gpu-portal {' '.join(args)} did not finish\n{''.join(out)}\n{''.join(err)}")
+                raise AssertionError(
+                    f"gpu-portal {' '.join(args)} did not finish ({masks}; Ctrl-C sent: {interrupted_at is not None})"
+                    f"\n{''.join(out[-40:])}\n{''.join(err)}"
+                )
         for t in readers:
             t.join(timeout=10)
         return subprocess.CompletedProcess(args, proc.returncode, "".join(out), "".join(err))
