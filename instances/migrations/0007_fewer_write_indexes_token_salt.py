@@ -3,6 +3,8 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+from portal.lib.migration_sql import sql_per_vendor
+
 # What the state change below means for the database, done without the table rewrite Django's AlterField
 # would do: AlterField on the ForeignKey drops and re-adds the foreign key (validating every attempt row under
 # an exclusive lock), and AlterField + AddIndex on the token hash drops its index and builds the same one
@@ -35,15 +37,6 @@ BACKWARD = {
 }
 
 
-def _run(statements):
-    def run(apps, schema_editor):
-        vendor = schema_editor.connection.vendor
-        for sql in statements.get(vendor, statements["default"]):
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -73,6 +66,6 @@ class Migration(migrations.Migration):
                     index=models.Index(fields=['token_sha256'], name='instances_attempt_token_idx'),
                 ),
             ],
-            database_operations=[migrations.RunPython(_run(FORWARD), _run(BACKWARD))],
+            database_operations=[migrations.RunPython(sql_per_vendor(FORWARD), sql_per_vendor(BACKWARD))],
         ),
     ]

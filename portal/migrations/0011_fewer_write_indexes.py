@@ -2,6 +2,8 @@
 
 from django.db import migrations, models
 
+from portal.lib.migration_sql import sql_per_vendor
+
 # The state change below (no LIKE-pattern twin of the audit action's index) without dropping and building
 # the same b-tree index again over the whole audit table: rename it, drop the twin (PostgreSQL only).
 FORWARD = {
@@ -26,15 +28,6 @@ BACKWARD = {
 }
 
 
-def _run(statements):
-    def run(apps, schema_editor):
-        vendor = schema_editor.connection.vendor
-        for sql in statements.get(vendor, statements["default"]):
-            schema_editor.execute(sql)
-
-    return run
-
-
 class Migration(migrations.Migration):
 
     dependencies = [
@@ -54,6 +47,6 @@ class Migration(migrations.Migration):
                     index=models.Index(fields=['action'], name='portal_audi_action_idx'),
                 ),
             ],
-            database_operations=[migrations.RunPython(_run(FORWARD), _run(BACKWARD))],
+            database_operations=[migrations.RunPython(sql_per_vendor(FORWARD), sql_per_vendor(BACKWARD))],
         ),
     ]

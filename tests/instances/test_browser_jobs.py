@@ -66,6 +66,14 @@ def _post_events(url: str, token: str, attempt: int, events: list[dict[str, Any]
         return json.loads(resp.read())
 
 
+def _log_in_as_alice(page: Any, base: str, org_slug: str) -> None:
+    page.goto(f"{base}/login/")
+    page.fill("#id_username", "alice@example.com")
+    page.fill("#id_password", "correct horse battery 9")
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{base}/o/{org_slug}/")
+
+
 def test_launch_watch_and_roll_back_in_the_browser(
     page: Any, live_server: Any, alice: Any, funded: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend
 ) -> None:
@@ -73,11 +81,7 @@ def test_launch_watch_and_roll_back_in_the_browser(
     from instances.services import attempt_token
 
     ARTIFACTS.mkdir(exist_ok=True)
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice@example.com")
-    page.fill("#id_password", "correct horse battery 9")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/o/{funded.slug}/")
+    _log_in_as_alice(page, live_server.url, funded.slug)
 
     page.goto(f"{live_server.url}/o/{funded.slug}/jobs/new/")
     assert page.text_content("[data-testid=price-per-hour]").strip() == "0.60"
@@ -153,11 +157,7 @@ def test_switching_the_gpu_type_moves_the_untouched_defaults_and_keeps_typed_val
     """The launch page starts on the CPU slot's defaults (short samples, a checkpoint every minute and every
     100 steps); choosing an A100 moves the fields still at those defaults to a GPU's (1024-token samples, a
     checkpoint every 30 minutes, none by steps), and back again; a value the user typed stays as typed."""
-    page.goto(f"{live_server.url}/login/")
-    page.fill("#id_username", "alice@example.com")
-    page.fill("#id_password", "correct horse battery 9")
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/o/{funded.slug}/")
+    _log_in_as_alice(page, live_server.url, funded.slug)
     page.goto(f"{live_server.url}/o/{funded.slug}/jobs/new/")
     fields = ["seq_len", "micro_batch", "max_steps", "checkpoint_every_minutes", "checkpoint_every_steps"]
 
