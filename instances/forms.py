@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from billing.choices import PriceTier, RentalMode
 from instances.choices import Engine, InstanceKind, ModelPreset
 from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
+from instances.launch_defaults import CPU_DEFAULTS, GPU_DEFAULTS, LaunchDefaults, is_cpu_type, launch_defaults
 from instances.limits import HYPERPARAMETER_LIMITS, LAUNCH_LIMITS, Bound
 from instances.models import GpuType, Image
 from instances.services import LaunchSpec
@@ -138,36 +139,30 @@ class JobLaunchForm(_CapacityForm):
 
     def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        from instances.launch_defaults import launch_defaults
-
         # the initial values are the defaults of the GPU type the page starts on (a CPU slot's are small)
         defaults = launch_defaults(gpu_type=str(self.initial.get("gpu_type") or ""))
-        for name in self.DEFAULTED:
-            self.fields[name].initial = defaults.hyperparameters[name]
-        for name in self.DEFAULTED_CHECKPOINTS:
-            self.fields[name].initial = getattr(defaults, name)
+        for name, value in self._field_defaults(defaults).items():
+            self.fields[name].initial = value
         from datasets.selectors import versions_mountable_by
 
         self.fields["datasets"].choices = [  # type: ignore[attr-defined]
             (v.pk, f"{v.dataset.name} v{v.number}") for v in versions_mountable_by(organization)
         ]
 
-    DEFAULTED = ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr")
-    DEFAULTED_CHECKPOINTS = ("checkpoint_every_minutes", "checkpoint_every_steps", "keep_last")
+    @staticmethod
+    def _field_defaults(d: LaunchDefaults) -> dict[str, Any]:
+        """The form's fields that take the launch defaults, with ``d``'s values."""
+        hyper = ("seq_len", "micro_batch", "grad_accum", "max_steps", "lr")
+        checkpoints = ("checkpoint_every_minutes", "checkpoint_every_steps", "keep_last")
+        return {**{n: d.hyperparameters[n] for n in hyper}, **{n: getattr(d, n) for n in checkpoints}}
 
     def defaults_by_type(self) -> dict[str, Any]:
         """``{"current": code, "types": {code: {field: default}}}`` for every GPU type the form offers, for
         the page's script (``portal/static/portal/app.js``): switching the GPU type moves the fields that
         still hold the old type's defaults to the new type's (a CPU slot's are small, a GPU's large)."""
-        from instances.launch_defaults import CPU_DEFAULTS, GPU_DEFAULTS, is_cpu_type
-
         types = {}
         for gpu_type in self.fields["gpu_type"].queryset:  # type: ignore[attr-defined]
-            d = CPU_DEFAULTS if is_cpu_type(gpu_type) else GPU_DEFAULTS
-            types[gpu_type.code] = {
-                **{name: d.hyperparameters[name] for name in self.DEFAULTED},
-                **{name: getattr(d, name) for name in self.DEFAULTED_CHECKPOINTS},
-            }
+            types[gpu_type.code] = self._field_defaults(CPU_DEFAULTS if is_cpu_type(gpu_type) else GPU_DEFAULTS)
         current = self.data.get("gpu_type") if self.is_bound else self.initial.get("gpu_type")
         return {"current": str(current or ""), "types": types}
 

@@ -33,6 +33,12 @@ def ledger_memo(memo: str) -> str:
     return gettext(memo) if memo else ""
 
 
+def _said(table: dict[str, str], key: str, otherwise: str) -> str:
+    """``table[key]`` (a msgid) in the active language, or ``otherwise`` for a key the table lacks."""
+    msgid = table.get(key or "")
+    return gettext(msgid) if msgid else otherwise
+
+
 # datasets.pipeline.STAGE_TABLE's stage names (and the import's own "download") in words
 STAGES: dict[str, str] = {
     "download": gettext_noop("downloading"),
@@ -48,8 +54,7 @@ STAGES: dict[str, str] = {
 @register.filter
 def stage_label(stage: str) -> str:
     """A pipeline stage's name in words of the active language ("deduplicate" -> "正在去重"); unknown as is."""
-    msgid = STAGES.get(stage or "")
-    return gettext(msgid) if msgid else (stage or "")
+    return _said(STAGES, stage, stage or "")
 
 
 # Corpus languages as recorded in a dataset version's statistics (ISO 639-1 codes).
@@ -63,8 +68,7 @@ LANGUAGES: dict[str, str] = {
 @register.filter
 def language_label(code: str) -> str:
     """A corpus language code in words of the active language ("en" -> "英语"); unknown codes as they are."""
-    msgid = LANGUAGES.get(code or "")
-    return gettext(msgid) if msgid else (code or "")
+    return _said(LANGUAGES, code, code or "")
 
 
 @register.filter
@@ -97,5 +101,4 @@ UPLOAD_ERRORS: dict[str, str] = {
 @register.filter
 def upload_error(code: str) -> str:
     """A pipeline error's code in words of the active language; ``""`` for an unknown code."""
-    msgid = UPLOAD_ERRORS.get(code or "")
-    return gettext(msgid) if msgid else ""
+    return _said(UPLOAD_ERRORS, code, "")

@@ -32,7 +32,6 @@ def main(argv: list[str]) -> None:
         sys.exit(2)
     exit_dir, module, args = Path(argv[1]), argv[3], argv[4:]
     rank = os.environ.get("RANK", "0")
-    code = 1
     sys.argv = [module, *args]
     exit_dir.mkdir(parents=True, exist_ok=True)
     started = exit_dir / f".started-{rank}.tmp"
@@ -40,7 +39,6 @@ def main(argv: list[str]) -> None:
     os.replace(started, exit_dir / f"started-{rank}")
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)
-        code = 0
     finally:
         # No handler of the runtime may interrupt this record (a second SIGTERM — the test's and torchrun's
         # — whose handler raises would leave no file, and the rank would count as lost): the signals stay
@@ -49,10 +47,7 @@ def main(argv: list[str]) -> None:
         held = {signal.SIGTERM, signal.SIGINT, signal.SIGUSR1}
         signal.pthread_sigmask(signal.SIG_BLOCK, held)
         leaving = sys.exc_info()[1]
-        if isinstance(leaving, SystemExit):
-            code = _code_of(leaving)
-        elif leaving is not None:
-            code = 1
+        code = 0 if leaving is None else _code_of(leaving) if isinstance(leaving, SystemExit) else 1
         exit_dir.mkdir(parents=True, exist_ok=True)
         tmp = exit_dir / f".rank-{rank}.tmp"
         tmp.write_text(f"{code}\n")
