@@ -97,19 +97,22 @@ def format_duration(d: timedelta) -> str:
     return _hms(d)
 
 
-def mfu_note_display(note: str | None) -> str:
-    """Why the job shows no MFU, in the reader's language: the runtime's ``mfu_note`` (English,
-    ``instances/runtime/mfu.py: mfu_basis``) for the two cases it reports — no GPU, or a GPU whose peak
-    FLOP/s is not in its table — and the runtime's own text for anything else. ``""`` for no note."""
+def mfu_note_display(progress: dict[str, Any]) -> str:
+    """Why the job shows no MFU, in the reader's language, from the newest progress event (a dict):
+    its ``mfu_note_code`` (``cpu`` | ``unknown_device`` with ``mfu_device``; ``instances/runtime/mfu.py``),
+    or, for a runtime from before the code, its English ``mfu_note`` recognised by its two wordings;
+    the runtime's own text for a code or note this portal does not know. ``""`` for no note."""
     from django.utils.translation import gettext as _
 
-    if not note:
-        return ""
-    if note.startswith("no GPU"):
+    note, code = str(progress.get("mfu_note") or ""), progress.get("mfu_note_code")
+    device = str(progress.get("mfu_device") or "")
+    if code is None:  # an older runtime: the note's wording is all there is
+        unknown = re.match(r"peak of (.+) unknown \(", note)
+        code = "cpu" if note.startswith("no GPU") else "unknown_device" if unknown else ""
+        device = unknown.group(1).strip("'\"") if unknown else ""
+    if code == "cpu":
         return _("No GPU: the peak FLOP/s of a CPU is not tabulated, so MFU is not computed.")
-    unknown = re.match(r"peak of (.+) unknown \(", note)
-    if unknown:
-        device = unknown.group(1).strip("'\"")
+    if code == "unknown_device" and device:
         return _("The peak FLOP/s of %(device)s is not in the runtime's table, so MFU is not computed.") % {
             "device": device
         }

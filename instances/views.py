@@ -235,7 +235,7 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "logs": joblogs.job_log(job=job, lines=60).lines,
         "last": curve[-1] if curve else None,
         "last_progress": progress or None,
-        "mfu_note": mfu_note_display(progress.get("mfu_note")),
+        "mfu_note": mfu_note_display(progress),
     }
     summary = job_summary(job)
     speed = job_speed(job)

@@ -44,16 +44,24 @@ PEAK_BF16_TFLOPS: tuple[tuple[str, float], ...] = (
 )
 
 
+# Why MFU is unavailable, as a code the portal translates (``mfu_note_code`` in progress events; the
+# English ``note`` stays for people reading the runtime's own log).
+NOTE_CPU = "cpu"  # no GPU: a CPU's peak is not tabulated
+NOTE_UNKNOWN_DEVICE = "unknown_device"  # a GPU whose name is not in PEAK_BF16_TFLOPS
+
+
 @dataclass(frozen=True)
 class MfuBasis:
     """What MFU is computed from: ``flops_per_token``, ``peak_flops`` (per device, FLOP/s, ``None`` when
-    unknown), ``devices``, ``device_name`` and ``note`` (why MFU is unavailable, else a description)."""
+    unknown), ``devices``, ``device_name``, ``note`` (why MFU is unavailable, else a description) and
+    ``note_code`` (``NOTE_CPU`` | ``NOTE_UNKNOWN_DEVICE`` when unavailable, ``""`` when available)."""
 
     flops_per_token: float
     peak_flops: float | None
     devices: int
     device_name: str
     note: str
+    note_code: str = ""
 
     def mfu(self, tokens_per_s: float) -> float | None:
         """Fraction of the peak (0..1, rounded to 4 places), or ``None`` when the peak is unknown."""
@@ -86,11 +94,12 @@ def mfu_basis(model: torch.nn.Module, *, seq_len: int, devices: int, device: tor
     """The basis for this run: FLOPs per token from the model's config, the peak from the device's name."""
     fpt, n = flops_per_token(model, seq_len)
     if device.type != "cuda":
-        return MfuBasis(fpt, None, devices, "cpu", "no GPU: the peak FLOP/s of a CPU is not tabulated")
+        return MfuBasis(fpt, None, devices, "cpu", "no GPU: the peak FLOP/s of a CPU is not tabulated", NOTE_CPU)
     name = torch.cuda.get_device_name(device)
     peak = peak_bf16_flops(name)
     if peak is None:
-        return MfuBasis(fpt, None, devices, name, f"peak of {name!r} unknown (not in instances/runtime/mfu.py)")
+        note = f"peak of {name!r} unknown (not in instances/runtime/mfu.py)"
+        return MfuBasis(fpt, None, devices, name, note, NOTE_UNKNOWN_DEVICE)
     note = (f"{fpt / 1e9:.3f} GFLOP/token (6 x {n / 1e6:.1f}M matmul params + attention) against "
             f"{peak / 1e12:.1f} TFLOP/s dense bf16 per {name} x {devices}")  # fmt: skip
     return MfuBasis(fpt, peak, devices, name, note)

@@ -27,11 +27,15 @@ Event types and their fields (besides seq, type, time):
 ``progress``    ``step``, ``loss`` (mean over the step's tokens and ranks), ``lr``,
                 ``tokens_per_s`` (all ranks, since the previous progress event), ``tokens_seen``,
                 ``mfu`` (model FLOPs utilisation, 0..1, or null when the device's peak is unknown, e.g.
-                on CPU), ``mfu_note`` (only when ``mfu`` is null: why)
+                on CPU), ``mfu_note`` (only when ``mfu`` is null: why, in English), ``mfu_note_code``
+                (with it: ``cpu`` | ``unknown_device``, ``instances/runtime/mfu.py``) and ``mfu_device``
+                (with ``unknown_device``: the GPU's name as CUDA reports it)
 ``checkpoint``  ``step``, ``path`` (folder or URL of the complete checkpoint), ``bytes``, ``loss``
 ``checkpoint_pruned``  ``step``, ``path``: keep-last-K deleted this complete checkpoint (it no longer
                 exists; a rollback to it is impossible). Sent once per deleted checkpoint, after the
-                ``checkpoint`` event of the save that made it surplus. Pinned checkpoints are never pruned.
+                ``checkpoint`` event of the save that made it surplus, or after ``started`` when a resumed
+                run finishes the pruning of a run killed between a commit and its prune. Pinned
+                checkpoints are never pruned.
 ``exit``        ``reason`` (``finished`` | ``preempted`` | ``stopped`` | ``failed``), ``exit_code``
                 (see ``instances.runtime.exitcodes``), ``step``, ``message``
 

@@ -45,7 +45,7 @@ from instances.runtime.loop import (  # noqa: F401 - stateless pieces of the loo
     restore_rng,
     rng_blob,
 )
-from instances.runtime.mfu import mfu_basis
+from instances.runtime.mfu import NOTE_UNKNOWN_DEVICE, mfu_basis
 from instances.runtime.model import build_model, decoder_layers, materialize, parameter_count
 from instances.runtime.reporting import Reporter
 from instances.runtime.resume import SHAPE_FIELDS, ResumeMixin  # noqa: F401 - SHAPE_FIELDS importable from here
@@ -282,6 +282,11 @@ class Trainer(ResumeMixin, SavingMixin):
         cfg = self.cfg
         self.build()
         resumed = self.resume()
+        if resumed and self.rank == 0:
+            # finish keep-last-K for a run killed between a commit and its prune (a lost node): without it,
+            # every such kill would leave one more checkpoint behind; the loaded step is the newest complete
+            # one (newer damaged ones were set aside, a rollback moved newer ones away), so it is kept
+            self._prune_future = self._prune_pool.submit(self._prune)
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
         start = f"resumed from step {resumed}" if resumed else "started from step 0"  # a fresh start is no resume
@@ -329,10 +334,15 @@ class Trainer(ResumeMixin, SavingMixin):
                     tokens_per_s=round(tps, 3),
                     tokens_seen=self.tokens_seen,
                     mfu=self.mfu.mfu(tps),
-                    **({} if self.mfu.peak_flops else {"mfu_note": self.mfu.note}),
+                    **({} if self.mfu.peak_flops else self._mfu_note()),
                 )
             else:
                 pending_loss = loss_t
+
+    def _mfu_note(self) -> dict[str, str]:
+        """The progress event's fields saying why ``mfu`` is null (see ``instances.runtime.reporting``)."""
+        note = {"mfu_note": self.mfu.note, "mfu_note_code": self.mfu.note_code}
+        return {**note, "mfu_device": self.mfu.device_name} if self.mfu.note_code == NOTE_UNKNOWN_DEVICE else note
 
     def finish(self, reason: str, code: int, message: str) -> int:
         if self.signals.grace_timer is not None:

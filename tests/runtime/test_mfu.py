@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from instances.runtime.mfu import MfuBasis, flops_per_token, mfu_basis, peak_bf16_flops
+from instances.runtime.mfu import NOTE_CPU, NOTE_UNKNOWN_DEVICE, MfuBasis, flops_per_token, mfu_basis, peak_bf16_flops
 from instances.runtime.model import build_model
 
 
@@ -37,8 +37,23 @@ def test_mfu_is_achieved_flops_over_peak_times_devices_and_null_on_cpu() -> None
     assert basis.mfu(800_000.0) == 0.4  # 8e14 FLOP/s over 2 x 1e15
     model = build_model("tiny", vocab_size=1024, seq_len=32, seed=0)
     cpu = mfu_basis(model, seq_len=32, devices=1, device=torch.device("cpu"))
-    assert (cpu.peak_flops, cpu.mfu(1000.0), cpu.note) == (
+    assert (cpu.peak_flops, cpu.mfu(1000.0), cpu.note, cpu.note_code) == (
         None,
         None,
         "no GPU: the peak FLOP/s of a CPU is not tabulated",
+        NOTE_CPU,
     )
+
+
+def test_a_gpu_missing_from_the_table_gets_no_mfu_and_the_unknown_device_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No CUDA here: only the device's name is asked of CUDA, so that call is replaced."""
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda device=None: "Acme X9")
+    model = build_model("tiny", vocab_size=1024, seq_len=32, seed=0)
+    basis = mfu_basis(model, seq_len=32, devices=8, device=torch.device("cuda", 0))
+    assert (basis.peak_flops, basis.mfu(1000.0), basis.device_name, basis.note_code) == (
+        None,
+        None,
+        "Acme X9",
+        NOTE_UNKNOWN_DEVICE,
+    )
+    assert basis.note == "peak of 'Acme X9' unknown (not in instances/runtime/mfu.py)"

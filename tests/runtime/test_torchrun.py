@@ -77,6 +77,8 @@ def reference(base_config: dict[str, Any], tmp_path_factory: pytest.TempPathFact
 def test_reference_run_trains_and_finishes(reference: dict[str, Any]) -> None:
     assert sorted(reference["losses"]) == list(range(1, MAX_STEPS + 1))
     assert reference["losses"][MAX_STEPS] < reference["losses"][1]
+    progress = [e for e in reference["events"] if e["type"] == "progress"]
+    assert {(e["mfu"], e["mfu_note_code"], "mfu_device" in e) for e in progress} == {(None, "cpu", False)}
     exit_event = reference["events"][-1]
     assert (exit_event["type"], exit_event["reason"], exit_event["exit_code"]) == (
         "exit",
@@ -102,6 +104,27 @@ def test_keep_last_k_keeps_the_newest_complete_checkpoints(reference: dict[str, 
     assert kinds == ["checkpoint", "checkpoint", "checkpoint", "checkpoint_pruned", "checkpoint", "checkpoint_pruned"]
     for name in step_dirs(ckpt):
         assert (ckpt / name / ".metadata").exists() and (ckpt / name / "manifest.json").exists()
+
+
+def test_a_resumed_run_finishes_the_pruning_a_killed_run_left_undone(
+    reference: dict[str, Any], base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job]
+) -> None:
+    """A run killed between a commit and its keep-last-K prune (a lost node) leaves one checkpoint too
+    many; the next run prunes it once it has resumed, so such kills do not pile checkpoints up."""
+    ckpt = tmp_path / "ckpt"
+    shutil.copytree(reference["root"] / "ckpt", ckpt)  # steps 9 and 12: one too many for keep_last=1
+    cfg = {**base_config, "max_steps": MAX_STEPS + 1, "keep_last": 1, "checkpoint_dir": str(ckpt)}
+    job = run_job(cfg, tmp_path / "work")
+    assert job.wait() == 0, job.output()
+    events = [e for e in read_events(tmp_path / "work") if e["type"] in ("started", "checkpoint", "checkpoint_pruned")]
+    assert [(e["type"], e["step"]) for e in events] == [
+        ("started", 12),
+        ("checkpoint_pruned", 9),  # before any save of this run
+        ("checkpoint", 13),
+        ("checkpoint_pruned", 12),
+    ]
+    assert events[1]["path"] == str(ckpt / "step-00000009")
+    assert step_dirs(ckpt) == ["step-00000013"]
 
 
 @pytest.mark.parametrize("engine", ["ddp", "fsdp"])
