@@ -282,17 +282,18 @@ class Trainer(ResumeMixin, SavingMixin):
         cfg = self.cfg
         self.build()
         resumed = self.resume()
-        if resumed and self.rank == 0:
-            # finish keep-last-K for a run killed between a commit and its prune (a lost node): without it,
-            # every such kill would leave one more checkpoint behind; the loaded step is the newest complete
-            # one (newer damaged ones were set aside, a rollback moved newer ones away), so it is kept
-            self._prune_future = self._prune_pool.submit(self._prune)
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
         start = f"resumed from step {resumed}" if resumed else "started from step 0"  # a fresh start is no resume
         self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, {start}")
         self.emit("started", step=resumed, world_size=self.world, flops_per_token=self.mfu.flops_per_token,
                   peak_flops=self.mfu.peak_flops, device=self.mfu.device_name)  # fmt: skip
+        if resumed and self.rank == 0:
+            # finish keep-last-K for a run killed between a commit and its prune (a lost node); without this,
+            # each such kill leaves one more checkpoint behind. The loaded step is the newest complete one
+            # (newer damaged ones were set aside, a rollback moved newer ones away), so it is kept. Its
+            # checkpoint_pruned events follow `started`; the first save waits for it (wait_for_save).
+            self._prune_future = self._prune_pool.submit(self._prune)
         pending_loss: torch.Tensor | None = None
         mark_t, mark_tokens = time.monotonic(), self.tokens_seen
         while True:
