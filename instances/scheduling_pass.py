@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import operator
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -46,7 +47,7 @@ from typing import Any, NamedTuple, cast, overload
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import OuterRef, Subquery, Sum
+from django.db.models import OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from billing.choices import PriceTier
@@ -360,9 +361,12 @@ def _attempts_create(placed: list[tuple[_Target, list[list[Any]]]], backend: str
             "created_at": [now] * n,
         },
     )
-    resumed = [t.job_id for t, _ in placed if t.job_id is not None and t.resume_step >= 0]
+    # as on PostgreSQL: only where the job still holds the step its attempt took (one asked for meanwhile stays)
+    resumed = [
+        Q(pk=t.job_id, resume_step=t.resume_step) for t, _ in placed if t.job_id is not None and t.resume_step >= 0
+    ]
     if resumed:
-        TrainingJob.objects.filter(pk__in=resumed).update(resume_step=-1)
+        TrainingJob.objects.filter(functools.reduce(operator.or_, resumed)).update(resume_step=-1)
     return pks
 
 

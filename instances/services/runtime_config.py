@@ -50,7 +50,13 @@ def attempt_token(attempt: JobAttempt) -> str:
     """
     salt = attempt.token_salt
     message = f"v2:{salt}" if salt else f"{attempt.pk}:{attempt.instance_id}:{attempt.number}"
-    mac = hmac.new(settings.SECRET_KEY.encode(), f"gpu-portal:attempt:{message}".encode(), hashlib.sha256)
+    return _token(hmac.new(settings.SECRET_KEY.encode(), digestmod=hashlib.sha256), message)
+
+
+def _token(keyed: hmac.HMAC, message: str) -> str:
+    """``gpj_`` + the hex HMAC of the attempt ``message`` under ``keyed`` (a copy is used: reusable)."""
+    mac = keyed.copy()
+    mac.update(f"gpu-portal:attempt:{message}".encode())
     return "gpj_" + mac.hexdigest()
 
 
@@ -64,9 +70,7 @@ def attempt_tokens_new(count: int) -> list[tuple[str, str]]:
     out = []
     for _ in range(count):
         salt = secrets.token_hex(16)
-        mac = keyed.copy()
-        mac.update(f"gpu-portal:attempt:v2:{salt}".encode())
-        out.append((salt, hashlib.sha256(("gpj_" + mac.hexdigest()).encode()).hexdigest()))
+        out.append((salt, hashlib.sha256(_token(keyed, f"v2:{salt}").encode()).hexdigest()))
     return out
 
 

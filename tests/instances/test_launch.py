@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from instances_support import FakeBackend, accept, fund
 
 from instances.backends.base import JobStatus
@@ -326,3 +327,41 @@ def test_rollback_stops_then_restarts_from_the_chosen_step_and_sets_later_checkp
     assert second.resume_from_step == 8
     assert json.loads(fake_backend.submitted[-1].config_json)["resume_step"] == 8
     assert job.resume_step == -1  # used once
+
+
+def test_a_rollback_asked_for_while_the_pass_places_the_job_is_kept_for_the_next_attempt(
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The pass consumes the job's one-shot resume step only where the job still holds the step its attempt
+    took. Here a second rollback lands between the pass's read and its write (SQLite's path reads the
+    instances to move in a query of their own; on PostgreSQL the read and the write are one statement, so
+    nothing can come between them in the same way)."""
+    if connection.vendor == "postgresql":
+        pytest.skip("on PostgreSQL the pass reads and writes the resume step in one statement")
+    from instances import scheduling_pass
+    from instances.models import Checkpoint, TrainingJob
+    from instances.services import instance_launch, job_rollback
+
+    with django_capture_on_commit_callbacks(execute=True):
+        inst = instance_launch(organization=funded, user=alice, spec=spec(dataset_version_ids=[licensed.pk]))
+    job = inst.job
+    cps = [Checkpoint.objects.create(job=job, step=s, location=f"/c/step-{s}") for s in (4, 8)]
+    read = scheduling_pass._targets_of
+
+    def read_then_a_second_rollback(pks: list[int]) -> Any:
+        targets = read(pks)
+        TrainingJob.objects.filter(pk=job.pk).update(resume_step=4)  # asked for meanwhile
+        return targets
+
+    monkeypatch.setattr(scheduling_pass, "_targets_of", read_then_a_second_rollback)
+    with django_capture_on_commit_callbacks(execute=True):
+        job_rollback(job=job, checkpoint_id=cps[1].pk, acting_user=alice)
+    job.refresh_from_db()
+    assert job.attempts.get(number=2).resume_from_step == 8  # what the pass read
+    assert job.resume_step == 4  # the later request is not consumed by an attempt that did not take it
