@@ -30,6 +30,8 @@ import asyncio
 import functools
 import ipaddress
 import logging
+import math
+import os
 import socket
 import ssl
 import time
@@ -52,7 +54,7 @@ _T = TypeVar("_T")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")  # RFC 6052's well-known prefix: the last 32 bits are IPv4
 LOOKUP_TIMEOUT_S = 10.0  # a registration's lookup; a call's lookup shares the call's deadline
-_LOOKUPS = ThreadPoolExecutor(max_workers=8, thread_name_prefix="egress-lookup")  # getaddrinfo cannot be cut
+_lookups: tuple[int, ThreadPoolExecutor] | None = None  # (pid, pool): getaddrinfo cannot be cut, so it runs there
 
 
 class EgressError(Exception):
@@ -200,7 +202,7 @@ def _legacy_ipv4(host: str) -> bool:
 def _lookup(host: str, port: int, deadline: float) -> tuple[str, ...]:
     """Every address ``getaddrinfo`` gives for ``host`` (both families), first-seen order, duplicates dropped;
     ``EgressFailed`` when the lookup has not ended by ``deadline``."""
-    future = _LOOKUPS.submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
+    future = _lookup_pool().submit(socket.getaddrinfo, host, port, type=socket.SOCK_STREAM)
     try:
         infos = future.result(timeout=max(0.0, deadline - time.monotonic()))
     except FutureTimeout as exc:
@@ -211,6 +213,14 @@ def _lookup(host: str, port: int, deadline: float) -> tuple[str, ...]:
     for info in infos:
         seen.setdefault(str(ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])), None)
     return tuple(seen)
+
+
+def _lookup_pool() -> ThreadPoolExecutor:
+    """This process's lookup threads (a pool inherited through ``fork`` has no threads left in the child)."""
+    global _lookups
+    if _lookups is None or _lookups[0] != os.getpid():
+        _lookups = (os.getpid(), ThreadPoolExecutor(max_workers=8, thread_name_prefix="egress-lookup"))
+    return _lookups[1]
 
 
 class _Pinned(AbstractResolver):
@@ -256,7 +266,7 @@ async def _post(
     connector = aiohttp.TCPConnector(resolver=_Pinned(target), use_dns_cache=False, force_close=True, ssl=tls)
     async with aiohttp.ClientSession(
         connector=connector,
-        timeout=aiohttp.ClientTimeout(total=timeout_s),
+        timeout=aiohttp.ClientTimeout(total=timeout_s, ceil_threshold=math.inf),  # never rounded up to a second
         auto_decompress=False,
         trust_env=False,
         cookie_jar=aiohttp.DummyCookieJar(),
