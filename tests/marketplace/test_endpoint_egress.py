@@ -253,10 +253,10 @@ def test_a_trickling_endpoint_is_cut_at_the_deadline_and_charges_nothing(
         took = time.monotonic() - started
     finally:
         endpoint.close()
-    assert 1.0 <= took < 1.8, took
+    assert 1.0 <= took < 2.5, took  # the deadline, not the 8 s the receiver would take
     assert endpoint.connections == 1 and endpoint.durations[0] < 3, endpoint.durations
     call = _failed(response, 504, "backend_timeout", NO_ANSWER)
-    assert (call.error, 1000 <= call.latency_ms < 1800) == ("no complete answer within 1 s", True)
+    assert (call.error, 1000 <= call.latency_ms < 2500) == ("no complete answer within 1 s", True)
     _charged_nothing(caller)
 
 

@@ -148,7 +148,7 @@ def test_a_slow_lookup_counts_against_the_attempts_deadline(guarded, monkeypatch
         took = time.monotonic() - started
     finally:
         release.set()
-    assert 0.5 <= took < 0.9, took
+    assert 0.5 <= took < 1.5, took
     assert jail.attempts == []
 
 

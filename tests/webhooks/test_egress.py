@@ -329,11 +329,11 @@ def test_a_trickling_receiver_is_cut_at_the_deadline_and_recorded_as_failed(
         took = time.monotonic() - started
     finally:
         receiver.close()
-    assert 1.0 <= took < 1.8, took
+    assert 1.0 <= took < 2.5, took  # the deadline, not the 8 s the receiver would take
     assert receiver.connections == 1 and receiver.durations[0] < 3, receiver.durations
     ((number, code, ms, error, excerpt),) = _attempts(delivery)
     assert (number, code, error, excerpt) == (1, None, NO_ANSWER, "")
-    assert 1000 <= ms < 1800
+    assert 1000 <= ms < 2500
     assert (delivery.status, delivery.attempt_count, delivery.last_status_code, delivery.last_error) == (
         DeliveryStatus.PENDING,
         1,
