@@ -365,6 +365,34 @@ def test_the_claim_lasts_the_deadline_and_a_margin(alice, alice_org, settings, h
     assert (delivery.status, delivery.attempt_count) == (DeliveryStatus.SUCCEEDED, 1)
 
 
+def test_a_worker_whose_claim_was_taken_over_records_its_attempt_but_leaves_the_delivery_to_the_new_holder(
+    alice, alice_org, httpserver, loopback, monkeypatch
+):
+    """Worker A stalled past its lease and worker B claimed the delivery (as B's compare-and-set would, while A
+    was sending): A's attempt is recorded, but the delivery keeps B's claim instead of A's retry time."""
+    httpserver.expect_request("/hook").respond_with_response(Response("down", status=503))
+    real_post = sender.post
+    taken_over_until = timezone.now() + timedelta(minutes=5)
+
+    def post(**kwargs):
+        WebhookDelivery.objects.update(next_attempt_at=taken_over_until)  # B's claim
+        return real_post(**kwargs)
+
+    monkeypatch.setattr(sender, "post", post)
+    webhook_endpoint_create(
+        organization=alice_org, user=alice, url=httpserver.url_for("/hook"), event_types=["job.finished"]
+    )
+    webhook_emit(organization=alice_org, event_type="job.finished", data={"job_id": 1})  # on_commit not run
+    delivery = services.webhook_delivery_attempt(delivery_id=WebhookDelivery.objects.get().pk)
+    assert [(n, c, e) for n, c, _ms, e, _x in _attempts(delivery)] == [(1, 503, "could not deliver: HTTP 503")]
+    assert (delivery.status, delivery.attempt_count, delivery.round_attempts, delivery.next_attempt_at) == (
+        DeliveryStatus.PENDING,
+        1,
+        0,
+        taken_over_until,
+    )
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_claim_taken_after_the_lease_never_sends_while_the_first_attempt_may_run(
     alice, alice_org, settings, monkeypatch
