@@ -6,6 +6,11 @@ Only instances on the local backend are sampled (their processes are on this mac
 process group plus the processes carrying the job's marker, as the backend itself finds them). Settings:
 ``INSTANCES_UTILIZATION_EVERY_S`` (least seconds between two samples of one instance, default 30) and
 ``INSTANCES_UTILIZATION_KEEP`` (samples kept per instance, default 120: an hour at the default pace).
+
+The samples also tell idle autostop whether the instance's own processes work (:func:`sample_busy`: CPU use
+of at least ``INSTANCES_IDLE_CPU_PERCENT`` of one core (default 10) over a sample's interval, or a card
+carrying one of its processes at least ``INSTANCES_IDLE_GPU_PERCENT`` busy (default 10)): a sample that shows
+work moves the instance's ``last_activity_at`` to its time, so the record outlives the kept window.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Max
+from django.db.models import Max, Q
 from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
@@ -49,11 +54,29 @@ def _local_pids(instance: Instance) -> list[int] | None:
     return [p.pid for p in job_processes(str(ws), pgid)]
 
 
+def _cards_of(totals: metrics.ProcessTotals, gpu: metrics.GpuReading) -> list[dict[str, Any]]:
+    """The node's cards as the instance sees them: each card's reading plus ``instance_processes`` (how many
+    of ``totals.pids`` have a compute context on it) and ``instance_memory_bytes`` (their GPU memory), both
+    None where NVML did not list the card's processes. Other instances' pids are never stored."""
+    mine = set(totals.pids)
+    cards = []
+    for card in gpu.cards:
+        on_card = gpu.processes.get(card["index"])
+        if on_card is None:
+            cards.append({**card, "instance_processes": None, "instance_memory_bytes": None})
+            continue
+        own = [used for pid, used in on_card.items() if pid in mine]
+        cards.append({**card, "instance_processes": len(own), "instance_memory_bytes": sum(own)})
+    return cards
+
+
 def utilization_record(
     *, instance: Instance, totals: metrics.ProcessTotals, gpu: metrics.GpuReading, now: datetime | None = None
 ) -> UtilizationSample:
-    """Store one sample (CPU % from the previous sample's CPU time, clamped at 0 when processes ended) and
-    keep the newest ``INSTANCES_UTILIZATION_KEEP``; returns it."""
+    """Store one sample (CPU % from the previous sample's CPU time, clamped at 0 when processes ended; the
+    cards with the instance's share, :func:`_cards_of`) and keep the newest ``INSTANCES_UTILIZATION_KEEP``; a
+    sample showing work (:func:`sample_busy`) moves ``Instance.last_activity_at`` forward to ``now`` (a
+    compare-and-set, as ``instances.interactive.idle.instance_activity_record``). Returns the sample."""
     now = now or timezone.now()
     keep = int(_setting("INSTANCES_UTILIZATION_KEEP", 120))
     with transaction.atomic():
@@ -69,12 +92,16 @@ def utilization_record(
             cpu_seconds=totals.cpu_seconds,
             cpu_percent=cpu_percent,
             memory_bytes=totals.memory_bytes,
-            gpus=gpu.cards,
+            gpus=_cards_of(totals, gpu),
             gpu_absent=gpu.absent,
             gpu_detail=gpu.detail[:200],
         )
         old = UtilizationSample.objects.filter(instance=instance).order_by("-sampled_at", "-id")[keep:]
         UtilizationSample.objects.filter(pk__in=list(old.values_list("pk", flat=True))).delete()
+        if sample_busy(sample):  # the instance's own processes work: not idle (idle autostop reads it)
+            Instance.objects.filter(pk=instance.pk).filter(
+                Q(last_activity_at__isnull=True) | Q(last_activity_at__lt=now)
+            ).update(last_activity_at=now)
     return sample
 
 
@@ -105,6 +132,43 @@ def utilization_sample_due(*, now: datetime | None = None) -> int:
     return sampled
 
 
+def busy_thresholds() -> tuple[float, float]:
+    """(CPU %, GPU %) at or above which a sample shows the instance working: ``INSTANCES_IDLE_CPU_PERCENT``
+    (of one core, default 10) and ``INSTANCES_IDLE_GPU_PERCENT`` (of one card, default 10)."""
+    return (
+        float(_setting("INSTANCES_IDLE_CPU_PERCENT", 10)),
+        float(_setting("INSTANCES_IDLE_GPU_PERCENT", 10)),
+    )
+
+
+def sample_busy(sample: UtilizationSample, *, thresholds: tuple[float, float] | None = None) -> bool:
+    """Whether the instance's processes worked over the sample's interval: CPU use (``cpu_percent``, since
+    the previous sample; 100 = one core) at or above the CPU threshold, or a card with one of its processes
+    on it (``instance_processes`` > 0) at or above the GPU threshold. A card whose processes NVML did not
+    list (``instance_processes`` None, or a sample from before it was recorded) counts when busy: unknown
+    is not idle."""
+    cpu_min, gpu_min = thresholds or busy_thresholds()
+    if sample.cpu_percent is not None and sample.cpu_percent >= cpu_min:
+        return True
+    return any(
+        card.get("instance_processes", None) != 0 and float(card.get("utilization_percent") or 0) >= gpu_min
+        for card in sample.gpus or []
+    )
+
+
+def utilization_absent(instance: Instance, latest: UtilizationSample | None) -> list[str]:
+    """The sentences saying why metrics are missing: no samples yet or another backend (no ``latest``), or
+    why the newest sample has no GPU readings."""
+    if latest is None:
+        local = instance.attempts.filter(handle__startswith="local:").exists() or not instance.attempts.exists()
+        return [
+            _("No samples yet: the first one is taken within a minute of the start.")
+            if local
+            else _("Utilization is sampled for instances on the local backend; this instance runs elsewhere.")
+        ]
+    return [str(GPU_ABSENT.get(latest.gpu_absent, latest.gpu_absent))] if latest.gpu_absent else []
+
+
 @dataclass
 class UtilizationView:
     """What the instance page shows: the latest sample (or None), the charts, and why metrics are absent."""
@@ -120,13 +184,7 @@ def utilization_view(instance: Instance) -> UtilizationView:
     minutes before the latest sample) and the sentences that explain missing metrics."""
     samples = list(UtilizationSample.objects.filter(instance=instance).order_by("sampled_at", "id"))
     if not samples:
-        local = instance.attempts.filter(handle__startswith="local:").exists() or not instance.attempts.exists()
-        why = (
-            _("No samples yet: the first one is taken within a minute of the start.")
-            if local
-            else _("Utilization is sampled for instances on the local backend; this instance runs elsewhere.")
-        )
-        return UtilizationView(latest=None, absent=[why])
+        return UtilizationView(latest=None, absent=utilization_absent(instance, None))
     last = samples[-1]
 
     def minutes(s: UtilizationSample) -> float:
@@ -158,5 +216,4 @@ def utilization_view(instance: Instance) -> UtilizationView:
                 color="#7a3db8",
             )
         )
-    absent = [str(GPU_ABSENT.get(last.gpu_absent, last.gpu_absent))] if last.gpu_absent else []
-    return UtilizationView(latest=last, charts=charts, absent=absent, gpus=last.gpus)
+    return UtilizationView(latest=last, charts=charts, absent=utilization_absent(instance, last), gpus=last.gpus)

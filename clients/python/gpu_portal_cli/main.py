@@ -38,6 +38,7 @@ from gpu_portal_client.models import (
     InstanceLaunchRequest,
     JobLaunchRequest,
     RollbackRequest,
+    TierEnum,
 )
 
 from gpu_portal_cli import config
@@ -118,18 +119,30 @@ def cmd_instances_list(args: argparse.Namespace) -> None:
     return emit_json(rows) if args.json else table(rows, INSTANCE_COLUMNS)
 
 
+def instance_launch_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``POST /instances`` body of ``instances launch``: every field the API takes (``InstanceLaunchRequest``);
+    ``idle_autostop_minutes`` only when ``--idle-minutes`` is given (else the organization's default)."""
+    body: dict[str, Any] = {
+        "name": args.name,
+        "gpu_type": args.gpu_type,
+        "gpu_count": args.gpu_count,
+        "mode": args.mode,
+        "image": args.image,
+        "command": args.command,
+        "volumes": args.volume or [],
+        "tier": args.tier,
+    }
+    if args.idle_minutes is not None:
+        body["idle_autostop_minutes"] = args.idle_minutes
+    return body
+
+
 def cmd_instances_launch(args: argparse.Namespace) -> None:
     api = api_from(args)
-    body = InstanceLaunchRequest.from_dict(
-        {
-            "name": args.name,
-            "gpu_type": args.gpu_type,
-            "gpu_count": args.gpu_count,
-            "mode": args.mode,
-            "image": args.image,
-            "command": args.command,
-        }
-    )
+    try:
+        body = InstanceLaunchRequest.from_dict(instance_launch_body(args))
+    except ValueError as exc:  # an enum value the schema does not list
+        raise CliError(str(exc)) from None
     extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
     inst = api(instances_create, body=body, **extra)
     if not args.json:
@@ -170,8 +183,9 @@ def parse_value(text: str) -> Any:
         return text
 
 
-def cmd_jobs_launch(args: argparse.Namespace) -> None:
-    api = api_from(args)
+def job_launch_body(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``POST /jobs`` body of ``jobs launch``: every field the API takes (``JobLaunchRequest``); the
+    checkpoint intervals only when given (else the GPU type's defaults)."""
     hyper: dict[str, Any] = {}
     if args.hyperparameters:
         hyper = load_json_arg(args.hyperparameters, "--hyperparameters")
@@ -193,11 +207,19 @@ def cmd_jobs_launch(args: argparse.Namespace) -> None:
         "engine": args.engine,
         "hyperparameters": hyper,
         "keep_last": args.keep_last,
+        "volumes": args.volume or [],
+        "tier": args.tier,
     }
     if args.checkpoint_every_minutes is not None:
         spec["checkpoint_every_minutes"] = args.checkpoint_every_minutes
     if args.checkpoint_every_steps is not None:
         spec["checkpoint_every_steps"] = args.checkpoint_every_steps
+    return spec
+
+
+def cmd_jobs_launch(args: argparse.Namespace) -> None:
+    api = api_from(args)
+    spec = job_launch_body(args)
     try:
         body = JobLaunchRequest.from_dict(spec)
     except ValueError as exc:  # an enum value the schema does not list
@@ -433,6 +455,22 @@ def cmd_apps_invoke(args: argparse.Namespace) -> None:
 # --- command line ------------------------------------------------------------------------------------------
 
 
+def add_tier_and_volumes(p: argparse.ArgumentParser) -> None:
+    """``--tier`` and ``--volume`` of both launch commands."""
+    p.add_argument(
+        "--tier",
+        default=TierEnum.ON_DEMAND.value,
+        choices=[t.value for t in TierEnum],
+        help="price tier: on_demand (default) or interruptible (discounted, may be preempted and resumed)",
+    )
+    p.add_argument(
+        "--volume",
+        action="append",
+        metavar="NAME",
+        help="attach your organization's volume NAME read-write (repeat for several)",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="gpu-portal",
@@ -470,6 +508,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="container", choices=["container", "bare_metal"])
     p.add_argument("--image", default="")
     p.add_argument("--name", default="")
+    p.add_argument(
+        "--idle-minutes",
+        type=int,
+        metavar="N",
+        help="stop after N minutes without activity, warned first (0 = never; default: the organization's)",
+    )
+    add_tier_and_volumes(p)
     p.add_argument("--idempotency-key", help="a retried launch with the same key returns the first instance")
     p.add_argument("--no-wait", action="store_true", help="return once launched, do not wait for running")
     p.add_argument("command", nargs="+", help="the command to run (after --)")
@@ -502,6 +547,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every-minutes", type=int)
     p.add_argument("--checkpoint-every-steps", type=int)
     p.add_argument("--keep-last", type=int, default=3)
+    add_tier_and_volumes(p)
     p.add_argument("--idempotency-key")
     p.add_argument("--no-wait", action="store_true")
     p.set_defaults(func=cmd_jobs_launch)
