@@ -286,3 +286,29 @@ def test_a_bad_idle_autostop_is_refused_by_the_api_and_the_console_with_nothing_
     org.refresh_from_db()
     assert org.idle_autostop_minutes == 30  # unchanged
     assert (counts(), AuditEvent.objects.count()) == (before, audits)
+
+
+def test_the_warning_e_mail_reads_in_chinese(
+    org: Any,
+    alice: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    time_machine: Any,
+    mailoutbox: list[Any],
+    settings: Any,
+) -> None:
+    """Subject and body come from the zh_Hans catalogue (the body's msgid once held an escaped quote mark that
+    never matched the text, so it was sent in English)."""
+    from django.utils.translation import override
+
+    cap = django_capture_on_commit_callbacks
+    inst = _run(org, alice, fake_backend, cap, kind="interactive", command=["sleep", "9999"], name="notebook")
+    mailoutbox.clear()
+    with override("zh-hans"):
+        assert _tick(time_machine, T0 + 20 * MIN, cap) == {"warned": 1, "stopped": 0}
+    assert [m.subject for m in mailoutbox] == ["gpu-portal：notebook 将在 10 分钟后停止（空闲）"]
+    assert mailoutbox[0].body == (
+        "你的实例 notebook 已空闲一段时间：没有 JupyterLab 或 SSH 使用，没有忙碌的内核、打开的终端或 SSH 会话，"
+        "它的进程也没有在计算。除非有人使用，它将在 UTC 2027-01-04 09:30 停止（空闲 30 分钟后自动停止）；磁盘保留。"
+        f"要让它继续运行，请使用它，或在 {settings.SITE_URL}/o/alice/instances/{inst.pk}/ 点击“保持运行”"
+    )

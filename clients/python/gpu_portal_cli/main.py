@@ -38,11 +38,11 @@ from gpu_portal_client.models import (
     InstanceLaunchRequest,
     JobLaunchRequest,
     RollbackRequest,
-    TierEnum,
 )
 
 from gpu_portal_cli import config
 from gpu_portal_cli.api import TERMINAL, Api, CliError, api_from, wait_for, wait_until_stopped
+from gpu_portal_cli.launch import add_tier_and_volumes, instance_launch_body, job_launch_body, load_json_arg
 from gpu_portal_cli.output import CHECKPOINT_COLUMNS, cell, cny, emit_json, table
 
 LOG_WINDOW = 2000  # lines asked for per poll of ``jobs logs --follow`` (the API's maximum)
@@ -119,24 +119,6 @@ def cmd_instances_list(args: argparse.Namespace) -> None:
     return emit_json(rows) if args.json else table(rows, INSTANCE_COLUMNS)
 
 
-def instance_launch_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``POST /instances`` body of ``instances launch``: every field the API takes (``InstanceLaunchRequest``);
-    ``idle_autostop_minutes`` only when ``--idle-minutes`` is given (else the organization's default)."""
-    body: dict[str, Any] = {
-        "name": args.name,
-        "gpu_type": args.gpu_type,
-        "gpu_count": args.gpu_count,
-        "mode": args.mode,
-        "image": args.image,
-        "command": args.command,
-        "volumes": args.volume or [],
-        "tier": args.tier,
-    }
-    if args.idle_minutes is not None:
-        body["idle_autostop_minutes"] = args.idle_minutes
-    return body
-
-
 def cmd_instances_launch(args: argparse.Namespace) -> None:
     api = api_from(args)
     try:
@@ -173,48 +155,6 @@ def cmd_instances_stop(args: argparse.Namespace) -> None:
 def cmd_jobs_list(args: argparse.Namespace) -> None:
     rows = list(api_from(args).pages(jobs_list, limit=args.limit))
     return emit_json(rows) if args.json else table(rows, JOB_COLUMNS)
-
-
-def parse_value(text: str) -> Any:
-    """``--hp key=value`` values: JSON where they parse (``32``, ``1e-3``, ``true``), else the string."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def job_launch_body(args: argparse.Namespace) -> dict[str, Any]:
-    """The ``POST /jobs`` body of ``jobs launch``: every field the API takes (``JobLaunchRequest``); the
-    checkpoint intervals only when given (else the GPU type's defaults)."""
-    hyper: dict[str, Any] = {}
-    if args.hyperparameters:
-        hyper = load_json_arg(args.hyperparameters, "--hyperparameters")
-        if not isinstance(hyper, dict):
-            raise CliError("--hyperparameters must be a JSON object")
-    for item in args.hp or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CliError(f"--hp {item!r}: expected KEY=VALUE")
-        hyper[key.strip()] = parse_value(value)
-    spec: dict[str, Any] = {
-        "name": args.name,
-        "gpu_type": args.gpu_type,
-        "gpu_count": args.gpu_count,
-        "mode": args.mode,
-        "image": args.image,
-        "dataset_version_ids": args.dataset,
-        "model_preset": args.preset,
-        "engine": args.engine,
-        "hyperparameters": hyper,
-        "keep_last": args.keep_last,
-        "volumes": args.volume or [],
-        "tier": args.tier,
-    }
-    if args.checkpoint_every_minutes is not None:
-        spec["checkpoint_every_minutes"] = args.checkpoint_every_minutes
-    if args.checkpoint_every_steps is not None:
-        spec["checkpoint_every_steps"] = args.checkpoint_every_steps
-    return spec
 
 
 def cmd_jobs_launch(args: argparse.Namespace) -> None:
@@ -401,22 +341,6 @@ def cmd_wallet(args: argparse.Namespace) -> None:
     )
 
 
-def load_json_arg(text: str, name: str) -> Any:
-    """A JSON argument: inline, ``@file`` or ``-`` (stdin)."""
-    if text == "-":
-        text = sys.stdin.read()
-    elif text.startswith("@"):
-        try:
-            with open(text[1:], encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise CliError(f"{name}: {exc}") from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise CliError(f"{name} is not JSON: {exc}") from None
-
-
 def cmd_apps_list(args: argparse.Namespace) -> None:
     rows = list(api_from(args).pages(apps_list, limit=args.limit))
     return (
@@ -453,22 +377,6 @@ def cmd_apps_invoke(args: argparse.Namespace) -> None:
 
 
 # --- command line ------------------------------------------------------------------------------------------
-
-
-def add_tier_and_volumes(p: argparse.ArgumentParser) -> None:
-    """``--tier`` and ``--volume`` of both launch commands."""
-    p.add_argument(
-        "--tier",
-        default=TierEnum.ON_DEMAND.value,
-        choices=[t.value for t in TierEnum],
-        help="price tier: on_demand (default) or interruptible (discounted, may be preempted and resumed)",
-    )
-    p.add_argument(
-        "--volume",
-        action="append",
-        metavar="NAME",
-        help="attach your organization's volume NAME read-write (repeat for several)",
-    )
 
 
 def build_parser() -> argparse.ArgumentParser:
