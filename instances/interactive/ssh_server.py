@@ -129,16 +129,26 @@ class Sessions:
 
     async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         touch(self.state / ACTIVITY)
+        counted = True
+
+        def release(*_: Any) -> None:  # the session is open until its command ends or its client goes away
+            nonlocal counted
+            if counted:
+                counted = False
+                self.open -= 1
+                self._count()
+
         self.open += 1
         self._count()
+        gone = asyncio.ensure_future(process.channel.wait_closed())
+        gone.add_done_callback(release)
         try:
             code = await (self._pty(process) if process.term_type else self._pipes(process))
         except OSError as exc:
             process.stderr.write(f"cannot start the session: {exc}\n".encode())
             code = 1
         finally:
-            self.open -= 1
-            self._count()
+            release()
         touch(self.state / ACTIVITY)
         process.exit(code)
 
@@ -184,7 +194,14 @@ class Sessions:
         pump = asyncio.create_task(_pump_fd(master, process.stdout))
         try:
             await process.redirect(stdin=os.dup(master))
-            code = await child.wait()
+            exited = asyncio.ensure_future(child.wait())
+            gone = asyncio.ensure_future(process.channel.wait_closed())
+            await asyncio.wait({exited, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done():  # the client went away: hang up its terminal, as sshd does
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGHUP)
+            gone.cancel()
+            code = await exited
             with contextlib.suppress(TimeoutError):  # a background job may hold the terminal open
                 await asyncio.wait_for(asyncio.shield(pump), PTY_DRAIN_S)
             return code

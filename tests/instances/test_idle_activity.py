@@ -319,3 +319,54 @@ def test_an_open_ssh_session_keeps_the_instance_running_until_it_ends(
         out, err = session.communicate(input=b"", timeout=30)  # end of input: cat ends, and the session with it
     assert (session.returncode, out) == (0, b""), err  # the server ended the session before the client exits
     _then_warned_once_and_stopped(time_machine, start + 6 * S30, inst, mailoutbox)
+
+
+@pytest.mark.skipif(shutil.which("ssh") is None, reason="OpenSSH client not installed")
+def test_a_dropped_ssh_connection_ends_its_session_and_hangs_up_its_terminal(
+    local: Path, alice: Any, alice_org: Any, tmp_path: Path, time_machine: Any, mailoutbox: list[Any]
+) -> None:
+    """The client is killed (a laptop closed, a network gone): the server hangs up the session's terminal, as
+    sshd does, and the session no longer keeps the instance from idling."""
+    import psutil
+    from django.utils import timezone
+    from test_ssh_local import _key
+
+    from instances.backends.procfs import job_processes
+    from instances.interactive.ssh import ssh_access
+    from instances.models import Instance
+    from portal.sshkeys import ssh_key_add
+
+    key_file, public = _key(tmp_path, "alice")
+    ssh_key_add(user=alice, name="laptop", public_key=public)
+    inst = _launch_through_the_api(alice, alice_org, [sys.executable, "-c", "import time; time.sleep(600)"])
+    access = _wait_for(lambda: (a := ssh_access(Instance.objects.get(pk=inst.pk))) and a.port and a, "the SSH server")
+    workspace = str(local / f"instance-{inst.pk}" / "attempt-1")
+    argv = [
+        "ssh", "-tt", "-p", str(access.port), "-i", str(key_file), "-o", "StrictHostKeyChecking=no",
+        "-o", "UserKnownHostsFile=/dev/null", "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes",
+        "-o", "LogLevel=ERROR", f"{access.username}@{access.host}", "echo open; exec sleep 3600",
+    ]  # fmt: skip
+    session = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def sleepers() -> list[int]:
+        alive = []
+        for proc in job_processes(workspace):
+            with contextlib.suppress(psutil.Error):
+                if psutil.Process(proc.pid).cmdline() == ["sleep", "3600"]:
+                    alive.append(proc.pid)
+        return alive
+
+    try:
+        assert session.stdout is not None
+        ready, _, _ = select.select([session.stdout], [], [], 60)
+        assert ready and session.stdout.readline().strip() == b"open"
+        _wait_for(sleepers, "the session's command")
+        session.kill()  # no goodbye: the connection just ends
+        session.wait(timeout=30)
+        _wait_for(lambda: not sleepers(), "the hang-up of the terminal")
+    finally:
+        if session.poll() is None:
+            session.kill()
+    start = timezone.now().replace(microsecond=0)
+    # idle since the session ended (its end touched the activity file, a moment after start)
+    assert _step(time_machine, start + timedelta(seconds=35)) == {"warned": 1, "stopped": 0}
