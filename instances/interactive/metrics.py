@@ -17,6 +17,7 @@ import psutil
 NO_NVML = "no_nvml"  # the NVIDIA driver's NVML library is not on this machine: no NVIDIA GPU here
 NO_GPU = "no_gpu"  # NVML answers but sees no card
 NVML_ERROR = "nvml_error"  # NVML failed (driver not loaded, no permission, …); the detail is kept
+NOT_SAMPLED = "not_sampled"  # a pod on Kubernetes: the cluster's metrics API reports CPU and memory only
 
 
 @dataclass(frozen=True, slots=True)

@@ -233,7 +233,7 @@ def test_the_api_gives_the_samples_with_their_units_and_outsiders_get_404(
     # 404 as for any foreign instance
     running.utilization_samples.all().delete()
     assert api.get(f"/api/v1/instances/{running.pk}/utilization").json()["absent"] == [
-        "Utilization is sampled for instances on the local backend; this instance runs elsewhere."
+        "Utilization is sampled for instances on the local or Kubernetes backend; this one runs elsewhere."
     ]
     api.force_authenticate(charlie)
     refused = api.get(f"/api/v1/instances/{running.pk}/utilization")
