@@ -29,7 +29,6 @@ from django.utils import timezone
 from django.utils.safestring import SafeString
 from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
-from kubernetes.client.exceptions import ApiException
 
 from instances.backends.k8s_objects import JOB_LABEL
 from instances.backends.kubernetes import KubernetesBackend
@@ -182,15 +181,7 @@ def utilization_sample_due(*, now: datetime | None = None) -> int:
                 utilization_record(instance=instance, totals=metrics.process_totals(pids), gpu=gpu, now=now)
                 sampled += 1
                 continue
-            try:
-                usage = _kubernetes_usage(instance)
-            except ApiException as exc:  # no metrics-server (404), no right to read it (403): said once
-                level = logging.DEBUG if exc.status in _METRICS_REFUSED else logging.WARNING
-                _METRICS_REFUSED.add(exc.status)
-                log.log(
-                    level, "the metrics API did not answer for instance %s: %s %s", instance.pk, exc.status, exc.reason
-                )
-                continue
+            usage = _kubernetes_usage(instance)
             if usage is None:
                 continue
             containers, cores, memory = usage
