@@ -41,8 +41,9 @@ from instances.interactive.tickets import (
 )
 
 PORTAL_USER = "gpu-portal"
-# What the portal's token may read (GET only): the server's status, and the kernels' execution states and the
-# open terminals that idle autostop counts (instances.interactive.jupyter.jupyter_activity).
+# What the portal's token may read (GET only, these paths under the server's base URL exactly): the server's
+# status, and the kernels' execution states and the open terminals that idle autostop counts
+# (instances.interactive.jupyter.jupyter_activity).
 PROBE_PATHS = ("/api/status", "/api/kernels", "/api/terminals")
 
 
@@ -92,8 +93,8 @@ class PortalIdentityProvider(IdentityProvider):  # type: ignore[misc]
     def get_user_token(self, handler: web.RequestHandler) -> User | None:  # type: ignore[override]
         """Only the portal's probes authenticate by token (header; ``GET`` of :data:`PROBE_PATHS` only)."""
         header = handler.request.headers.get("Authorization", "")
-        path = handler.request.path.rstrip("/")
-        probe = handler.request.method == "GET" and path.endswith(PROBE_PATHS)
+        base = str(handler.settings.get("base_url", "/")).rstrip("/")
+        probe = handler.request.method == "GET" and handler.request.path.rstrip("/") in {base + p for p in PROBE_PATHS}
         if probe and header == f"token {self._status_token}":
             return User(PORTAL_USER)
         return None

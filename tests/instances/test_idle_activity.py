@@ -30,6 +30,7 @@ import pytest
 import requests
 
 S30 = timedelta(seconds=30)
+PROBED = ("api/status", "api/kernels", "api/terminals")
 
 
 @pytest.fixture
@@ -258,6 +259,9 @@ def test_an_open_terminal_keeps_the_instance_running_until_it_is_closed(
 ) -> None:
     from django.utils import timezone
 
+    from instances.interactive.jupyter import jupyter_secret
+    from instances.interactive.tickets import status_token
+
     inst = _launch_through_the_api(alice, alice_org, [sys.executable, "-c", "import time; time.sleep(600)"])
     base, browser = _jupyter_session(client, alice, inst)
     made = _post(browser, f"{base}api/terminals", json={})
@@ -267,6 +271,17 @@ def test_an_open_terminal_keeps_the_instance_running_until_it_is_closed(
     def terminals() -> list[str]:
         return [t["name"] for t in browser.get(f"{base}api/terminals", timeout=10).json()]
 
+    assert terminals() == [name]
+    # the portal's probe token reads the status and the two lists, nothing else, and changes nothing
+    token = {"Authorization": f"token {status_token(jupyter_secret(inst))}"}
+    assert [requests.get(f"{base}{path}", headers=token, timeout=10).status_code for path in PROBED] == [200, 200, 200]
+    assert requests.get(f"{base}api/contents", headers=token, timeout=10).status_code == 403
+    assert requests.get(f"{base}files/api/kernels", headers=token, timeout=10, allow_redirects=False).status_code in (
+        302,
+        403,
+    )  # a path that merely ends like a probed one
+    assert requests.post(f"{base}api/kernels", json={"name": "python3"}, headers=token, timeout=10).status_code == 403
+    assert requests.delete(f"{base}api/terminals/{name}", headers=token, timeout=10).status_code == 403
     assert terminals() == [name]
     start = timezone.now().replace(microsecond=0)
 
