@@ -45,12 +45,14 @@ def local(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any, t
     settings.INSTANCES_UTILIZATION_EVERY_S = 0
     yield tmp_path / "ws"
     from instances.backends.local import LocalBackend
+    from instances.backends.procfs import job_processes
     from instances.models import JobAttempt
 
     for handle in JobAttempt.objects.filter(handle__startswith="local:").values_list("handle", flat=True):
-        pgid, _ = LocalBackend.parse_handle(handle)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+        pgid, workspace = LocalBackend.parse_handle(handle)
+        for proc in job_processes(str(workspace), pgid):  # the group and what left it (kernels, SSH shells)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, signal.SIGKILL)
 
 
 def _launch_through_the_api(alice: Any, alice_org: Any, command: list[str]) -> Any:
