@@ -193,8 +193,9 @@ class InstanceLaunchForm(_CapacityForm):
         max_value=MAX_IDLE_AUTOSTOP_MINUTES,
         required=False,
         help_text=_(
-            "Stop after this many minutes without JupyterLab, terminal or SSH activity (warned first; the disk "
-            "is kept). 0 = off; empty = your organization's default."
+            "Stop after this many minutes without activity: no JupyterLab or SSH use, no busy kernel, open "
+            "terminal or SSH session, no computing processes (warned first; the disk is kept). 0 = off; empty = "
+            "your organization's default."
         ),
     )
 

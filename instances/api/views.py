@@ -30,6 +30,7 @@ from instances.api.serializers import (
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
+from instances.interactive.utilization_api import InstanceUtilizationSerializer, utilization_payload
 from instances.models import Instance, TrainingJob
 from instances.reasons import Reason
 from portal.api.errors import ApiError
@@ -112,6 +113,13 @@ class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets
             "idle_minutes_saved": minutes_saved(instance),
         }
         return Response(InstanceCostsSerializer(data).data)
+
+    @extend_schema(request=None, responses=InstanceUtilizationSerializer)
+    @action(detail=True, methods=["get"], pagination_class=None)
+    def utilization(self, request: AuthedRequest, pk: str) -> Response:
+        """The instance's kept utilization samples (CPU, memory, GPUs; units in the schema), oldest first."""
+        data, context = utilization_payload(self.get_object())
+        return Response(InstanceUtilizationSerializer(data, context=context).data)
 
 
 class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]

@@ -1,28 +1,43 @@
 """Idle autostop: an interactive instance nobody uses is stopped, after a warning, so it stops costing money.
 
-Rule (issue 14, item 5): an interactive instance with ``idle_autostop_minutes`` = N > 0 (the organization's
-``idle_autostop_minutes`` at launch unless the launch chose; None or 0 = off) whose newest activity is N
-minutes old is stopped with a reason. ``INSTANCES_IDLE_WARNING_MINUTES`` (W, default 10) before that, its
-creator (else the organization's managers) is warned by e-mail and the console shows the warning with a
-"keep it running" button; the stop comes at ``max(last activity + N, warning + min(W, N))``, so a warning
-is always at least min(W, N) minutes ahead of the stop, even if a tick was missed. Activity after the
-warning cancels it. Training jobs are never autostopped (nor an instance with a training job).
+Rule (issue 14, item 5; issue 24: idle means no session and no work): an interactive instance with
+``idle_autostop_minutes`` = N > 0 (the organization's ``idle_autostop_minutes`` at launch unless the launch
+chose; None or 0 = off) whose newest activity is N minutes old is stopped with a reason. A warning comes
+first, by e-mail to its creator (else the organization's managers) and in the console with a "keep it
+running" button, L = :func:`warning_lead` before the stop: ``INSTANCES_IDLE_WARNING_MINUTES`` (W, default
+10), or half the limit when that is shorter, so the warning always follows at least N/2 minutes of
+idleness (an active user is never warned). The stop comes at ``max(last activity + N, warning + L)``, so a
+warning is always at least L ahead of the stop, even if a tick was missed. There is one warning per idle
+period: a period begins with the newest activity, and only activity after the warning begins a new one.
+Training jobs are never autostopped (nor an instance with a training job).
 
-Activity is the newest time any of ``ACTIVITY_SOURCES`` reports, each a callable ``(instance) -> datetime |
-None``: activity the portal records (``Instance.last_activity_at``, set by :func:`instance_activity_record`:
-the console's "keep it running", or any service that sees the user at work) and the start of the current
-run segment (a freshly started instance is not idle), and the JupyterLab and SSH servers' own
-(``instances.interactive.jupyter.jupyter_last_activity``: the server's ``/api/status`` ``last_activity``, kernels
-and terminals included; ``instances.interactive.ssh.ssh_last_activity``: logins and open sessions).
+Activity is the newest time any of ``ACTIVITY_SOURCES`` reports, each a callable ``(instance, now) ->
+datetime | None`` that answers ``now`` while work or a session is in progress:
+
+* :func:`portal_last_activity`: ``Instance.last_activity_at``, set by :func:`instance_activity_record` (the
+  console's "keep it running") and by the utilization sampler when a sample shows the instance's own
+  processes at work (``instances.interactive.utilization.sample_busy``: CPU or GPU use at or above
+  ``INSTANCES_IDLE_CPU_PERCENT`` / ``INSTANCES_IDLE_GPU_PERCENT`` over the sample's interval) — a training
+  command launched through the API or the CLI is work;
+* :func:`running_since`: the start of the current run segment (a freshly started instance is not idle);
+* :func:`jupyter_activity_at`: a busy kernel (a cell computing, even silently) or an open terminal is
+  activity now; else the server's ``last_activity`` (``instances.interactive.jupyter.jupyter_activity``);
+* :func:`ssh_activity_at`: an open SSH session is activity now; else the last login or session end
+  (``instances.interactive.ssh``).
+
+The tick records activity it sees in progress in ``last_activity_at``, so an idle period begins when the
+work or session ends, whatever the source's own clock says.
 
 :func:`idle_autostop_tick` runs from the periodic control-plane tick (``instances.tasks.reconcile``, every
-10 s on the control queue; the idle pass at most every ``INSTANCES_IDLE_TICK_S`` = 60 s, as it asks every
-source); it is safe to run twice (the warning and the stop are compare-and-set).
+10 s on the control queue, after the utilization samples; the idle pass at most every
+``INSTANCES_IDLE_TICK_S`` = 60 s, as it asks every source); it is safe to run twice (the warning and the
+stop are compare-and-set).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from functools import partial
@@ -33,10 +48,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 
 from instances.choices import InstanceKind, InstanceStatus
-from instances.interactive.jupyter import jupyter_last_activity
-from instances.interactive.ssh import ssh_last_activity
+from instances.interactive.jupyter import jupyter_activity
+from instances.interactive.ssh import ssh_last_activity, ssh_open_sessions
 from instances.models import Instance, InstanceRunSegment, TrainingJob
 from portal.audit import audit_log
 from portal.choices import MANAGER_ROLES
@@ -46,17 +62,18 @@ from portal.permissions import Action, authorize
 log = logging.getLogger(__name__)
 S = InstanceStatus
 
-ActivitySource = Callable[[Instance], datetime | None]
+ActivitySource = Callable[[Instance, datetime], datetime | None]
 # The longest idle autostop an instance may ask for (a week, in minutes), as the checkpoint interval's bound.
 MAX_IDLE_AUTOSTOP_MINUTES = 10_080
 
 
-def portal_last_activity(instance: Instance) -> datetime | None:
-    """Activity the portal recorded (:func:`instance_activity_record`)."""
+def portal_last_activity(instance: Instance, now: datetime) -> datetime | None:
+    """Activity the portal recorded: "keep it running" (:func:`instance_activity_record`) and the instance's
+    processes at work (the utilization sampler, ``instances.interactive.utilization.utilization_record``)."""
     return instance.last_activity_at
 
 
-def running_since(instance: Instance) -> datetime | None:
+def running_since(instance: Instance, now: datetime) -> datetime | None:
     """Start of the instance's open run segment: idle time counts from when it (re)started running."""
     return (
         InstanceRunSegment.objects.filter(instance=instance, ended_at__isnull=True)
@@ -65,26 +82,47 @@ def running_since(instance: Instance) -> datetime | None:
     )
 
 
-ACTIVITY_SOURCES: list[ActivitySource] = [portal_last_activity, running_since, jupyter_last_activity, ssh_last_activity]
+def jupyter_activity_at(instance: Instance, now: datetime) -> datetime | None:
+    """``now`` while a kernel is busy or a terminal is open in the instance's JupyterLab; else the server's
+    last activity (None without a server that answers)."""
+    activity = jupyter_activity(instance)
+    if activity is None:
+        return None
+    if activity.busy_kernels or activity.terminals:
+        return now
+    return activity.last_activity
 
 
-def last_activity(instance: Instance) -> datetime | None:
-    """The newest activity any source reports (a failing source is logged and skipped), or None."""
+def ssh_activity_at(instance: Instance, now: datetime) -> datetime | None:
+    """``now`` while an SSH session is open on the instance; else its last login or session (None if none)."""
+    return now if ssh_open_sessions(instance) else ssh_last_activity(instance)
+
+
+ACTIVITY_SOURCES: list[ActivitySource] = [portal_last_activity, running_since, jupyter_activity_at, ssh_activity_at]
+
+
+def last_activity(instance: Instance, *, now: datetime | None = None) -> datetime | None:
+    """The newest activity any source reports at ``now`` (default: the current time; a failing source is
+    logged and skipped), or None."""
+    now = now or timezone.now()
     seen = []
     for source in ACTIVITY_SOURCES:
         try:
-            at = source(instance)
+            at = source(instance, now)
         except Exception:  # one broken source must not stop the others (nor the tick)
             log.exception("idle autostop: activity source %s failed for instance %s", source, instance.pk)
             continue
         if at is not None:
-            seen.append(at)
+            seen.append(min(at, now))  # a clock ahead of the portal's does not make the future active
     return max(seen, default=None)
 
 
-def warning_minutes(limit: int) -> int:
-    """Minutes between the warning and the stop for an N-minute autostop: ``min(W, N)``."""
-    return min(int(getattr(settings, "INSTANCES_IDLE_WARNING_MINUTES", 10)), limit)
+def warning_lead(limit: int) -> timedelta:
+    """How long before the stop the warning of an N-minute autostop comes: ``min(W, N / 2)`` (W =
+    ``INSTANCES_IDLE_WARNING_MINUTES``). So the warning follows at least N/2 minutes of idleness, never an
+    active user's last minute, even when N ≤ W."""
+    w = timedelta(minutes=int(getattr(settings, "INSTANCES_IDLE_WARNING_MINUTES", 10)))
+    return min(w, timedelta(minutes=limit) / 2)
 
 
 def autostop_enabled(instance: Instance) -> bool:
@@ -106,7 +144,7 @@ def autostop_at(instance: Instance, *, last: datetime | None = None) -> datetime
     limit = int(instance.idle_autostop_minutes or 0)
     at = last + timedelta(minutes=limit)
     if instance.idle_warned_at is not None and instance.idle_warned_at >= last:
-        at = max(at, instance.idle_warned_at + timedelta(minutes=warning_minutes(limit)))
+        at = max(at, instance.idle_warned_at + warning_lead(limit))
     return at
 
 
@@ -160,8 +198,8 @@ def organization_idle_autostop_set(
 
 
 def idle_autostop_tick(*, now: datetime | None = None) -> dict[str, int]:
-    """Warn the instances whose idle time reaches N − W minutes and stop those past their stop time (see the
-    module docstring). Returns ``{"warned", "stopped"}``."""
+    """Warn the instances idle for N − L (:func:`warning_lead`) and not yet warned in this idle period, and
+    stop those past their stop time (see the module docstring). Returns ``{"warned", "stopped"}``."""
     now = now or timezone.now()
     warned = stopped = 0
     candidates = (
@@ -170,13 +208,17 @@ def idle_autostop_tick(*, now: datetime | None = None) -> dict[str, int]:
         .select_related("organization", "created_by")
     )
     for instance in candidates:
-        last = last_activity(instance)
+        last = last_activity(instance, now=now)
         if last is None:
             continue
+        if last >= now:  # work or a session in progress: remembered, so the idle period starts when it ends
+            instance_activity_record(instance=instance, at=now)
+            continue
         limit = int(instance.idle_autostop_minutes or 0)
+        # warned in this idle period: the warning is not older than the newest activity
         is_warned = instance.idle_warned_at is not None and instance.idle_warned_at >= last
         if not is_warned:
-            if now >= last + timedelta(minutes=limit - warning_minutes(limit)):
+            if now >= last + timedelta(minutes=limit) - warning_lead(limit):
                 warned += _warn(instance, last=last, now=now)
             continue
         deadline = autostop_at(instance, last=last)
@@ -219,15 +261,20 @@ def _recipients(instance: Instance) -> list[str]:
 
 def _mail_warning(instance_id: int, stop_at: datetime | None) -> None:
     instance = Instance.objects.select_related("organization", "created_by").get(pk=instance_id)
-    minutes = warning_minutes(int(instance.idle_autostop_minutes or 0))
+    minutes = max(1, math.ceil(warning_lead(int(instance.idle_autostop_minutes or 0)) / timedelta(minutes=1)))
     url = f"{settings.SITE_URL}/o/{instance.organization.slug}/instances/{instance.pk}/"
     send_mail(
-        subject=_("gpu-portal: %(name)s will be stopped in %(m)d minutes (idle)")
+        subject=ngettext(
+            "gpu-portal: %(name)s will be stopped in %(m)d minute (idle)",
+            "gpu-portal: %(name)s will be stopped in %(m)d minutes (idle)",
+            minutes,
+        )
         % {"name": instance.name, "m": minutes},
         message=_(
-            "Your instance %(name)s has had no JupyterLab, terminal or SSH activity for a while. It will be stopped "
-            "at %(at)s UTC (idle autostop after %(n)d minutes) unless it is used; its disk is kept. "
-            "To keep it running, use it or press \u201cKeep it running\u201d on %(url)s"
+            "Your instance %(name)s has been idle for a while: no JupyterLab or SSH use, no busy kernel, open "
+            "terminal or SSH session, and its processes are not computing. It will be stopped at %(at)s UTC "
+            "(idle autostop after %(n)d minutes) unless it is used; its disk is kept. To keep it running, use it "
+            "or press \u201cKeep it running\u201d on %(url)s"
         )
         % {
             "name": instance.name,

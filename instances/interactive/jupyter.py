@@ -12,7 +12,8 @@ How the pieces fit (see :mod:`instances.interactive.jupyter_auth` for the server
   per instance), and the Jupyter Service's cluster DNS name for the portal's probe (the portal runs in the
   cluster). Without ``INSTANCES_JUPYTER_DOMAIN`` there is no route, and the state stays ``unavailable``.
 * :func:`jupyter_state` is ``unavailable`` / ``starting`` / ``ready`` (its ``/api/status`` answers) for the
-  console's progress state and the API; :func:`jupyter_last_activity` feeds idle autostop.
+  console's progress state and the API; :func:`jupyter_activity` (last activity, busy kernels, open
+  terminals) feeds idle autostop.
 * :func:`jupyter_ticket_issue` mints a ticket for a member (the console view checks membership first) and
   records an audit row; the ticket itself is never stored or logged.
 
@@ -32,7 +33,7 @@ import urllib.request
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from django.conf import settings
 from django.utils.crypto import salted_hmac
@@ -132,22 +133,66 @@ def jupyter_endpoint(instance: Instance) -> JupyterEndpoint | None:
     return JupyterEndpoint(f"{scheme}://{host}{base}", probe)
 
 
+def _probe(endpoint: JupyterEndpoint, instance: Instance, path: str) -> Any:
+    """The JSON of the server's ``GET <path>`` with the portal's token (not counted as activity), or ``None``
+    when it does not answer within ``PROBE_TIMEOUT_S`` seconds or answers with an error."""
+    request = urllib.request.Request(  # noqa: S310 - http(s) URL built by jupyter_endpoint
+        f"{endpoint.probe_url}{path}?no_track_activity=1",
+        headers={"Authorization": f"token {status_token(jupyter_secret(instance))}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:  # noqa: S310
+            return json.loads(response.read())
+    except (OSError, ValueError, urllib.error.URLError):
+        return None
+
+
 def jupyter_status(instance: Instance) -> dict[str, object] | None:
     """The server's ``GET api/status`` JSON (``started``, ``last_activity``, ``kernels``, ``connections``), or
     ``None`` when there is no server or it does not answer within ``PROBE_TIMEOUT_S`` seconds."""
     endpoint = jupyter_endpoint(instance)
     if endpoint is None:
         return None
-    request = urllib.request.Request(  # noqa: S310 - http(s) URL built above
-        f"{endpoint.probe_url}api/status?no_track_activity=1",
-        headers={"Authorization": f"token {status_token(jupyter_secret(instance))}"},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=PROBE_TIMEOUT_S) as response:  # noqa: S310
-            body = json.loads(response.read())
-    except (OSError, ValueError, urllib.error.URLError):
-        return None
+    body = _probe(endpoint, instance, "api/status")
     return body if isinstance(body, dict) else None
+
+
+@dataclass(frozen=True, slots=True)
+class JupyterActivity:
+    """What idle autostop reads from the server: ``last_activity`` (its ``api/status``: kernels, terminals,
+    API use; UTC), ``busy_kernels`` (kernels whose ``execution_state`` is ``busy`` in ``api/kernels``: a
+    cell computing, even silently) and ``terminals`` (open terminals, ``api/terminals``:
+    a terminal is open until its shell exits or it is shut down). A list the server does not give (an older
+    server, terminals disabled) counts 0."""
+
+    last_activity: datetime | None
+    busy_kernels: int
+    terminals: int
+
+
+def jupyter_activity(instance: Instance) -> JupyterActivity | None:
+    """The server's activity (:class:`JupyterActivity`), or ``None`` when there is no server or its status
+    does not answer. Jupyter's REST API: ``jupyter_server`` ``services/kernels`` (``execution_state``) and
+    ``jupyter_server_terminals`` (``api/terminals``); the portal's own probes do not count as activity."""
+    endpoint = jupyter_endpoint(instance)
+    if endpoint is None:
+        return None
+    status = _probe(endpoint, instance, "api/status")
+    if not isinstance(status, dict):
+        return None
+    value = status.get("last_activity")
+    kernels = _probe(endpoint, instance, "api/kernels")
+    terminals = _probe(endpoint, instance, "api/terminals")
+    busy = (
+        [k for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy"]
+        if isinstance(kernels, list)
+        else []
+    )
+    return JupyterActivity(
+        last_activity=parse_datetime(value) if isinstance(value, str) else None,
+        busy_kernels=len(busy),
+        terminals=len(terminals) if isinstance(terminals, list) else 0,
+    )
 
 
 def jupyter_state(instance: Instance) -> JupyterState:

@@ -8,8 +8,9 @@ POSTs a short-lived single-use ticket (:mod:`instances.interactive.tickets`) to 
 (``httponly``, ``SameSite=Lax``, path = the server's base URL), then redirects to JupyterLab. Without that
 cookie every page redirects to ``login``, which refuses (403) anything but a valid ticket; API and websocket
 requests get 403. Jupyter's own token login is off (no token is ever printed into the log), so the one way in
-is through the portal. The portal reads ``/api/status`` (for the progress state and idle autostop) with a
-token derived from the secret, accepted in the ``Authorization`` header and for that path only.
+is through the portal. The portal reads ``/api/status`` (for the progress state and idle autostop) and the
+kernel and terminal lists (idle autostop) with a token derived from the secret, accepted in the
+``Authorization`` header, for ``GET`` of those paths only.
 
 Why not a portal proxy: JupyterLab needs websockets (kernels, terminals), which the portal's WSGI stack does
 not carry; the ticket hand-off keeps the portal out of the data path while it stays the only door.
@@ -40,6 +41,10 @@ from instances.interactive.tickets import (
 )
 
 PORTAL_USER = "gpu-portal"
+# What the portal's token may read (GET only, these paths under the server's base URL exactly): the server's
+# status, and the kernels' execution states and the open terminals that idle autostop counts
+# (instances.interactive.jupyter.jupyter_activity).
+PROBE_PATHS = ("/api/status", "/api/kernels", "/api/terminals")
 
 
 class TicketLoginHandler(JupyterHandler):
@@ -86,9 +91,11 @@ class PortalIdentityProvider(IdentityProvider):  # type: ignore[misc]
     # jupyter_server declares it async but accepts a plain result too (IdentityProvider.get_user awaits only
     # an awaitable), so the override stays synchronous.
     def get_user_token(self, handler: web.RequestHandler) -> User | None:  # type: ignore[override]
-        """Only the portal's status probe authenticates by token (header, ``…/api/status`` only)."""
+        """Only the portal's probes authenticate by token (header; ``GET`` of :data:`PROBE_PATHS` only)."""
         header = handler.request.headers.get("Authorization", "")
-        if handler.request.path.rstrip("/").endswith("/api/status") and header == f"token {self._status_token}":
+        base = str(handler.settings.get("base_url", "/")).rstrip("/")
+        probe = handler.request.method == "GET" and handler.request.path.rstrip("/") in {base + p for p in PROBE_PATHS}
+        if probe and header == f"token {self._status_token}":
             return User(PORTAL_USER)
         return None
 

@@ -17,31 +17,38 @@ import psutil
 NO_NVML = "no_nvml"  # the NVIDIA driver's NVML library is not on this machine: no NVIDIA GPU here
 NO_GPU = "no_gpu"  # NVML answers but sees no card
 NVML_ERROR = "nvml_error"  # NVML failed (driver not loaded, no permission, …); the detail is kept
+NOT_SAMPLED = "not_sampled"  # a pod on Kubernetes: the cluster's metrics API reports CPU and memory only
 
 
 @dataclass(frozen=True, slots=True)
 class ProcessTotals:
-    """``processes`` alive, their cumulative CPU time in seconds (user + system) and resident memory in bytes."""
+    """``processes`` alive, their cumulative CPU time in seconds (user + system) and resident memory in bytes;
+    ``pids``: the processes counted (to find them on the GPUs)."""
 
     processes: int
     cpu_seconds: float
     memory_bytes: int
+    pids: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class GpuReading:
     """The cards NVML sees (dicts of ``index``, ``name``, ``utilization_percent`` (0–100, over NVML's last
     sample period), ``memory_used_bytes``, ``memory_total_bytes``), or none and ``absent`` (a code above)
-    with ``detail`` (NVML's message)."""
+    with ``detail`` (NVML's message). ``processes``: per card index, the GPU memory in bytes (0 where NVML
+    does not tell) of each process (pid) with a compute context on it; a card whose process list NVML could
+    not give is missing from it (then nobody knows whose work it carries)."""
 
     cards: list[dict[str, Any]] = field(default_factory=list)
     absent: str = ""
     detail: str = ""
+    processes: dict[int, dict[int, int]] = field(default_factory=dict)
 
 
 def process_totals(pids: list[int]) -> ProcessTotals:
     """Totals over ``pids``; processes that vanished or cannot be read are left out."""
     count, cpu, rss = 0, 0.0, 0
+    alive: list[int] = []
     for pid in pids:
         try:
             proc = psutil.Process(pid)
@@ -53,7 +60,8 @@ def process_totals(pids: list[int]) -> ProcessTotals:
         count += 1
         cpu += times.user + times.system
         rss += mem
-    return ProcessTotals(count, round(cpu, 2), rss)
+        alive.append(pid)
+    return ProcessTotals(count, round(cpu, 2), rss, tuple(alive))
 
 
 def gpu_reading() -> GpuReading:
@@ -70,6 +78,7 @@ def gpu_reading() -> GpuReading:
     try:
         count = pynvml.nvmlDeviceGetCount()
         cards = []
+        processes: dict[int, dict[int, int]] = {}
         for index in range(count):
             handle = pynvml.nvmlDeviceGetHandleByIndex(index)
             util = pynvml.nvmlDeviceGetUtilizationRates(handle)
@@ -84,9 +93,15 @@ def gpu_reading() -> GpuReading:
                     "memory_total_bytes": int(mem.total),
                 }
             )
+            with contextlib.suppress(pynvml.NVMLError):  # not on every driver or card (MIG): left unknown
+                processes[index] = {
+                    int(p.pid): int(p.usedGpuMemory or 0) for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+                }
     except pynvml.NVMLError as exc:
         return GpuReading(absent=NVML_ERROR, detail=str(exc))
     finally:
         with contextlib.suppress(pynvml.NVMLError):
             pynvml.nvmlShutdown()
-    return GpuReading(cards=cards) if cards else GpuReading(absent=NO_GPU, detail="NVML sees no device")
+    if not cards:
+        return GpuReading(absent=NO_GPU, detail="NVML sees no device")
+    return GpuReading(cards=cards, processes=processes)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import asyncssh
+import psutil
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
@@ -44,7 +45,7 @@ from instances.backends.local import LocalBackend
 from instances.choices import InstanceKind, InstanceStatus
 from instances.interactive.sidecar import ssh_state_dir
 from instances.interactive.ssh_k8s import SECRET_ENV, secret_manifest, ssh_object_name
-from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, ENDPOINT, HOST_KEY
+from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, ENDPOINT, HOST_KEY, SESSIONS
 from instances.models import Instance
 from instances.services import backend as boundary
 from instances.services.backend import _setting
@@ -262,6 +263,26 @@ def ssh_last_activity(instance: Instance) -> datetime | None:
     if mtime < float(started or 0):  # a previous attempt's sessions
         return None
     return datetime.fromtimestamp(mtime, UTC)
+
+
+def ssh_open_sessions(instance: Instance) -> int:
+    """How many SSH sessions (shells, commands) are open on the instance's current local SSH server now: its
+    ``sessions.json``, counted only while the server that wrote it (``endpoint.json``'s pid, of this attempt)
+    still runs, so a killed server's count never keeps an instance up. 0 when unknown."""
+    endpoint = _endpoint(instance)
+    found = _state_dir(instance)
+    if endpoint is None or found is None:
+        return 0
+    try:
+        counted = json.loads((found[0] / SESSIONS).read_text())
+        server = psutil.Process(int(endpoint["pid"]))
+        # the pid is the server's, not a later process's (psutil's start time is exact to about a second)
+        alive = server.status() != psutil.STATUS_ZOMBIE and server.create_time() <= float(endpoint["started_at"]) + 2
+    except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+        return 0
+    if not alive or counted.get("pid") != endpoint["pid"]:
+        return 0
+    return max(0, int(counted.get("open") or 0))
 
 
 # -- keeping authorized keys current ------------------------------------------------------------------------

@@ -13,8 +13,9 @@ Built on asyncssh (``asyncssh.create_server``). Files in the state dir ``DIR`` (
 * ``config.json``: ``{"username": "<login name>"}``; any other login name is refused.
 
 It writes ``endpoint.json`` (``{"port", "pid", "workspace", "host", "started_at"}``) once it listens on
-``127.0.0.1`` at a free port, and touches ``last_activity`` at each login, at each session's start and end,
-and every :data:`ACTIVITY_EVERY_S` seconds while a session is open (the idle autostop reads its mtime).
+``127.0.0.1`` at a free port, touches ``last_activity`` at each login, at each session's start and end,
+and every :data:`ACTIVITY_EVERY_S` seconds while a session is open, and keeps ``sessions.json``
+(``{"open": N, "pid"}``) at the number of open sessions (idle autostop reads both: an open session is not idle).
 
 A session runs ``exec`` commands through ``/bin/sh -c`` and interactive shells (``$SHELL``, else
 ``/bin/bash``) under a pseudo-terminal when the client asks for one, in ``WS``. On SIGTERM / SIGINT / SIGHUP the
@@ -45,6 +46,7 @@ AUTHORIZED_KEYS = "authorized_keys"
 CONFIG = "config.json"
 ENDPOINT = "endpoint.json"
 ACTIVITY = "last_activity"
+SESSIONS = "sessions.json"
 ACTIVITY_EVERY_S = 30.0
 HANGUP_GRACE_S = 1.0
 PTY_DRAIN_S = 1.0
@@ -103,6 +105,13 @@ class Sessions:
         self.state = state
         self.workspace = workspace
         self.children: set[asyncio.subprocess.Process] = set()
+        self.open = 0
+        self._count()
+
+    def _count(self) -> None:
+        """Write the number of open sessions (atomically, 0600) to ``sessions.json``."""
+        with contextlib.suppress(OSError):
+            write_private_json(self.state / SESSIONS, {"open": self.open, "pid": os.getpid()})
 
     def environment(self, process: asyncssh.SSHServerProcess[bytes]) -> dict[str, str]:
         env = dict(os.environ)
@@ -120,11 +129,26 @@ class Sessions:
 
     async def handle(self, process: asyncssh.SSHServerProcess[bytes]) -> None:
         touch(self.state / ACTIVITY)
+        counted = True
+
+        def release(*_: Any) -> None:  # the session is open until its command ends or its client goes away
+            nonlocal counted
+            if counted:
+                counted = False
+                self.open -= 1
+                self._count()
+
+        self.open += 1
+        self._count()
+        gone = asyncio.ensure_future(process.channel.wait_closed())
+        gone.add_done_callback(release)
         try:
             code = await (self._pty(process) if process.term_type else self._pipes(process))
         except OSError as exc:
             process.stderr.write(f"cannot start the session: {exc}\n".encode())
             code = 1
+        finally:
+            release()
         touch(self.state / ACTIVITY)
         process.exit(code)
 
@@ -170,7 +194,14 @@ class Sessions:
         pump = asyncio.create_task(_pump_fd(master, process.stdout))
         try:
             await process.redirect(stdin=os.dup(master))
-            code = await child.wait()
+            exited = asyncio.ensure_future(child.wait())
+            gone = asyncio.ensure_future(process.channel.wait_closed())
+            await asyncio.wait({exited, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done():  # the client went away: hang up its terminal, as sshd does
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(child.pid, signal.SIGHUP)
+            gone.cancel()
+            code = await exited
             with contextlib.suppress(TimeoutError):  # a background job may hold the terminal open
                 await asyncio.wait_for(asyncio.shield(pump), PTY_DRAIN_S)
             return code
@@ -222,11 +253,16 @@ def _own_group(pid: int) -> bool:
         return False
 
 
-def write_endpoint(state: Path, data: dict[str, Any]) -> None:
-    tmp = state / f".{ENDPOINT}.{os.getpid()}.tmp"
+def write_private_json(path: Path, data: dict[str, Any]) -> None:
+    """Replace ``path`` atomically with ``data`` as JSON, readable by its owner only."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(data))
     os.chmod(tmp, 0o600)
-    os.replace(tmp, state / ENDPOINT)
+    os.replace(tmp, path)
+
+
+def write_endpoint(state: Path, data: dict[str, Any]) -> None:
+    write_private_json(state / ENDPOINT, data)
 
 
 async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int = 0) -> None:
@@ -271,6 +307,8 @@ async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int
             child.kill()
     with contextlib.suppress(OSError):
         (state / ENDPOINT).unlink()
+    with contextlib.suppress(OSError):
+        (state / SESSIONS).unlink()
 
 
 def main(argv: list[str] | None = None) -> int:

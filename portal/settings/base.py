@@ -288,7 +288,11 @@ INSTANCES_VOLUME_QUOTA_GB = env_int("INSTANCES_VOLUME_QUOTA_GB", 500, minimum=0)
 VOLUME_PRICE_PER_GB_HOUR = env_str("VOLUME_PRICE_PER_GB_HOUR", "0.0005")  # CNY per GB-hour
 CELERY_BEAT_SCHEDULE["instances-volumes-measure"] = {"task": "instances.tasks.volumes_measure", "schedule": 60.0}
 # idle autostop of interactive instances: the warning (console + e-mail) comes this many minutes before the stop
+# (half the limit when that is shorter); a utilization sample at or above these shares of one core / one card
+# (processes of the instance on it) is work, not idleness.
 INSTANCES_IDLE_WARNING_MINUTES = env_int("INSTANCES_IDLE_WARNING_MINUTES", 10, minimum=0)
+INSTANCES_IDLE_CPU_PERCENT = env_int("INSTANCES_IDLE_CPU_PERCENT", 10, minimum=1)
+INSTANCES_IDLE_GPU_PERCENT = env_int("INSTANCES_IDLE_GPU_PERCENT", 10, minimum=1)
 # JupyterLab (instances.interactive.jupyter): which instance kinds get a server; on Kubernetes each instance's
 # server is reached at <scheme>://i<id>.<domain>/ through an Ingress; a ticket from the portal lives this long.
 INSTANCES_JUPYTER_KINDS = tuple(env_list("INSTANCES_JUPYTER_KINDS", ["interactive"]))

@@ -41,6 +41,10 @@ plane for them:
 * **PersistentVolumeClaims**: bound at once at the size requested (a dynamic provisioner); with
   ``require_claims = True`` a pod naming a claim that does not exist stays Pending (``persistentvolumeclaim
   "x" not found``), as the scheduler keeps it (off by default: dataset and checkpoint claims are not modelled).
+* **Metrics API** (``metrics.k8s.io/v1beta1`` PodMetrics, as metrics-server serves them): a Running pod
+  reports, per container, the usage a test set in :attr:`StandinCluster.pod_usage` (``{(namespace, pod):
+  {container: {"cpu": "950m", "memory": "200Mi"}}}``), ``0`` where none was set; ``metrics_api = False``
+  answers 404 as a cluster without metrics-server does.
 * Every write bumps a cluster-wide ``resourceVersion``; bodies POSTed / PUT are validated in strict mode
   against the OpenAPI schema (``kubernetes-validate``, ``schema_version``) and refused with 422 like an API
   server's validation; names collide with 409; missing objects are 404 ``Status`` objects.
@@ -172,6 +176,8 @@ class StandinCluster:
         self.require_claims = False  # True: a pod naming a missing PersistentVolumeClaim stays Pending
         self.not_ready_eviction_s = NOT_READY_EVICTION_S
         self.requests: list[tuple[str, str, Any]] = []  # (method, path, JSON body) of every request
+        self.pod_usage: dict[tuple[str, str], dict[str, dict[str, str]]] = {}  # metrics API, see the docstring
+        self.metrics_api = True
         self._rv = itertools.count(1)
         self._lock = threading.RLock()
         self._server: ThreadingHTTPServer | None = None
@@ -425,6 +431,8 @@ class StandinCluster:
         return code, out, "application/json"
 
     def _route(self, method: str, segs: list[str], query: dict[str, str], body: Any) -> tuple[int, Any]:
+        if segs[:3] == ["apis", "metrics.k8s.io", "v1beta1"] and method == "GET" and self.metrics_api:
+            return 200, self._pod_metrics(segs[3:], query)
         if segs[:2] == ["api", "v1"]:
             group, rest = "v1", segs[2:]
         elif segs[:1] == ["apis"] and len(segs) >= 3:
@@ -494,6 +502,29 @@ class StandinCluster:
             kubernetes_validate.validate(body, self.schema_version, strict=True)
         except kubernetes_validate.ValidationError as exc:
             raise ApiError(422, f"{kind} is invalid: {exc.message}") from None
+
+    def _pod_metrics(self, rest: list[str], query: dict[str, str]) -> dict[str, Any]:
+        """``GET …/namespaces/<ns>/pods``: PodMetrics of the Running pods (see the module docstring)."""
+        if len(rest) != 3 or rest[0] != "namespaces" or rest[2] != "pods":
+            raise ApiError(404, f"no route for metrics {'/'.join(rest)}")
+        items = []
+        for pod in self._list("Pod", rest[1], query)["items"]:
+            if pod["status"].get("phase") != "Running":
+                continue
+            usage = self.pod_usage.get((rest[1], pod["metadata"]["name"]), {})
+            containers = [
+                {"name": c["name"], "usage": usage.get(c["name"], {"cpu": "0", "memory": "0"})}
+                for c in pod["spec"]["containers"]
+            ]
+            items.append(
+                {
+                    "metadata": {"name": pod["metadata"]["name"], "namespace": rest[1]},
+                    "timestamp": _ts(self.now),
+                    "window": "30s",
+                    "containers": containers,
+                }
+            )
+        return {"kind": "PodMetricsList", "apiVersion": "metrics.k8s.io/v1beta1", "metadata": {}, "items": items}
 
     def _list(self, kind: str, ns: str, query: dict[str, str]) -> dict[str, Any]:
         items = [o for (k, ons, _), o in self.objects.items() if k == kind and (not ns or ons == ns)]

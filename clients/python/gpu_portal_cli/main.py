@@ -42,6 +42,7 @@ from gpu_portal_client.models import (
 
 from gpu_portal_cli import config
 from gpu_portal_cli.api import TERMINAL, Api, CliError, api_from, wait_for, wait_until_stopped
+from gpu_portal_cli.launch import add_tier_and_volumes, instance_launch_body, job_launch_body, load_json_arg
 from gpu_portal_cli.output import CHECKPOINT_COLUMNS, cell, cny, emit_json, table
 
 LOG_WINDOW = 2000  # lines asked for per poll of ``jobs logs --follow`` (the API's maximum)
@@ -120,16 +121,10 @@ def cmd_instances_list(args: argparse.Namespace) -> None:
 
 def cmd_instances_launch(args: argparse.Namespace) -> None:
     api = api_from(args)
-    body = InstanceLaunchRequest.from_dict(
-        {
-            "name": args.name,
-            "gpu_type": args.gpu_type,
-            "gpu_count": args.gpu_count,
-            "mode": args.mode,
-            "image": args.image,
-            "command": args.command,
-        }
-    )
+    try:
+        body = InstanceLaunchRequest.from_dict(instance_launch_body(args))
+    except ValueError as exc:  # an enum value the schema does not list
+        raise CliError(str(exc)) from None
     extra = {"idempotency_key": args.idempotency_key} if args.idempotency_key else {}
     inst = api(instances_create, body=body, **extra)
     if not args.json:
@@ -162,42 +157,9 @@ def cmd_jobs_list(args: argparse.Namespace) -> None:
     return emit_json(rows) if args.json else table(rows, JOB_COLUMNS)
 
 
-def parse_value(text: str) -> Any:
-    """``--hp key=value`` values: JSON where they parse (``32``, ``1e-3``, ``true``), else the string."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
 def cmd_jobs_launch(args: argparse.Namespace) -> None:
     api = api_from(args)
-    hyper: dict[str, Any] = {}
-    if args.hyperparameters:
-        hyper = load_json_arg(args.hyperparameters, "--hyperparameters")
-        if not isinstance(hyper, dict):
-            raise CliError("--hyperparameters must be a JSON object")
-    for item in args.hp or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise CliError(f"--hp {item!r}: expected KEY=VALUE")
-        hyper[key.strip()] = parse_value(value)
-    spec: dict[str, Any] = {
-        "name": args.name,
-        "gpu_type": args.gpu_type,
-        "gpu_count": args.gpu_count,
-        "mode": args.mode,
-        "image": args.image,
-        "dataset_version_ids": args.dataset,
-        "model_preset": args.preset,
-        "engine": args.engine,
-        "hyperparameters": hyper,
-        "keep_last": args.keep_last,
-    }
-    if args.checkpoint_every_minutes is not None:
-        spec["checkpoint_every_minutes"] = args.checkpoint_every_minutes
-    if args.checkpoint_every_steps is not None:
-        spec["checkpoint_every_steps"] = args.checkpoint_every_steps
+    spec = job_launch_body(args)
     try:
         body = JobLaunchRequest.from_dict(spec)
     except ValueError as exc:  # an enum value the schema does not list
@@ -379,22 +341,6 @@ def cmd_wallet(args: argparse.Namespace) -> None:
     )
 
 
-def load_json_arg(text: str, name: str) -> Any:
-    """A JSON argument: inline, ``@file`` or ``-`` (stdin)."""
-    if text == "-":
-        text = sys.stdin.read()
-    elif text.startswith("@"):
-        try:
-            with open(text[1:], encoding="utf-8") as fh:
-                text = fh.read()
-        except OSError as exc:
-            raise CliError(f"{name}: {exc}") from None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise CliError(f"{name} is not JSON: {exc}") from None
-
-
 def cmd_apps_list(args: argparse.Namespace) -> None:
     rows = list(api_from(args).pages(apps_list, limit=args.limit))
     return (
@@ -470,6 +416,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", default="container", choices=["container", "bare_metal"])
     p.add_argument("--image", default="")
     p.add_argument("--name", default="")
+    p.add_argument(
+        "--idle-minutes",
+        type=int,
+        metavar="N",
+        help="stop after N minutes without activity, warned first (0 = never; default: the organization's)",
+    )
+    add_tier_and_volumes(p)
     p.add_argument("--idempotency-key", help="a retried launch with the same key returns the first instance")
     p.add_argument("--no-wait", action="store_true", help="return once launched, do not wait for running")
     p.add_argument("command", nargs="+", help="the command to run (after --)")
@@ -502,6 +455,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every-minutes", type=int)
     p.add_argument("--checkpoint-every-steps", type=int)
     p.add_argument("--keep-last", type=int, default=3)
+    add_tier_and_volumes(p)
     p.add_argument("--idempotency-key")
     p.add_argument("--no-wait", action="store_true")
     p.set_defaults(func=cmd_jobs_launch)

@@ -36,6 +36,7 @@ from .instance_costs import InstanceCosts
 from .instance_kind_enum import InstanceKindEnum
 from .instance_launch_request import InstanceLaunchRequest
 from .instance_status_enum import InstanceStatusEnum
+from .instance_utilization import InstanceUtilization
 from .job import Job
 from .job_launch_request import JobLaunchRequest
 from .jobs_logs_retrieve_response_200 import JobsLogsRetrieveResponse200
@@ -90,6 +91,8 @@ from .upload import Upload
 from .upload_create_request import UploadCreateRequest
 from .upload_status_enum import UploadStatusEnum
 from .usage_record import UsageRecord
+from .utilization_card import UtilizationCard
+from .utilization_sample import UtilizationSample
 from .version import Version
 from .version_create_kind_enum import VersionCreateKindEnum
 from .version_create_request import VersionCreateRequest
@@ -144,6 +147,7 @@ __all__ = (
     "InstanceKindEnum",
     "InstanceLaunchRequest",
     "InstanceStatusEnum",
+    "InstanceUtilization",
     "Job",
     "JobLaunchRequest",
     "JobsLogsRetrieveResponse200",
@@ -198,6 +202,8 @@ __all__ = (
     "UploadCreateRequest",
     "UploadStatusEnum",
     "UsageRecord",
+    "UtilizationCard",
+    "UtilizationSample",
     "Version",
     "VersionCreateKindEnum",
     "VersionCreateRequest",
