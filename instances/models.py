@@ -442,8 +442,9 @@ class Volume(models.Model):
 
 class VolumeAttachment(models.Model):
     """Volume ``volume`` mounted read-write in ``instance`` (``<workspace>/volumes/<name>`` locally,
-    ``/volumes/<name>`` in a pod). The volume is in use while the instance is active (or preempted, waiting
-    to resume); one writer at a time is enforced at launch under the volume's row lock."""
+    ``/volumes/<name>`` in a pod). The instance holds the volume until it has truly ended (active, preempted,
+    or resting with a resume due: ``instances.interactive.volumes.holding``); one holder at a time is
+    enforced under the volume's row lock at launch, deletion and restart."""
 
     volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="attachments")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="volume_attachments")

@@ -50,7 +50,13 @@ LAUNCH_ERROR_STATUS = {
     "exceeds_quota": 403,
     "volume_not_found": 404,
     "volume_in_use": 409,
+    "volume_deleted": 409,
 }
+
+
+def _launch_refused(exc: services.LaunchError) -> ApiError:
+    """A launch (or a restart taking its volumes back) refused: the envelope with the error's code."""
+    return ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field})
 
 
 def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool]:
@@ -65,7 +71,7 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
             spec=spec,
         )
     except services.LaunchError as exc:
-        raise ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field}) from None
+        raise _launch_refused(exc) from None
     return instance, replay
 
 
@@ -144,7 +150,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"])
     def restart(self, request: AuthedRequest, pk: str) -> Response:
-        job = services.job_restart(job=self.get_object(), acting_user=request.user)
+        """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+        ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``."""
+        try:
+            job = services.job_restart(job=self.get_object(), acting_user=request.user)
+        except services.LaunchError as exc:
+            raise _launch_refused(exc) from None
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=RollbackSerializer, responses=JobSerializer)
@@ -159,6 +170,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             )
         except services.RollbackError as exc:
             raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
+        except services.LaunchError as exc:  # its volumes, as for a restart
+            raise _launch_refused(exc) from None
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses=JobSerializer)

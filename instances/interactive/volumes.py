@@ -5,11 +5,21 @@ A volume belongs to an organization, has a name (unique among its live volumes) 
 (10⁹ bytes); the organization's live volumes together stay within its quota (``VolumeQuota`` row, else
 ``INSTANCES_VOLUME_QUOTA_GB``). It is attached read-write to an instance (interactive or training job) at
 launch and outlives it: stopping, failing or releasing the instance leaves the data where it is, and a later
-instance attaches it again. One writer at a time: a volume attached to an active instance (pending …
-stopping) is refused to another launch, checked under the volume's row lock in the launch transaction, and
-checked again when an attempt is submitted (a restarted instance whose volume another instance is using
-meanwhile fails with that message instead of becoming a second writer; two submits racing in two workers
-in the same instant could still both pass that second check).
+instance attaches it again.
+
+**Holds** (DESIGN.md §4: "a held resource stays held until its holder has truly ended"). A volume is *held*
+by the instance it is attached to from that instance's launch until it has truly ended (:func:`holding`):
+while it is active (pending … stopping), preempted (the interruptible tier's notice, a lost node, the
+portal's own shutdown: it resumes), or resting with a resume due (a training job in its crash back-off, a
+restart asked for while it was stopping). The hold ends when the instance is stopped by a user (or the
+budget guard), fails for good (crash budget spent, a config error, a refused launch) or finishes. While
+held, the volume is refused to every other launch and to deletion, with a message naming the holder, so
+the automatic resume always finds it. One writer at a time, and no holder robbed: attaching
+(:func:`volumes_attach`), deleting (:func:`volume_delete`) and a user's restart of an instance whose hold
+had ended (:func:`volumes_hold_again`) each take the volume's row lock (``SELECT … FOR UPDATE``, in primary-key
+order) before they read the holders, so of two actors at once the second sees what the first committed.
+When an attempt is submitted the mounts are checked once more (:func:`volume_mounts_for`: deleted, or
+another instance with a live attempt on it), a backstop for rows written before holds existed.
 
 Backends. **Local**: a folder ``<INSTANCES_VOLUMES_ROOT>/vol-<id>`` linked at ``<workspace>/volumes/<name>``
 (and listed in ``GPU_PORTAL_VOLUMES``). The size is enforced by measurement: :func:`volumes_measure` (beat,
@@ -36,14 +46,14 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Exists, OuterRef, QuerySet, Sum
+from django.db.models import Exists, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from billing.models import VolumeUsage
 from billing.pricing import PriceBook, volume_hour_charge_micros
 from instances.backends.base import BackendError, VolumeMount
-from instances.choices import ACTIVE, ATTEMPT_TERMINAL, AttemptState
+from instances.choices import ACTIVE, ATTEMPT_TERMINAL, RESTING, AttemptState, InstanceStatus, JobOutcome
 from instances.models import Instance, Volume, VolumeAttachment, VolumeQuota
 from instances.services.errors import LaunchError
 from portal.audit import audit_log
@@ -57,12 +67,14 @@ LIVE_ATTEMPT = frozenset(AttemptState) - ATTEMPT_TERMINAL
 
 class VolumeError(ValueError):
     """A volume operation was refused; nothing was written. ``code`` is machine-readable (``invalid_name``,
-    ``invalid_size``, ``name_taken``, ``exceeds_quota``, ``in_use``), ``field`` names the input."""
+    ``invalid_size``, ``name_taken``, ``exceeds_quota``, ``in_use``), ``field`` names the input, ``holder_id``
+    the instance holding the volume (``in_use``)."""
 
-    def __init__(self, code: str, message: str, field_name: str = "") -> None:
+    def __init__(self, code: str, message: str, field_name: str = "", *, holder_id: int | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.field = field_name
+        self.holder_id = holder_id  # ``in_use``: the instance holding the volume
 
 
 # --- reads -----------------------------------------------------------------------------------------------
@@ -72,25 +84,64 @@ def volume_quota_gb(organization: Organization) -> int:
     return row.gb if row is not None else int(settings.INSTANCES_VOLUME_QUOTA_GB)
 
 
+# Statuses in which an instance holds its volumes whatever its job says: active ones, and ``preempted``
+# (every preemption resumes: the interruptible tier's notice, a lost node, the portal's shutdown).
+HOLDS_ALWAYS = ACTIVE | {InstanceStatus.PREEMPTED}
+
+
+def holding(prefix: str = "instance__") -> Q:
+    """The instances that hold their volumes (module docstring, "Holds"), as a filter on a queryset whose
+    path to the instance is ``prefix`` (``"instance__"`` on ``VolumeAttachment``, ``""`` on ``Instance``):
+    status in :data:`HOLDS_ALWAYS`, or resting (``stopped`` / ``failed``) with a training job that has no
+    outcome and a resume due (``next_resume_at`` set: the crash back-off, a restart after a stop). A job that
+    failed for good or was stopped has an outcome (``_job_finish``) and no resume due: its hold has ended."""
+    return Q(**{f"{prefix}status__in": HOLDS_ALWAYS}) | Q(
+        **{
+            f"{prefix}status__in": RESTING,
+            f"{prefix}job__outcome": JobOutcome.NONE,
+            f"{prefix}job__next_resume_at__isnull": False,
+        }
+    )
+
+
+def volume_holder(volume: Volume, *, other_than: Instance | None = None) -> Instance | None:
+    """The instance holding ``volume`` (see :func:`holding`), other than ``other_than``; None when free."""
+    rows = VolumeAttachment.objects.filter(holding(), volume=volume)
+    if other_than is not None:
+        rows = rows.exclude(instance=other_than)
+    found = rows.select_related("instance").order_by("id").first()
+    return found.instance if found is not None else None
+
+
+def _held_why(holder: Instance) -> str:
+    """Why a resting holder keeps its volume, in words (``""`` for an active one)."""
+    if holder.status in ACTIVE:
+        return ""
+    if holder.status == InstanceStatus.PREEMPTED:
+        return _("was preempted and resumes on it")
+    if holder.status == InstanceStatus.FAILED:
+        return _("crashed and restarts on it after its back-off")
+    return _("restarts on it")
+
+
 def _in_use() -> Exists:
-    return Exists(VolumeAttachment.objects.filter(volume=OuterRef("pk"), instance__status__in=ACTIVE))
+    return Exists(VolumeAttachment.objects.filter(holding(), volume=OuterRef("pk")))
 
 
 def volumes_for_org(organization: Organization) -> QuerySet[Volume]:
-    """The organization's live volumes, newest first, annotated ``in_use`` (attached to an active instance)."""
+    """The organization's live volumes, newest first, annotated ``in_use`` (held, see :func:`holding`)."""
     return Volume.objects.filter(organization=organization, deleted_at__isnull=True).annotate(in_use=_in_use())
 
 
 def volume_rows(organization: Organization) -> list[dict[str, Any]]:
-    """Console and API rows: each live volume with ``attached_to`` (the active instance holding it, or None)
-    and ``cost_micros`` (its storage charged so far, micro-CNY). Three queries whatever the number."""
+    """Console and API rows: each live volume with ``attached_to`` (the instance holding it — active, or
+    waiting to resume on it — or None) and ``cost_micros`` (its storage charged so far, micro-CNY). Three
+    queries whatever the number."""
     volumes = list(volumes_for_org(organization))
     ids = [v.pk for v in volumes]
     holders = {
         a.volume_id: a.instance
-        for a in VolumeAttachment.objects.filter(volume_id__in=ids, instance__status__in=ACTIVE).select_related(
-            "instance"
-        )
+        for a in VolumeAttachment.objects.filter(holding(), volume_id__in=ids).select_related("instance").order_by("id")
     }
     cost = dict(
         VolumeUsage.objects.filter(volume_id__in=ids)
@@ -210,20 +261,26 @@ def volume_create(*, organization: Organization, user: User | None, name: str, s
 
 def volume_delete(*, volume: Volume, user: User | None) -> Volume:
     """Delete a volume and its data; billing stops at this moment (the hour already begun stays charged).
-    Raises ``VolumeError`` ``in_use`` (nothing written) while an active instance has it attached;
-    ``PermissionRefused`` unless the user may change what its creator made. Deleting a deleted volume
-    changes nothing. The folder (local) or claim (Kubernetes) is removed after commit."""
+    Raises ``VolumeError`` ``in_use`` (nothing written, ``holder_id`` set) while an instance holds it — active,
+    or waiting to resume on it (:func:`holding`); ``PermissionRefused`` unless the user may change what its
+    creator made. Deleting a deleted volume changes nothing. The folder (local) or claim (Kubernetes) is
+    removed after commit."""
     authorize_change(user=user, organization=volume.organization, created_by_id=volume.created_by_id)
     with transaction.atomic():
-        volume = Volume.objects.select_for_update().get(pk=volume.pk)
+        volume = Volume.objects.select_for_update().get(pk=volume.pk)  # serializes with attach and restart
         if volume.deleted_at is not None:
             return volume
-        holder = VolumeAttachment.objects.filter(volume=volume, instance__status__in=ACTIVE).first()
+        holder = volume_holder(volume)
         if holder is not None:
+            why = _held_why(holder)
+            if not why:
+                message = _("Volume %(name)s is attached to instance #%(id)d, which is active: stop it first.")
+            else:
+                message = _("Volume %(name)s is held by instance #%(id)d (%(holder)s), which %(why)s: stop it first.")
             raise VolumeError(
                 "in_use",
-                _("Volume %(name)s is attached to instance #%(id)d, which is active: stop it first.")
-                % {"name": volume.name, "id": holder.instance_id},
+                message % {"name": volume.name, "id": holder.pk, "holder": holder.name, "why": why},
+                holder_id=holder.pk,
             )
         volume.deleted_at = timezone.now()
         volume.save(update_fields=["deleted_at"])
@@ -249,32 +306,60 @@ def _data_remove(volume: Volume) -> None:
         shutil.rmtree(volume_folder(volume), ignore_errors=True)
 
 
+def _in_use_message(volume: Volume, holder: Instance) -> str:
+    """The refusal of a second writer, naming the holder and why it keeps the volume."""
+    why = _held_why(holder)
+    if not why:
+        message = _(
+            "Volume %(name)s is attached to instance #%(id)d, which is active: one instance writes to a volume at "
+            "a time. Stop that instance first."
+        )
+    else:
+        message = _(
+            "Volume %(name)s is held by instance #%(id)d (%(holder)s), which %(why)s: one instance writes to a "
+            "volume at a time. Stop that instance first."
+        )
+    return message % {"name": volume.name, "id": holder.pk, "holder": holder.name, "why": why}
+
+
+def volumes_hold_again(*, instance: Instance) -> list[Volume]:
+    """Take the volumes of ``instance`` back before a user's restart queues it again (inside the restart's
+    transaction): each attached volume is locked (primary-key order) and must be live and held by no other
+    instance. An instance that kept its hold (it never truly ended) always passes. Raises ``LaunchError``
+    (the caller's transaction rolls back: nothing written): ``volume_deleted``, or ``volume_in_use`` naming
+    the holder. Returns the volumes."""
+    ids = list(instance.volume_attachments.values_list("volume_id", flat=True))
+    volumes = list(Volume.objects.select_for_update().filter(pk__in=ids).order_by("pk"))
+    for volume in volumes:
+        if volume.deleted_at is not None:
+            raise LaunchError("volume_deleted", _("Volume %(name)s was deleted.") % {"name": volume.name}, "volumes")
+        holder = volume_holder(volume, other_than=instance)
+        if holder is not None:
+            raise LaunchError("volume_in_use", _in_use_message(volume, holder), "volumes")
+    return volumes
+
+
 def volumes_attach(*, instance: Instance, names: list[str], user: User | None) -> list[VolumeAttachment]:
     """Attach the organization's volumes ``names`` to a new ``instance``, read-write: called inside the launch
     transaction, so a refusal rolls the whole launch back. Raises ``LaunchError``: ``volume_not_found`` (no
     live volume of that name in the instance's organization; another organization's volume is not found
-    either), ``volume_in_use`` (attached to another active instance), ``volume_full`` (its last measurement
-    is at or over its size)."""
+    either), ``volume_in_use`` (held by another instance: active, or waiting to resume on it, see
+    :func:`holding`), ``volume_full`` (its last measurement is at or over its size)."""
     attachments = []
-    for name in dict.fromkeys(names):
-        volume = (
-            Volume.objects.select_for_update()
-            .filter(organization_id=instance.organization_id, name=name, deleted_at__isnull=True)
-            .first()
-        )
+    wanted = list(dict.fromkeys(names))
+    locked = {  # the row locks in primary-key order (as every locker of volumes takes them): no deadlock
+        v.name: v
+        for v in Volume.objects.select_for_update()
+        .filter(organization_id=instance.organization_id, name__in=wanted, deleted_at__isnull=True)
+        .order_by("pk")
+    }
+    for name in wanted:
+        volume = locked.get(name)
         if volume is None:
             raise LaunchError("volume_not_found", _("No volume named %(name)s.") % {"name": name}, "volumes")
-        holder = VolumeAttachment.objects.filter(volume=volume, instance__status__in=ACTIVE).first()
+        holder = volume_holder(volume, other_than=instance)
         if holder is not None:
-            raise LaunchError(
-                "volume_in_use",
-                _(
-                    "Volume %(name)s is attached to instance #%(id)d, which is active: one instance writes to a "
-                    "volume at a time. Stop that instance first."
-                )
-                % {"name": name, "id": holder.instance_id},
-                "volumes",
-            )
+            raise LaunchError("volume_in_use", _in_use_message(volume, holder), "volumes")
         if volume.used_bytes >= volume.size_gb * GB:
             raise LaunchError(
                 "volume_full",
