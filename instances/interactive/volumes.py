@@ -23,8 +23,9 @@ another instance with a live attempt on it), a backstop for rows written before 
 
 Backends. **Local**: a folder ``<INSTANCES_VOLUMES_ROOT>/vol-<id>`` linked at ``<workspace>/volumes/<name>``
 (and listed in ``GPU_PORTAL_VOLUMES``). The size is enforced by measurement: :func:`volumes_measure` (beat,
-every minute) sums the folder's allocated blocks; a volume over its size stops the instances writing to it
-(with the reason in the console) and refuses attachment until it is under again. Data written between two
+every minute) sums the folder's allocated blocks, each inode once (:func:`folder_bytes`, as ``du``); a volume
+over its size stops the instances writing to it (with the reason in the console) and refuses attachment until
+it is under again. Data written between two
 measurements can overshoot by what a writer manages in a minute. A real filesystem quota (XFS project quota,
 ext4 project quota, or a fixed-size loop-mounted image per volume) refuses the write itself with ENOSPC at
 the limit, with no overshoot and no stop, but needs root to set up; the Kubernetes backend gets exactly that
@@ -40,6 +41,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -379,15 +381,26 @@ def volumes_attach(*, instance: Instance, names: list[str], user: User | None) -
 
 
 def folder_bytes(folder: Path) -> int:
-    """Bytes allocated to the files under ``folder`` (``st_blocks`` × 512, symlinks not followed): what the
-    disk holds, so a sparse file counts for what it occupies."""
+    """Bytes allocated to what lies under ``folder`` (``st_blocks`` × 512 of each file, directory and symlink,
+    symlinks not followed; ``folder``'s own directory not counted), each inode once: a file with several
+    names (hard links) counts once, as ``du`` counts it. Allocated blocks, not the apparent size, because
+    the size is a quota on the disk a volume takes: a sparse file counts for what it occupies, and the
+    Kubernetes backend's storage-class volumes (a real filesystem quota) count blocks the same way. The
+    result equals ``du -s -B1 folder`` less ``folder``'s own blocks (a test compares them)."""
     total = 0
+    seen: set[tuple[int, int]] = set()  # (st_dev, st_ino) of inodes with more than one name
     for root, dirs, files in os.walk(folder):
         for entry in (*dirs, *files):
             try:
-                total += os.lstat(os.path.join(root, entry)).st_blocks * 512
+                st = os.lstat(os.path.join(root, entry))
             except FileNotFoundError:  # removed while we walk
                 continue
+            if st.st_nlink > 1 and not stat.S_ISDIR(st.st_mode):  # a directory's links are its subfolders
+                key = (st.st_dev, st.st_ino)
+                if key in seen:
+                    continue
+                seen.add(key)
+            total += st.st_blocks * 512
     return total
 
 

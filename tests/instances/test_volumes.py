@@ -393,3 +393,41 @@ def test_the_console_launch_form_attaches_volumes_and_shows_a_refusal_on_the_for
     good = client.post(f"/o/{funded.slug}/instances/new/", {**form, "volumes": "data"})
     assert good.status_code == 302
     assert list(Instance.objects.get().volume_attachments.values_list("volume__name", flat=True)) == ["data"]
+
+
+def test_a_file_with_several_names_counts_once_as_du_counts_it(
+    volume: Any, vroot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real hard links on disk: 16 KiB written once under three names is 16 KiB used (it counted 48 KiB, and a
+    writer was stopped over a size it did not use). The size is allocated blocks, as ``du`` reports them."""
+    import os
+    import subprocess
+
+    from instances.interactive import volumes
+    from instances.models import Volume
+
+    folder = vroot / f"vol-{volume.pk}"
+    data = folder / "data.bin"
+    with open(data, "wb") as fh:
+        fh.write(os.urandom(16 * 1024))
+        fh.flush()
+        os.fsync(fh.fileno())
+    (folder / "sub").mkdir()
+    os.link(data, folder / "copy.bin")
+    os.link(data, folder / "sub" / "again.bin")
+    (folder / "link").symlink_to("data.bin")
+    (folder / "sparse.bin").open("wb").truncate(10**6)  # 1 MB apparent, no block written
+    assert os.stat(data).st_nlink == 3
+    du = int(
+        subprocess.run(["du", "-s", "-B1", str(folder)], capture_output=True, text=True, check=True).stdout.split()[0]
+    )
+    expected = du - os.lstat(folder).st_blocks * 512  # du counts the folder's own directory too
+    blocks = lambda p: os.lstat(p).st_blocks * 512  # noqa: E731
+    assert expected == blocks(data) + blocks(folder / "sub") + blocks(folder / "link") + blocks(folder / "sparse.bin")
+    assert blocks(data) >= 16 * 1024
+    assert volumes.folder_bytes(folder) == expected
+    monkeypatch.setattr(volumes, "GB", blocks(data) + 2 * blocks(folder / "sub"))  # the volume's size: 1 "GB"
+    volume.size_gb = 1
+    volume.save(update_fields=["size_gb"])
+    assert volumes.volumes_measure() == {}  # under its size: nobody stopped
+    assert Volume.objects.get(pk=volume.pk).used_bytes == expected
