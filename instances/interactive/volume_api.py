@@ -64,7 +64,7 @@ class VolumeCreateSerializer(serializers.Serializer[Any]):
     """Input of ``POST /volumes``."""
 
     name = serializers.CharField(max_length=40)
-    size_gb = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    size_gb = serializers.IntegerField(min_value=1, max_value=svc.MAX_SIZE_GB)
 
 
 def _error(exc: svc.VolumeError) -> ApiError:

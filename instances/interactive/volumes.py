@@ -64,6 +64,9 @@ from portal.permissions import Action, authorize, authorize_change
 
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")  # used with fullmatch: no trailing newline slips through
 GB = 10**9
+# The largest volume one may ask for, in GB: far above any quota, small enough that every price of it is
+# exact (the charging rule's decimals overflow, ``decimal.InvalidOperation``, near 10^28 GB).
+MAX_SIZE_GB = 1_000_000
 LIVE_ATTEMPT = frozenset(AttemptState) - ATTEMPT_TERMINAL
 
 
@@ -162,8 +165,23 @@ def volume_rows(organization: Organization) -> list[dict[str, Any]]:
     ]
 
 
+def volume_size_check(size_gb: object) -> int:
+    """``size_gb`` if it is a whole number (an ``int``, not a bool) from 1 to :data:`MAX_SIZE_GB`, else raises
+    ``VolumeError`` ``invalid_size`` (field ``size_gb``). Forms and serializers parse text into an ``int``
+    with the same bounds first; this is the rule every path ends in."""
+    if isinstance(size_gb, bool) or not isinstance(size_gb, int) or not 1 <= size_gb <= MAX_SIZE_GB:
+        raise VolumeError(
+            "invalid_size",
+            _("The size is a whole number of GB from 1 to %(max)d.") % {"max": MAX_SIZE_GB},
+            "size_gb",
+        )
+    return size_gb
+
+
 def volume_price_per_hour_micros(*, size_gb: int, at: datetime | None = None) -> int:
-    """What one hour of a ``size_gb`` GB volume costs now (micro-CNY), by the price book's storage rate."""
+    """What one hour of a ``size_gb`` GB volume costs now (micro-CNY), by the price book's storage rate.
+    Raises ``VolumeError`` ``invalid_size`` for a size :func:`volume_size_check` refuses."""
+    volume_size_check(size_gb)
     price = PriceBook(set()).storage_at(at or timezone.now())
     return volume_hour_charge_micros(price_per_gb_hour_micros=price, size_gb=size_gb, hour_index=1)
 
@@ -220,7 +238,8 @@ def volume_mounts_for(instance: Instance) -> tuple[VolumeMount, ...]:
 # --- operations -------------------------------------------------------------------------------------------
 def volume_create(*, organization: Organization, user: User | None, name: str, size_gb: int) -> Volume:
     """Create a volume of ``size_gb`` GB named ``name`` (lowercase letters, digits, hyphens; ≤ 40). Billing
-    starts now. Raises ``VolumeError`` (nothing written): a bad name or size, a name in use, or a size that
+    starts now. Raises ``VolumeError`` (nothing written): a bad name or size (1 to :data:`MAX_SIZE_GB`, see
+    :func:`volume_size_check`), a name in use, or a size that
     would take the organization's live volumes over its quota; ``PermissionRefused`` for a role that may
     not launch instances. Local backend: the folder is made after commit."""
     authorize(user=user, organization=organization, action=Action.INSTANCES_LAUNCH)
@@ -230,8 +249,7 @@ def volume_create(*, organization: Organization, user: User | None, name: str, s
             _("A volume name has 1 to 40 lowercase letters, digits or hyphens, and starts with a letter or digit."),
             "name",
         )
-    if isinstance(size_gb, bool) or not isinstance(size_gb, int) or size_gb < 1:
-        raise VolumeError("invalid_size", _("The size is a whole number of GB, at least 1."), "size_gb")
+    volume_size_check(size_gb)
     with transaction.atomic():
         Organization.objects.select_for_update().filter(pk=organization.pk).first()  # serializes quota checks
         quota = volume_quota_gb(organization)

@@ -431,3 +431,116 @@ def test_a_file_with_several_names_counts_once_as_du_counts_it(
     volume.save(update_fields=["size_gb"])
     assert volumes.volumes_measure() == {}  # under its size: nobody stopped
     assert Volume.objects.get(pk=volume.pk).used_bytes == expected
+
+
+ABSURD_SIZES = [
+    str(10**30),  # a 500 once (decimal.InvalidOperation in the price)
+    "9" * 2000,
+    "-1",
+    "0",
+    "1.5",
+    "1e30",
+    "1E3",
+    "NaN",
+    "nan",
+    "Infinity",
+    "-Infinity",
+    "inf",
+    "1000001",  # one GB past the largest volume
+    "0x10",
+    "ten",
+]
+
+
+@pytest.mark.parametrize("size", ABSURD_SIZES)
+def test_an_absurd_size_gets_a_clear_400_in_the_console_quote_and_form_and_nothing_is_written(
+    volume: Any, client: Any, funded: Any, alice: Any, size: str
+) -> None:
+    from instances.models import Volume
+    from portal.models import AuditEvent
+
+    client.force_login(alice)
+    quote = client.get(f"/o/{funded.slug}/volumes/quote/", {"size_gb": size}, HTTP_HX_REQUEST="true")
+    html = quote.content.decode()
+    assert quote.status_code == 400
+    assert 'data-testid="volume-price-error"' in html and "CNY per hour" not in html
+    expected = {
+        "-1": "Ensure this value is greater than or equal to 1.",
+        "0": "Ensure this value is greater than or equal to 1.",
+        str(10**30): "Ensure this value is less than or equal to 1000000.",
+        "9" * 2000: "Ensure this value is less than or equal to 1000000.",
+        "1000001": "Ensure this value is less than or equal to 1000000.",
+    }.get(size, "Enter a whole number.")
+    assert expected in html
+    made = client.post(f"/o/{funded.slug}/volumes/", {"name": "big", "size_gb": size})
+    assert made.status_code == 400
+    assert expected in made.content.decode()
+    assert list(Volume.objects.values_list("name", flat=True)) == ["data"]
+    assert AuditEvent.objects.filter(action="instances.volume.create").count() == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "big", "size_gb": 1000000000000000000000000000000}',
+        '{"name": "big", "size_gb": 1e30}',
+        '{"name": "big", "size_gb": "1e30"}',
+        '{"name": "big", "size_gb": -1}',
+        '{"name": "big", "size_gb": 0}',
+        '{"name": "big", "size_gb": 1.5}',
+        '{"name": "big", "size_gb": "NaN"}',
+        '{"name": "big", "size_gb": "Infinity"}',
+        '{"name": "big", "size_gb": "-Infinity"}',
+        '{"name": "big", "size_gb": NaN}',
+        '{"name": "big", "size_gb": Infinity}',
+        '{"name": "big", "size_gb": 1000001}',
+        '{"name": "big", "size_gb": true}',
+        '{"name": "big", "size_gb": null}',
+        '{"name": "big", "size_gb": "ten"}',
+    ],
+)
+def test_an_absurd_size_gets_a_clear_400_from_the_api_and_nothing_is_written(
+    volume: Any, funded: Any, alice: Any, body: str
+) -> None:
+    from rest_framework.test import APIClient
+
+    from instances.models import Volume
+    from portal.models import AuditEvent
+
+    api = APIClient()
+    api.force_authenticate(alice)
+    refused = api.post("/api/v1/volumes", body, content_type="application/json")
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    if "NaN}" in body or "Infinity}" in body:  # not JSON at all (RFC 8259 §6)
+        assert error["code"] == "parse_error"
+    else:
+        assert (error["code"], list(error["details"])) == ("invalid", ["size_gb"])
+    assert list(Volume.objects.values_list("name", flat=True)) == ["data"]
+    assert AuditEvent.objects.filter(action="instances.volume.create").count() == 1
+
+
+def test_the_volume_service_refuses_sizes_past_the_largest_and_prices_only_real_sizes(
+    volume: Any, funded: Any, alice: Any
+) -> None:
+    from instances.interactive.volumes import (
+        MAX_SIZE_GB,
+        VolumeError,
+        volume_create,
+        volume_price_per_hour_micros,
+    )
+    from instances.models import Volume
+
+    assert MAX_SIZE_GB == 1_000_000
+    for size in (10**30, MAX_SIZE_GB + 1, 0, -5, 2.0, "3"):
+        with pytest.raises(VolumeError) as refused:
+            volume_create(organization=funded, user=alice, name="big", size_gb=size)  # type: ignore[arg-type]
+        assert (refused.value.code, refused.value.field, str(refused.value)) == (
+            "invalid_size",
+            "size_gb",
+            "The size is a whole number of GB from 1 to 1000000.",
+        )
+        with pytest.raises(VolumeError):
+            volume_price_per_hour_micros(size_gb=size)  # type: ignore[arg-type]
+    assert Volume.objects.count() == 1
+    assert volume_price_per_hour_micros(size_gb=MAX_SIZE_GB) == 500_000_000  # 0.0005 CNY per GB-hour
