@@ -114,7 +114,10 @@ class Instance(models.Model):
     ``idempotency_key``: the API's ``Idempotency-Key`` (unique per organization when given).
     ``tier``: on-demand, or interruptible (charged at the price book's discount; may be preempted for an
     on-demand request, ``instances.preemption``); ``preempt_requested_at``: the preemption notice was given
-    and the attempt is being stopped (the attempt's end then counts as a preemption, not a stop).
+    and the attempt is being stopped (the attempt's end then counts as a preemption, not a stop);
+    ``preempt_for``: the request it was given for; ``preempt_started_at``: the preemption task began stopping
+    the attempt — before that, a notice whose request no longer waits is withdrawn (the instance keeps
+    running, nothing is counted as a preemption).
     Idle autostop (interactive instances, ``instances.interactive.idle``): ``idle_autostop_minutes``
     (None or 0 = off; the organization's default at launch), ``last_activity_at`` (activity the portal
     records), ``idle_warned_at`` (the warning of the current idle period), ``autostopped_at``.
@@ -139,6 +142,10 @@ class Instance(models.Model):
     idempotency_key = models.CharField(max_length=200, blank=True)
     tier = models.CharField(_("tier"), max_length=20, choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
     preempt_requested_at = models.DateTimeField(null=True, blank=True)
+    # the waiting on-demand request the notice was given for (withdrawn if it stops waiting first), and when
+    # the preemption task began stopping the attempt (from then on the notice can no longer be withdrawn)
+    preempt_for = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    preempt_started_at = models.DateTimeField(null=True, blank=True)
     idle_autostop_minutes = models.PositiveIntegerField(_("idle autostop (minutes)"), null=True, blank=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
