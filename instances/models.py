@@ -392,11 +392,15 @@ class JobLogArchive(models.Model):
     (Kubernetes deletes them with the Job), so a finished or failed job's log can still be read.
 
     ``rank``: the node rank (pod completion index). ``text``: at most ``INSTANCES_LOG_ARCHIVE_LINES`` lines.
+    ``first_line``: the offset (0-based line number in the rank's whole log) of the first line kept, so a
+    reader following by offset learns how many lines the archive no longer has (0 for copies made before
+    offsets were kept: counted from the first line kept).
     """
 
     attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="log_archives")
     rank = models.PositiveIntegerField()
     text = models.TextField(blank=True)
+    first_line = models.PositiveBigIntegerField(default=0)
     archived_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -24,6 +24,7 @@ from instances.api.serializers import (
     InstanceLaunchSerializer,
     InstanceSerializer,
     JobLaunchSerializer,
+    JobLogSerializer,
     JobSerializer,
     LogsQuerySerializer,
     PinSerializer,
@@ -190,28 +191,42 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         rows = selectors.checkpoints_of(job).select_related("attempt")
         return Response(CheckpointSerializer(rows, many=True).data)
 
-    @extend_schema(parameters=[LogsQuerySerializer], responses={200: dict})
+    @extend_schema(parameters=[LogsQuerySerializer], responses=JobLogSerializer)
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
-        """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-        copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-        or attempt is a 404 ``unknown_rank``."""
+        """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+        Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer, with
+        its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+        waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a 404
+        ``unknown_rank``."""
         job = self.get_object()
         query = LogsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
         try:
-            found = joblogs.job_log(job=job, rank=q["rank"], attempt_number=q.get("attempt"), lines=q["lines"])
+            found = joblogs.job_log(
+                job=job,
+                rank=q["rank"],
+                attempt_number=q.get("attempt"),
+                lines=q["lines"],
+                after=q.get("after"),
+                positions=True,
+            )
         except joblogs.UnknownRank as exc:
             raise ApiError("unknown_rank", str(exc), 404, {"field": "rank"}) from None
         return Response(
             {
                 "job": job.pk,
                 "attempt": found.attempt,
+                "next_attempt": found.next_attempt,
                 "rank": found.rank,
                 "ranks": found.ranks,
                 "source": found.source,
                 "lines": found.lines,
+                "first": found.first,
+                "cursor": found.cursor,
+                "dropped": found.dropped,
+                "more": found.more,
             }
         )
 

@@ -38,7 +38,7 @@ from .instance_launch_request import InstanceLaunchRequest
 from .instance_status_enum import InstanceStatusEnum
 from .job import Job
 from .job_launch_request import JobLaunchRequest
-from .jobs_logs_retrieve_response_200 import JobsLogsRetrieveResponse200
+from .job_log import JobLog
 from .jobs_metrics_retrieve_response_200 import JobsMetricsRetrieveResponse200
 from .jupyter_access import JupyterAccess
 from .jupyter_access_state_enum import JupyterAccessStateEnum
@@ -73,6 +73,7 @@ from .revenue import Revenue
 from .role_enum import RoleEnum
 from .rollback_request import RollbackRequest
 from .scope_enum import ScopeEnum
+from .source_enum import SourceEnum
 from .ssh_access import SshAccess
 from .ssh_key import SshKey
 from .ssh_key_create import SshKeyCreate
@@ -146,7 +147,7 @@ __all__ = (
     "InstanceStatusEnum",
     "Job",
     "JobLaunchRequest",
-    "JobsLogsRetrieveResponse200",
+    "JobLog",
     "JobsMetricsRetrieveResponse200",
     "JupyterAccess",
     "JupyterAccessStateEnum",
@@ -181,6 +182,7 @@ __all__ = (
     "RoleEnum",
     "RollbackRequest",
     "ScopeEnum",
+    "SourceEnum",
     "SshAccess",
     "SshKey",
     "SshKeyCreate",
