@@ -25,13 +25,12 @@ Backends. **Local**: a folder ``<INSTANCES_VOLUMES_ROOT>/vol-<id>`` linked at ``
 (and listed in ``GPU_PORTAL_VOLUMES``). The size is enforced by measurement: :func:`volumes_measure` (beat,
 every minute) sums the folder's allocated blocks, each inode once (:func:`folder_bytes`, as ``du``); a volume
 over its size stops the instances writing to it (with the reason in the console) and refuses attachment until
-it is under again. Data written between two
-measurements can overshoot by what a writer manages in a minute. A real filesystem quota (XFS project quota,
-ext4 project quota, or a fixed-size loop-mounted image per volume) refuses the write itself with ENOSPC at
-the limit, with no overshoot and no stop, but needs root to set up; the Kubernetes backend gets exactly that
-from its storage class. **Kubernetes**: the PersistentVolumeClaim ``gpu-portal-vol-<id>`` (ReadWriteOnce,
-storage request = size), created when an attempt first mounts it and deleted with the volume
-(``instances.backends.k8s_volumes``).
+it is under again. Data written between two measurements can overshoot by what a writer manages in a minute.
+A real filesystem quota (XFS project quota, ext4 project quota, or a fixed-size loop-mounted image per volume)
+refuses the write itself with ENOSPC at the limit, with no overshoot and no stop, but needs root to set up;
+the Kubernetes backend gets exactly that from its storage class. **Kubernetes**: the PersistentVolumeClaim
+``gpu-portal-vol-<id>`` (ReadWriteOnce, storage request = size), created when an attempt first mounts it and
+deleted with the volume (``instances.backends.k8s_volumes``).
 
 Billing: per started GB-hour from creation until deletion (``billing.volume_metering``).
 """

@@ -557,7 +557,10 @@ def test_the_preemption_task_racing_the_requests_stop_leaves_the_victim_running(
         thread.start()
         with connection.cursor() as cur:
             for _ in range(600):
-                cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+                cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event = 'PgSleep' AND datname = current_database()"
+                )
                 if cur.fetchone()[0]:
                     break
                 time.sleep(0.01)

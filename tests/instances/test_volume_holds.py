@@ -373,7 +373,9 @@ def _while_sleeping(first: Any) -> None:
     first.start()
     with connection.cursor() as cur:
         for _ in range(600):
-            cur.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'")
+            cur.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep' AND datname = current_database()"
+            )
             if cur.fetchone()[0]:
                 return
             time.sleep(0.01)
