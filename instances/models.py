@@ -114,7 +114,10 @@ class Instance(models.Model):
     ``idempotency_key``: the API's ``Idempotency-Key`` (unique per organization when given).
     ``tier``: on-demand, or interruptible (charged at the price book's discount; may be preempted for an
     on-demand request, ``instances.preemption``); ``preempt_requested_at``: the preemption notice was given
-    and the attempt is being stopped (the attempt's end then counts as a preemption, not a stop).
+    and the attempt is being stopped (the attempt's end then counts as a preemption, not a stop);
+    ``preempt_for``: the request it was given for; ``preempt_started_at``: the preemption task began stopping
+    the attempt — before that, a notice whose request no longer waits is withdrawn (the instance keeps
+    running, nothing is counted as a preemption).
     Idle autostop (interactive instances, ``instances.interactive.idle``): ``idle_autostop_minutes``
     (None or 0 = off; the organization's default at launch), ``last_activity_at`` (activity the portal
     records), ``idle_warned_at`` (the warning of the current idle period), ``autostopped_at``.
@@ -139,6 +142,10 @@ class Instance(models.Model):
     idempotency_key = models.CharField(max_length=200, blank=True)
     tier = models.CharField(_("tier"), max_length=20, choices=PriceTier.choices, default=PriceTier.ON_DEMAND)
     preempt_requested_at = models.DateTimeField(null=True, blank=True)
+    # the waiting on-demand request the notice was given for (withdrawn if it stops waiting first), and when
+    # the preemption task began stopping the attempt (from then on the notice can no longer be withdrawn)
+    preempt_for = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    preempt_started_at = models.DateTimeField(null=True, blank=True)
     idle_autostop_minutes = models.PositiveIntegerField(_("idle autostop (minutes)"), null=True, blank=True)
     last_activity_at = models.DateTimeField(null=True, blank=True)
     idle_warned_at = models.DateTimeField(null=True, blank=True)
@@ -385,11 +392,15 @@ class JobLogArchive(models.Model):
     (Kubernetes deletes them with the Job), so a finished or failed job's log can still be read.
 
     ``rank``: the node rank (pod completion index). ``text``: at most ``INSTANCES_LOG_ARCHIVE_LINES`` lines.
+    ``first_line``: the offset (0-based line number in the rank's whole log) of the first line kept, so a
+    reader following by offset learns how many lines the archive no longer has (0 for copies made before
+    offsets were kept: counted from the first line kept).
     """
 
     attempt = models.ForeignKey(JobAttempt, on_delete=models.CASCADE, related_name="log_archives")
     rank = models.PositiveIntegerField()
     text = models.TextField(blank=True)
+    first_line = models.PositiveBigIntegerField(default=0)
     archived_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -442,8 +453,9 @@ class Volume(models.Model):
 
 class VolumeAttachment(models.Model):
     """Volume ``volume`` mounted read-write in ``instance`` (``<workspace>/volumes/<name>`` locally,
-    ``/volumes/<name>`` in a pod). The volume is in use while the instance is active (or preempted, waiting
-    to resume); one writer at a time is enforced at launch under the volume's row lock."""
+    ``/volumes/<name>`` in a pod). The instance holds the volume until it has truly ended (active, preempted,
+    or resting with a resume due: ``instances.interactive.volumes.holding``); one holder at a time is
+    enforced under the volume's row lock at launch, deletion and restart."""
 
     volume = models.ForeignKey(Volume, on_delete=models.PROTECT, related_name="attachments")
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="volume_attachments")

@@ -15,11 +15,19 @@ on-demand request that lacks capacity may take it back. The rules (issue 14, ite
   a whole-node request takes the nodes whose every user is interruptible, cheapest first. Victims already
   being preempted (or stopping) count as capacity on its way: nothing more is preempted while they suffice.
 * **How.** The same path as a lost node's preemption: the victim gets a notice (``preempt_requested_at``, its
-  reason shown; acted on again by a later pass if its preemption has not ended within the stop grace + 60 s),
-  its attempt is stopped with SIGTERM (the runtime saves a checkpoint at the current step),
+  reason shown, ``preempt_for`` the request it is for; acted on again by a later pass if its preemption has
+  not ended within the stop grace + 60 s), its attempt is stopped with SIGTERM (the runtime saves a
+  checkpoint at the current step),
   the instance becomes ``preempted`` (not a crash: the crash budget is untouched) and a training job resumes
   from that checkpoint when capacity returns; an interactive instance is queued again (its disk is kept,
   its processes are not).
+
+* **Withdrawn when its reason is gone.** Until the preemption task begins stopping the victim
+  (``preempt_started_at``, set under the victim's row lock), a notice whose request no longer waits (stopped,
+  placed elsewhere, failed) is withdrawn (:func:`notices_withdraw`): by the task itself before it acts, by
+  the request's own stop, and by the next scheduling pass. The victim keeps running, nothing is counted as a
+  preemption, and its reason says the notice was withdrawn. Once the stop has begun it is not withdrawn
+  (SIGTERM has been sent).
 
 :func:`victims_choose` is a pure function over the scheduler's capacity index; :func:`preemptions_plan`
 reads the holders and writes the notices inside the scheduling pass's transaction.
@@ -42,6 +50,7 @@ from instances.reasons import Reason
 from portal.models import AuditEvent
 
 SUBSET_LIMIT = 12  # candidates on one node above which the smallest subset is found greedily (2^12 subsets)
+WAITING = frozenset({InstanceStatus.PENDING, InstanceStatus.SCHEDULING})  # a request that still waits
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,13 +156,32 @@ def preemptions_plan(
     heads = {t: w for t, w in heads.items() if tiers.get(int(w.request.request_id)) == PriceTier.ON_DEMAND}
     if not heads:
         return {}
-    rows = Instance.objects.filter(
-        status__in=HOLDS_CAPACITY, tier=PriceTier.INTERRUPTIBLE, gpu_type__code__in=list(heads)
-    ).values_list("pk", "gpu_type__code", "gpu_count", "submitted_at", "placement", "preempt_requested_at", "status")
+    rows = list(
+        Instance.objects.filter(
+            status__in=HOLDS_CAPACITY, tier=PriceTier.INTERRUPTIBLE, gpu_type__code__in=list(heads)
+        ).values_list(
+            "pk",
+            "gpu_type__code",
+            "gpu_count",
+            "submitted_at",
+            "placement",
+            "preempt_requested_at",
+            "status",
+            "preempt_for_id",
+            "preempt_started_at",
+        )
+    )
+    still_waiting = {int(w.request.request_id) for w in waiting}
+    gone = [  # notices not yet acted on whose request was placed, failed or stopped meanwhile
+        r[0] for r in rows if r[5] is not None and r[8] is None and r[7] is not None and r[7] not in still_waiting
+    ]
+    withdrawn = set(notices_withdraw(pks=gone, now=now)) if gone else set()
     by_type: dict[str, list[Holder]] = {}
     # a notice whose preemption has not finished within the stop grace (a lost task) is acted on again
     stale = now - timedelta(seconds=float(getattr(settings, "INSTANCES_STOP_GRACE_S", 120)) + 60)
-    for pk, code, gpus, submitted, placement, requested, status in rows:
+    for pk, code, gpus, submitted, placement, requested, status, _for, _started in rows:
+        if pk in withdrawn:
+            requested = None
         freeing = requested is not None or status == InstanceStatus.STOPPING
         if requested is not None and requested < stale and status != InstanceStatus.STOPPING:
             on_preempt(pk)
@@ -183,7 +211,12 @@ def _notices_give(victims: list[Holder], *, for_pk: int, now: datetime, on_preem
         .values_list("pk", "organization_id")
     )
     Instance.objects.filter(pk__in=[pk for pk, _org in claimed]).update(
-        preempt_requested_at=now, status_reason=notice, status_reason_code=notice.code, status_reason_params={}
+        preempt_requested_at=now,
+        preempt_for_id=for_pk,
+        preempt_started_at=None,
+        status_reason=notice,
+        status_reason_code=notice.code,
+        status_reason_params={},
     )
     AuditEvent.objects.bulk_create(
         AuditEvent(
@@ -198,3 +231,47 @@ def _notices_give(victims: list[Holder], *, for_pk: int, now: datetime, on_preem
     )
     for pk, _org in claimed:
         on_preempt(pk)
+
+
+def notices_withdraw(
+    *, pks: Sequence[int] | None = None, for_pks: Sequence[int] | None = None, now: datetime
+) -> list[int]:
+    """Withdraw the preemption notices not yet acted on (``preempt_started_at`` unset) of the instances
+    ``pks``, or given for the requests ``for_pks``, whose request no longer waits (not pending or scheduling:
+    stopped, placed, failed). Inside the caller's transaction, under the victims' row locks (``SELECT … FOR
+    UPDATE``, the lock the preemption task takes before it acts, so a notice is either withdrawn or acted on,
+    never both). The victim keeps its capacity and its attempt; its reason says why; one audit row each
+    (``instances.instance.preempt_withdrawn``). A notice without a request (given before requests were
+    recorded) is never withdrawn. Returns the pks withdrawn."""
+    rows = (
+        Instance.objects.select_for_update(of=("self",))
+        .filter(preempt_requested_at__isnull=False, preempt_started_at__isnull=True, preempt_for__isnull=False)
+        .exclude(preempt_for__status__in=WAITING)
+    )
+    if pks is not None:
+        rows = rows.filter(pk__in=list(pks))
+    if for_pks is not None:
+        rows = rows.filter(preempt_for_id__in=list(for_pks))
+    found = list(rows.order_by("pk").values_list("pk", "organization_id", "preempt_for_id"))
+    if not found:
+        return []
+    why = Reason("preemption_withdrawn")
+    Instance.objects.filter(pk__in=[pk for pk, _org, _for in found]).update(
+        preempt_requested_at=None,
+        preempt_for=None,
+        status_reason=why,
+        status_reason_code=why.code,
+        status_reason_params={},
+    )
+    AuditEvent.objects.bulk_create(
+        AuditEvent(
+            action="instances.instance.preempt_withdrawn",
+            organization_id=org,
+            object_type=Instance._meta.label_lower,
+            object_id=str(pk),
+            extra={"for_instance": for_pk, "reason": why},
+            created_at=now,
+        )
+        for pk, org, for_pk in found
+    )
+    return [pk for pk, _org, _for in found]

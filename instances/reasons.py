@@ -70,6 +70,10 @@ REASON_TEXTS: dict[str, str] = {
     "preemption_notice": gettext_noop(
         "preemption notice: an on-demand request needs this capacity; checkpointing, then stopping"
     ),
+    "preemption_withdrawn": gettext_noop(
+        "preemption notice withdrawn: the on-demand request it was given for no longer waits, so this instance "
+        "keeps its capacity"
+    ),
     "preempted_interactive": gettext_noop(
         "preempted for an on-demand request (interruptible tier): your disk is kept (the instance's workspace "
         "folder and volumes), running processes are not; it starts again when capacity returns"

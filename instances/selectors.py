@@ -135,27 +135,6 @@ def queued_instances() -> QuerySet[Instance]:
     )
 
 
-def job_logs_tail(job: TrainingJob, *, lines: int = 200) -> list[str]:
-    """The last ``lines`` lines of the newest submitted attempt's log (local backend: ``logs.txt`` in its
-    workspace). Other backends keep logs in the cluster (``kubectl logs``): an empty list here."""
-    from instances.backends.local import LOG_FILE, LocalBackend
-
-    attempt = job.attempts.exclude(handle="").order_by("-number").first()
-    if attempt is None or not attempt.handle.startswith("local:"):
-        return []
-    _, ws = LocalBackend.parse_handle(attempt.handle)
-    path = ws / LOG_FILE
-    try:
-        with open(path, "rb") as fh:
-            fh.seek(0, 2)
-            size = fh.tell()
-            fh.seek(max(0, size - 256 * 1024))
-            text = fh.read().decode("utf-8", errors="replace")
-    except OSError:
-        return []
-    return text.splitlines()[-lines:]
-
-
 def node_views() -> list[Any]:
     """The inventory as the scheduler sees it: every node with GPUs free = total minus the placements of
     instances holding capacity (the portal's own allocation, not the backend's lagging view)."""

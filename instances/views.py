@@ -278,8 +278,12 @@ def job_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 def job_restart(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, job = _job(request, org, pk)
     if request.method == "POST":
-        services.job_restart(job=job, acting_user=request.user)
-        messages.info(request, _("%(name)s restarts from its newest checkpoint.") % {"name": job.name})
+        try:
+            services.job_restart(job=job, acting_user=request.user)
+        except services.LaunchError as exc:  # a volume held by another instance now, or deleted
+            messages.error(request, str(exc))
+        else:
+            messages.info(request, _("%(name)s restarts from its newest checkpoint.") % {"name": job.name})
         return redirect("job_detail", org=organization.slug, pk=job.pk)
     return render(
         request,
@@ -303,7 +307,7 @@ def job_rollback(request: AuthedHttpRequest, org: str, pk: int, checkpoint: int)
     if request.method == "POST":
         try:
             services.job_rollback(job=job, checkpoint_id=cp.pk, acting_user=request.user)
-        except services.RollbackError as exc:
+        except (services.RollbackError, services.LaunchError) as exc:
             messages.error(request, str(exc))
         else:
             messages.info(request, _("%(name)s rolls back to step %(step)d.") % {"name": job.name, "step": cp.step})

@@ -277,6 +277,36 @@ class LogsQuerySerializer(serializers.Serializer[Any]):
     attempt = serializers.IntegerField(
         min_value=1, max_value=1_000_000, required=False, help_text="attempt number; default the newest"
     )
+    after = serializers.IntegerField(
+        min_value=0,
+        max_value=2**63 - 1,
+        required=False,
+        help_text="a cursor from an earlier answer: up to `lines` lines from this offset on, oldest first",
+    )
+
+
+class JobLogSerializer(serializers.Serializer[Any]):
+    """Answer of ``GET /jobs/{id}/logs``: one node rank's log lines with their offsets (0-based line numbers in
+    that attempt's rank log). Follow a log by passing ``cursor`` back as ``after`` (with ``attempt``), never by
+    comparing lines."""
+
+    job = serializers.IntegerField()
+    attempt = serializers.IntegerField(allow_null=True, help_text="attempt number; null before any submit")
+    next_attempt = serializers.IntegerField(
+        allow_null=True, help_text="the job's next submitted attempt after this one; null while this is the newest"
+    )
+    rank = serializers.IntegerField()
+    ranks = serializers.IntegerField(help_text="node ranks of this attempt")
+    source = serializers.ChoiceField(choices=["live", "archive", "none"])  # type: ignore[assignment]  # the metaclass pops declared fields; mypy sees Field.source
+    lines = serializers.ListField(child=serializers.CharField(allow_blank=True, trim_whitespace=False))
+    first = serializers.IntegerField(help_text="offset of lines[0]")
+    cursor = serializers.IntegerField(help_text="offset after the last line returned: pass it as `after`")
+    dropped = serializers.IntegerField(
+        allow_null=True,
+        help_text="lines between `after` and `first` the portal no longer has; null: an unknown number "
+        "(the cluster rotated the log or restarted its container)",
+    )
+    more = serializers.BooleanField(help_text="more lines after `cursor` are already there: ask again at once")
 
 
 class RollbackSerializer(serializers.Serializer[Any]):

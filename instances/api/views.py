@@ -24,6 +24,7 @@ from instances.api.serializers import (
     InstanceLaunchSerializer,
     InstanceSerializer,
     JobLaunchSerializer,
+    JobLogSerializer,
     JobSerializer,
     LogsQuerySerializer,
     PinSerializer,
@@ -51,7 +52,13 @@ LAUNCH_ERROR_STATUS = {
     "exceeds_quota": 403,
     "volume_not_found": 404,
     "volume_in_use": 409,
+    "volume_deleted": 409,
 }
+
+
+def _launch_refused(exc: services.LaunchError) -> ApiError:
+    """A launch (or a restart taking its volumes back) refused: the envelope with the error's code."""
+    return ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field})
 
 
 def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool]:
@@ -66,7 +73,7 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
             spec=spec,
         )
     except services.LaunchError as exc:
-        raise ApiError(exc.code, str(exc), LAUNCH_ERROR_STATUS.get(exc.code, 400), {"field": exc.field}) from None
+        raise _launch_refused(exc) from None
     return instance, replay
 
 
@@ -152,7 +159,12 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
     @extend_schema(request=None, responses=JobSerializer)
     @action(detail=True, methods=["post"])
     def restart(self, request: AuthedRequest, pk: str) -> Response:
-        job = services.job_restart(job=self.get_object(), acting_user=request.user)
+        """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+        ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``."""
+        try:
+            job = services.job_restart(job=self.get_object(), acting_user=request.user)
+        except services.LaunchError as exc:
+            raise _launch_refused(exc) from None
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=RollbackSerializer, responses=JobSerializer)
@@ -167,6 +179,8 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             )
         except services.RollbackError as exc:
             raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
+        except services.LaunchError as exc:  # its volumes, as for a restart
+            raise _launch_refused(exc) from None
         return Response(JobSerializer(job).data)
 
     @extend_schema(request=None, responses=JobSerializer)
@@ -185,28 +199,42 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
         rows = selectors.checkpoints_of(job).select_related("attempt")
         return Response(CheckpointSerializer(rows, many=True).data)
 
-    @extend_schema(parameters=[LogsQuerySerializer], responses={200: dict})
+    @extend_schema(parameters=[LogsQuerySerializer], responses=JobLogSerializer)
     @action(detail=True, methods=["get"], pagination_class=None)
     def logs(self, request: Request, pk: str) -> Response:
-        """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-        copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-        or attempt is a 404 ``unknown_rank``."""
+        """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+        Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer, with
+        its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+        waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a 404
+        ``unknown_rank``."""
         job = self.get_object()
         query = LogsQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         q = query.validated_data
         try:
-            found = joblogs.job_log(job=job, rank=q["rank"], attempt_number=q.get("attempt"), lines=q["lines"])
+            found = joblogs.job_log(
+                job=job,
+                rank=q["rank"],
+                attempt_number=q.get("attempt"),
+                lines=q["lines"],
+                after=q.get("after"),
+                positions=True,
+            )
         except joblogs.UnknownRank as exc:
             raise ApiError("unknown_rank", str(exc), 404, {"field": "rank"}) from None
         return Response(
             {
                 "job": job.pk,
                 "attempt": found.attempt,
+                "next_attempt": found.next_attempt,
                 "rank": found.rank,
                 "ranks": found.ranks,
                 "source": found.source,
                 "lines": found.lines,
+                "first": found.first,
+                "cursor": found.cursor,
+                "dropped": found.dropped,
+                "more": found.more,
             }
         )
 

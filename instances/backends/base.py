@@ -207,10 +207,21 @@ class ComputeBackend(abc.ABC):
     def inventory(self) -> list[NodeView]:
         """Nodes this backend can run on, with free GPUs, for the scheduler."""
 
-    def logs(self, handle: str, *, rank: int = 0, lines: int = 200) -> list[str] | None:
-        """The last ``lines`` lines of node-rank ``rank``'s log, or ``None`` when that rank does not exist
-        (or no longer does). Backends that cannot read logs return ``None``."""
+    def logs(self, handle: str, *, rank: int = 0, lines: int | None = 200) -> list[str] | None:
+        """The last ``lines`` lines of node-rank ``rank``'s log (``None``: all the backend still has, from its
+        first line), or ``None`` when that rank does not exist (or no longer does). Backends that cannot read
+        logs return ``None``."""
         return None
+
+
+def split_log_lines(text: str) -> list[str]:
+    """The lines of a log's ``text``, split at ``\\n`` only (a ``\\r\\n`` ending loses its ``\\r``; a lone ``\\r``
+    of a progress bar stays inside its line), without the empty string after a final ``\\n``: line ``n`` is
+    the same line however the text was read, which offsets into a log (``instances.joblogs``) rely on."""
+    found = text.split("\n")
+    if found and found[-1] == "":
+        found.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in found]
 
 
 def get_backend(name: str, **options: Any) -> ComputeBackend:

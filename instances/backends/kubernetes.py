@@ -50,6 +50,7 @@ from instances.backends.base import (
     JobSpec,
     JobStatus,
     UnknownHandle,
+    split_log_lines,
 )
 from instances.backends.k8s_objects import (  # noqa: F401 - names of this module before the split
     _DISRUPTED_IN_MESSAGE,
@@ -467,10 +468,12 @@ class KubernetesBackend(ComputeBackend):
             events.extend(sanitize(e) for e in core.list_namespaced_event(ns, field_selector=field).items)
         return job_status_from(job_json, pods, events)
 
-    def logs(self, handle: str, *, rank: int = 0, lines: int = 200) -> list[str] | None:
-        """The last ``lines`` lines of the trainer container of the pod with completion index ``rank``
-        (the node rank; torchrun's local ranks share the pod's log), read with ``read_namespaced_pod_log``.
-        ``None`` when no such pod exists (any more): a rank outside the gang, or a Job gone."""
+    def logs(self, handle: str, *, rank: int = 0, lines: int | None = 200) -> list[str] | None:
+        """The last ``lines`` lines (``None``: the whole log the kubelet still holds — its current file, up to
+        its rotation size) of the trainer container of the pod with completion index ``rank`` (the node rank;
+        torchrun's local ranks share the pod's log), read with ``read_namespaced_pod_log``; lines are split at
+        ``\\n`` only (a ``\\r`` of a progress bar stays inside its line). ``None`` when no such pod exists (any
+        more): a rank outside the gang, or a Job gone."""
         from kubernetes.client.exceptions import ApiException
         from urllib3.exceptions import HTTPError
 
@@ -483,14 +486,16 @@ class KubernetesBackend(ComputeBackend):
             if not mine:
                 return None
             pod = max(mine, key=lambda p: p["metadata"].get("creationTimestamp") or "")  # the newest try of it
-            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER, tail_lines=lines)
+            tail = {"tail_lines": lines} if lines is not None else {}
+            text = core.read_namespaced_pod_log(pod["metadata"]["name"], ns, container=CONTAINER, **tail)
         except ApiException as exc:
             if exc.status in (400, 404):  # gone, or its container never started
                 return None
             raise BackendError(f"reading the log of {name} rank {rank}: {exc.reason}") from exc
         except (HTTPError, OSError) as exc:  # the API server cannot be reached
             raise BackendError(f"reading the log of {name} rank {rank}: {exc}") from exc
-        return str(text or "").splitlines()[-lines:]
+        found = split_log_lines(str(text or ""))
+        return found if lines is None else found[-lines:]
 
     def request_checkpoint(self, handle: str) -> int:
         """Annotate the Job with the request time (informational: the runtime polls the portal). Returns 1.

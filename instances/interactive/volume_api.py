@@ -21,8 +21,9 @@ VOLUME_ERROR_STATUS = {"exceeds_quota": 403, "in_use": 409, "name_taken": 409}
 
 
 class VolumeSerializer(serializers.ModelSerializer[Volume]):
-    """A volume: ``size_gb`` GB, ``used_bytes`` as last measured, ``attached_to`` (the active instance
-    holding it, or null), ``cost_micros`` (storage charged so far, micro-CNY), ``price_per_hour_micros``."""
+    """A volume: ``size_gb`` GB, ``used_bytes`` as last measured, ``attached_to`` (the instance holding it —
+    active, or preempted / in its crash back-off and resuming on it — or null), ``cost_micros`` (storage
+    charged so far, micro-CNY), ``price_per_hour_micros``."""
 
     attached_to = serializers.SerializerMethodField()
     cost_micros = serializers.SerializerMethodField()
@@ -63,11 +64,14 @@ class VolumeCreateSerializer(serializers.Serializer[Any]):
     """Input of ``POST /volumes``."""
 
     name = serializers.CharField(max_length=40)
-    size_gb = serializers.IntegerField(min_value=1, max_value=1_000_000)
+    size_gb = serializers.IntegerField(min_value=1, max_value=svc.MAX_SIZE_GB)
 
 
 def _error(exc: svc.VolumeError) -> ApiError:
-    return ApiError(exc.code, str(exc), VOLUME_ERROR_STATUS.get(exc.code, 400), {"field": exc.field})
+    details: dict[str, Any] = {"field": exc.field}
+    if exc.holder_id is not None:
+        details["holder"] = exc.holder_id  # the instance holding the volume
+    return ApiError(exc.code, str(exc), VOLUME_ERROR_STATUS.get(exc.code, 400), details)
 
 
 class VolumeViewSet(
@@ -76,7 +80,8 @@ class VolumeViewSet(
     viewsets.GenericViewSet,  # type: ignore[type-arg]
 ):
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached)."""
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to resume
+    on it; ``details.holder`` is that instance's id)."""
 
     serializer_class = VolumeSerializer
 

@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -26,7 +27,7 @@ class VolumeCreateForm(forms.Form):
     name = forms.CharField(
         label=gettext_lazy("Name"), max_length=40, help_text=gettext_lazy("Lowercase letters, digits and hyphens.")
     )
-    size_gb = forms.IntegerField(label=gettext_lazy("Size (GB)"), min_value=1, max_value=1_000_000, initial=10)
+    size_gb = forms.IntegerField(label=gettext_lazy("Size (GB)"), min_value=1, max_value=svc.MAX_SIZE_GB, initial=10)
 
 
 def _context(organization: Organization, form: VolumeCreateForm) -> dict[str, Any]:
@@ -44,13 +45,16 @@ def _context(organization: Organization, form: VolumeCreateForm) -> dict[str, An
 
 
 def _price(size: Any) -> dict[str, Any]:
+    """The price of ``size`` (the form's text) as the create form would read it: its field's parsing and
+    bounds, so a size the quote prices is one the form accepts (``1e30``, ``NaN``, ``-1``, 10^30 … get the
+    field's own error)."""
     try:
-        gb = int(size)
-    except (TypeError, ValueError):
-        gb = 0
-    if gb < 1:
-        return {"price_error": _("Enter a size of at least 1 GB."), "price_hour_micros": None}
-    hour = svc.volume_price_per_hour_micros(size_gb=gb)
+        gb = VolumeCreateForm.base_fields["size_gb"].clean(size)
+        hour = svc.volume_price_per_hour_micros(size_gb=gb)
+    except ValidationError as exc:
+        return {"price_error": " ".join(exc.messages), "price_hour_micros": None}
+    except svc.VolumeError as exc:
+        return {"price_error": str(exc), "price_hour_micros": None}
     return {"price_error": "", "price_gb": gb, "price_hour_micros": hour, "price_month_micros": hour * 24 * 30}
 
 
@@ -74,9 +78,11 @@ def volume_list(request: AuthedHttpRequest, org: str) -> HttpResponse:
 
 @login_required
 def volume_quote(request: AuthedHttpRequest, org: str) -> HttpResponse:
-    """The price of the size being typed (htmx partial of the create form)."""
+    """The price of the size being typed (htmx partial of the create form); 400 with the reason for a size the
+    form would refuse (the form lets htmx swap that answer in)."""
     request_organization(request, slug=org)
-    return render(request, "instances/volume_price.html", _price(request.GET.get("size_gb")))
+    price = _price(request.GET.get("size_gb"))
+    return render(request, "instances/volume_price.html", price, status=400 if price["price_error"] else 200)
 
 
 @login_required

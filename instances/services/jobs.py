@@ -26,11 +26,17 @@ def job_restart(
     *, job: TrainingJob, acting_user: User | None = None, resume_step: int = -1, reason: str = ""
 ) -> TrainingJob:
     """Restart a job from its newest complete checkpoint (or ``resume_step``): a resting instance is queued
-    at once; a running one is stopped first (with a final checkpoint) and queued when it has stopped."""
+    at once; a running one is stopped first (with a final checkpoint) and queued when it has stopped.
+    A resting job takes its volumes back first (``volumes_hold_again``): raises ``LaunchError``
+    ``volume_in_use`` (naming the instance that holds one now) or ``volume_deleted``, nothing written."""
+    from instances.interactive.volumes import volumes_hold_again  # the volumes module imports the services
+
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     with transaction.atomic():
         job = TrainingJob.objects.select_for_update().get(pk=job.pk)
         instance = job.instance
+        if instance.status in RESTING:
+            volumes_hold_again(instance=instance)
         if resume_step >= 0:
             job.resume_step = resume_step
             job.save(update_fields=["resume_step"])
@@ -57,12 +63,17 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     """Restart ``job`` from one of its complete checkpoints: later checkpoints are set aside (the runtime
     moves their folders away, the portal marks them ``rolled_back``), and the next attempt starts with the
     runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
-    is not a complete, current checkpoint of this job."""
+    is not a complete, current checkpoint of this job, ``LaunchError`` as :func:`job_restart` does."""
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     try:  # one check for rollback and publish (deleted by keep-last-K, set aside, foreign, partial)
         cp = checkpoints.checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
     except checkpoints.CheckpointUnavailable as exc:
         raise RollbackError(str(exc)) from None
+    if job.instance.status in RESTING:  # its volumes first (again under their locks in job_restart)
+        from instances.interactive.volumes import volumes_hold_again
+
+        with transaction.atomic():
+            volumes_hold_again(instance=job.instance)
     checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)

@@ -14,6 +14,7 @@ from instances import joblogs
 from instances.backends.base import JobStatus, UnknownHandle
 from instances.choices import AttemptState, InstanceKind, InstanceStatus
 from instances.models import Instance, JobAttempt, TrainingJob
+from instances.preemption import notices_withdraw
 from instances.reasons import Reason
 from instances.services import backend as boundary
 from instances.services.backend import _setting
@@ -36,6 +37,31 @@ def interactive_requeue(*, instance: Instance, now: datetime) -> bool:
     return _try_transition(instance, S.SCHEDULING, Reason("waiting_after_preemption"), now=now, submitted_at=now)
 
 
+def notice_act(*, instance_id: int, now: datetime) -> bool:
+    """Decide, under the victim's row lock, whether its preemption notice is acted on: True once the stop
+    may begin (``preempt_started_at`` set now, or earlier by a first run of the task), False when there is
+    no notice any more or it was withdrawn here because its request no longer waits
+    (``instances.preemption.notices_withdraw``). The request's own stop withdraws under the same lock, so of
+    the two exactly one wins."""
+    with transaction.atomic():
+        victim = (
+            Instance.objects.select_for_update()
+            .filter(pk=instance_id)
+            .values("status", "preempt_requested_at", "preempt_started_at")
+            .first()
+        )
+        if victim is None or victim["preempt_requested_at"] is None:
+            return False
+        if victim["status"] not in (S.PROVISIONING, S.RUNNING):
+            return False
+        if victim["preempt_started_at"] is not None:  # a re-run of the task (a lost one): the stop goes on
+            return True
+        if notices_withdraw(pks=[instance_id], now=now):
+            return False
+        Instance.objects.filter(pk=instance_id).update(preempt_started_at=now)
+        return True
+
+
 def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -> Instance:
     """The preemption task: stop the noticed instance's current attempt (SIGTERM: the runtime saves a
     checkpoint and exits; SIGKILL after ``INSTANCES_STOP_GRACE_S``), record it as a preemption
@@ -47,6 +73,9 @@ def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -
     instance = Instance.objects.get(pk=instance_id)
     if instance.preempt_requested_at is None or instance.status not in (S.PROVISIONING, S.RUNNING):
         return instance
+    if not notice_act(instance_id=instance.pk, now=now or timezone.now()):
+        instance.refresh_from_db()
+        return instance  # withdrawn (its request no longer waits), or acted on by no one: left running
     attempt = instance.attempts.order_by("-number").first()
     if attempt is None or not attempt.handle:
         now = now or timezone.now()
@@ -60,7 +89,14 @@ def instance_preempt_backend(*, instance_id: int, now: datetime | None = None) -
                     ended_at=now,
                 )
             moved = _try_transition(
-                instance, S.PREEMPTED, preempted_reason(instance), now=now, placement=[], preempt_requested_at=None
+                instance,
+                S.PREEMPTED,
+                preempted_reason(instance),
+                now=now,
+                placement=[],
+                preempt_requested_at=None,
+                preempt_for=None,
+                preempt_started_at=None,
             )
             if moved:
                 delay = float(_setting("INSTANCES_PREEMPT_RESUME_DELAY_S", 0))

@@ -16,6 +16,7 @@ from instances.backends.base import BackendError, ComputeBackend, JobStatus, Unk
 from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
 from instances.k8s_reasons import status_reason
 from instances.models import Instance, JobAttempt, Node, TrainingJob
+from instances.preemption import notices_withdraw
 from instances.reasons import Reason, reason_fields
 from instances.runtime.exitcodes import EXIT_CONFIG_ERROR, EXIT_RESUME_REFUSED, RESUMABLE_EXIT_CODES
 from instances.services import backend as boundary
@@ -117,7 +118,16 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
             if by_scheduler:  # instances.preemption: the interruptible tier's notice
                 why = preempted_reason(instance)
                 JobAttempt.objects.filter(pk=attempt.pk).update(state=AttemptState.PREEMPTED)
-            _try_transition(instance, S.PREEMPTED, why, now=now, placement=[], preempt_requested_at=None)
+            _try_transition(
+                instance,
+                S.PREEMPTED,
+                why,
+                now=now,
+                placement=[],
+                preempt_requested_at=None,
+                preempt_for=None,
+                preempt_started_at=None,
+            )
             if lost_node:  # no trace of when it stopped: bill up to when it was last seen running
                 attempt_watch.segment_end_at_last_seen(instance=instance, attempt=attempt, closed_at=now)
             webhook_emit(
@@ -269,6 +279,7 @@ def instance_stop(*, instance: Instance, reason: str, acting_user: User | None =
                 queue_position=None,
             )
             _job_finish(instance, JobOutcome.STOPPED)
+            notices_withdraw(for_pks=[instance.pk], now=timezone.now())  # a waiting request's notices end with it
             transaction.on_commit(lambda: tasks.schedule.delay())
         elif status in (S.PROVISIONING, S.RUNNING):
             instance_transition(instance=instance, to=S.STOPPING, reason=reason, acting_user=acting_user)

@@ -408,17 +408,131 @@ def test_apps_invoke_prints_the_output_and_the_cost(
     assert wallet_balance(organization=org).total_micros == 9_500_000
 
 
-def test_new_log_lines_are_found_by_their_overlap() -> None:
-    from gpu_portal_cli.main import new_lines
+def _followed_job(monkeypatch: pytest.MonkeyPatch, backend: Any) -> Any:
+    """A launched job whose compute backend is ``backend`` (a stand-in: no torchrun here)."""
+    import contextlib
 
-    assert new_lines([], ["a", "b"]) == ["a", "b"]
-    assert new_lines(["a", "b"], ["a", "b", "c"]) == ["c"]
-    assert new_lines(["a", "b", "c"], ["b", "c", "d", "e"]) == ["d", "e"]  # the window moved
-    assert new_lines(["a", "b"], ["a", "b"]) == []
-    assert new_lines(["x", "y"], ["p", "q"]) == ["p", "q"]  # a new attempt's log
-    log = [f"line {i}" for i in range(510)]
-    assert new_lines(log[300:500], log) == log[500:]  # a short first tail, then the full window
-    assert new_lines(log[:500], log[490:]) == log[500:]  # the window moved past most of what was seen
+    from django.core.management import call_command
+    from instances_support import training_job_launch
+
+    from datasets.models import DatasetVersion
+    from instances.models import GpuType, Node
+    from instances.services import backend as boundary
+    from portal.models import Organization, User
+
+    call_command("seed_catalog", verbosity=0)
+    Node.objects.create(name="local", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+    monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
+    return training_job_launch(
+        organization=Organization.objects.get(slug="alice"),
+        user=User.objects.get(email="alice@example.com"),
+        version=DatasetVersion.objects.get(),
+        capture=lambda execute: contextlib.nullcontext(),  # no test transaction: on-commit work runs at once
+    )
+
+
+def _sleeps(monkeypatch: pytest.MonkeyPatch, steps: list[Callable[[], None]]) -> list[float]:
+    """Run ``steps`` in turn where ``jobs logs --follow`` sleeps between polls (caught up); the CLI's own
+    clock only: the live server's threads keep the real one."""
+    import types
+
+    from gpu_portal_cli import main as cli_main
+
+    slept: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        slept.append(seconds)
+        steps[len(slept) - 1]()
+
+    monkeypatch.setattr(cli_main, "time", types.SimpleNamespace(sleep=sleep, monotonic=time.monotonic))
+    return slept
+
+
+@pytest.mark.django_db(transaction=True)
+def test_logs_follow_prints_every_line_by_offset_repeats_bursts_and_the_next_attempt(
+    logged_in: str,
+    licensed: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Real log files on disk under a local-backend handle; the rest of the backend is the stand-in."""
+    from instances_support import FakeBackend
+
+    from instances.models import Instance, JobAttempt
+
+    job = _followed_job(monkeypatch, FakeBackend())
+    ws = tmp_path / "ws"
+    (ws / "attempt-1").mkdir(parents=True)
+    log = ws / "attempt-1" / "logs.txt"
+    log.write_text("start\n" + "same\n" * 25)  # more identical lines than any overlap guess can anchor on
+    JobAttempt.objects.filter(job=job, number=1).update(handle=f"local:1:{ws / 'attempt-1'}")
+
+    def append(text: str) -> Callable[[], None]:
+        return lambda: log.open("a").write(text) and None
+
+    def resume() -> None:  # attempt 1 ends with a last line; attempt 2 starts its own log
+        append("same\n")()
+        JobAttempt.objects.filter(job=job, number=1).update(state="preempted")
+        (ws / "attempt-2").mkdir()
+        (ws / "attempt-2" / "logs.txt").write_text("resumed\nsame\n")
+        JobAttempt.objects.create(
+            instance=job.instance, job=job, number=2, backend="local", handle=f"local:2:{ws / 'attempt-2'}"
+        )
+
+    def end() -> None:  # the last line is written before the job is seen stopped
+        (ws / "attempt-2" / "logs.txt").open("a").write("bye\n")
+        Instance.objects.filter(pk=job.instance_id).update(status="stopped")
+
+    burst = "".join(f"tick {i}\n" for i in range(4500))  # more than two answers' worth between two polls
+    slept = _sleeps(monkeypatch, [append("same\n" * 5 + "next\n"), append(burst), resume, end])
+    capsys.readouterr()  # the catalog's summary lines
+    code, out, err = run_main(capsys, "jobs", "logs", str(job.pk), "--follow", "--interval", "0.5")
+    assert (code, slept) == (0, [0.5, 0.5, 0.5, 0.5])
+    expected = ["start", *["same"] * 30, "next", *[f"tick {i}" for i in range(4500)], "same"]
+    assert out.splitlines() == [*expected, "resumed", "same", "bye"]
+    assert err == "gpu-portal: attempt 2\n"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_logs_follow_marks_the_lines_the_portal_no_longer_has_with_their_count(
+    logged_in: str, licensed: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A cluster's pod log (the stand-in serves it) is gone between two polls; the portal's copy keeps its
+    last 2,000 lines of 3,003: the follower, at offset 3, is told 1,000 lines are gone, then reads on."""
+    from instances_support import FakeBackend
+
+    from instances.models import Instance, JobAttempt, JobLogArchive
+
+    class PodLogs(FakeBackend):
+        served: list[str] | None = ["a", "b", "c"]
+
+        def logs(self, handle: str, *, rank: int = 0, lines: int | None = 200) -> list[str] | None:
+            return None if self.served is None else (self.served if lines is None else self.served[-lines:])
+
+    backend = PodLogs()
+    job = _followed_job(monkeypatch, backend)
+    JobAttempt.objects.filter(job=job, number=1).update(backend="kubernetes")
+    attempt = JobAttempt.objects.get(job=job, number=1)
+    whole = ["a", "b", "c", *[f"line {i}" for i in range(3000)]]
+
+    def pods_gone() -> None:
+        backend.served = None
+        JobLogArchive.objects.create(
+            attempt=attempt, rank=0, text="".join(f"{x}\n" for x in whole[-2000:]), first_line=1003
+        )
+
+    def end() -> None:
+        Instance.objects.filter(pk=job.instance_id).update(status="stopped")
+
+    _sleeps(monkeypatch, [pods_gone, end])
+    capsys.readouterr()
+    code, out, err = run_main(capsys, "jobs", "logs", str(job.pk), "--follow", "--interval", "0.5")
+    assert code == 0
+    assert out.splitlines() == ["a", "b", "c", *whole[1003:]]
+    assert err == "gpu-portal: 1000 lines of attempt 1 dropped here: the portal no longer has them\n"
+    code, out, _ = run_main(capsys, "--json", "jobs", "logs", str(job.pk), "--follow")  # the job has ended
+    assert [json.loads(x) for x in out.splitlines()][:2] == [{"line": whole[-200]}, {"line": whole[-199]}]
 
 
 def test_times_are_shown_in_this_machines_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -307,10 +307,15 @@ def test_pod_logs_per_rank_in_the_api_and_console_and_archived_after_the_pods_ar
     assert default == {
         "job": k8s_job.pk,
         "attempt": 1,
+        "next_attempt": None,
         "rank": 0,
         "ranks": 2,
         "source": "live",
         "lines": ["[node 0] step 1", "[node 0] step 2", "[node 0] step 3"],
+        "first": 0,
+        "cursor": 3,
+        "dropped": 0,
+        "more": False,
     }
     assert (second["rank"], second["lines"]) == (1, ["[node 1] step 2", "[node 1] step 3"])
     assert unknown.status_code == 404
@@ -373,3 +378,138 @@ def test_a_step_saved_again_after_its_prune_is_listed_again(job: Any, ckpt: Path
     report(job, [{"seq": 301, "type": "checkpoint", "step": 10, "path": path, "bytes": 2}])
 
     assert (job.checkpoints.get().deleted_at, job.checkpoints.get().size_bytes) == (None, 2)
+
+
+# --- following a log by offset (issue 24, item 7) -----------------------------------------------------------
+
+
+def _local_log(job: Any, tmp_path: Path) -> Path:
+    """The job's attempt 1 as the local backend records it (a ``local:`` handle naming a workspace) with its
+    real log file on disk, written by the test."""
+    ws = tmp_path / "ws" / "attempt-1"
+    ws.mkdir(parents=True)
+    job.attempts.filter(number=1).update(handle=f"local:1:{ws}")
+    return ws / "logs.txt"
+
+
+def _page(api: APIClient, job: Any, **query: Any) -> dict[str, Any]:
+    answer = api.get(f"/api/v1/jobs/{job.pk}/logs", query)
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    return {k: body[k] for k in ("attempt", "next_attempt", "lines", "first", "cursor", "dropped", "more")}
+
+
+def test_the_logs_api_answers_by_offset_with_exact_cursors(job: Any, alice: Any, tmp_path: Path) -> None:
+    from instances.models import JobAttempt
+
+    log = _local_log(job, tmp_path)
+    log.write_bytes(b"same\nsame\nsame\nother\r\nhalf")  # a line still being written: not served yet
+    api = api_for(alice)
+    tail = {"attempt": 1, "next_attempt": None}
+    assert _page(api, job) == {
+        **tail,
+        "lines": ["same", "same", "same", "other"],
+        "first": 0,
+        "cursor": 4,
+        "dropped": 0,
+        "more": False,
+    }
+    assert _page(api, job, after=1, lines=2) == {
+        **tail,
+        "lines": ["same", "same"],
+        "first": 1,
+        "cursor": 3,
+        "dropped": 0,
+        "more": True,
+    }
+    assert _page(api, job, after=3, lines=2)["lines"] == ["other"]
+    assert _page(api, job, after=4) == {**tail, "lines": [], "first": 4, "cursor": 4, "dropped": 0, "more": False}
+    assert _page(api, job, after=99)["cursor"] == 4  # past the end: nothing new yet
+    with open(log, "ab") as fh:  # the half line ends, then a burst of three windows
+        fh.write(b" done\n" + b"".join(b"tick %d\n" % i for i in range(4500)))
+    burst = _page(api, job, after=4, lines=2000)
+    assert (burst["lines"][:2], burst["first"], burst["cursor"], burst["more"]) == (
+        ["half done", "tick 0"],
+        4,
+        2004,
+        True,
+    )
+    rest = _page(api, job, after=4004, lines=2000)
+    assert (len(rest["lines"]), rest["lines"][-1], rest["cursor"], rest["more"]) == (501, "tick 4499", 4505, False)
+    # the attempt ended with a last line without a newline: it is served now
+    with open(log, "ab") as fh:
+        fh.write(b"Traceback: the end")
+    assert _page(api, job, after=4505)["lines"] == []
+    JobAttempt.objects.filter(job=job, number=1).update(state="failed")
+    assert _page(api, job, after=4505)["lines"] == ["Traceback: the end"]
+    # a second attempt: the first one says so, and each attempt's offsets are its own
+    second = JobAttempt.objects.create(instance=job.instance, job=job, number=2, backend="local")
+    ws2 = tmp_path / "ws" / "attempt-2"
+    ws2.mkdir()
+    (ws2 / "logs.txt").write_text("resumed at step 40\n")
+    JobAttempt.objects.filter(pk=second.pk).update(handle=f"local:2:{ws2}")
+    assert _page(api, job, attempt=1, after=4506)["next_attempt"] == 2
+    assert _page(api, job, attempt=2, after=0) == {
+        "attempt": 2,
+        "next_attempt": None,
+        "lines": ["resumed at step 40"],
+        "first": 0,
+        "cursor": 1,
+        "dropped": 0,
+        "more": False,
+    }
+    for bad in ("-1", "x", "1.5", str(2**64)):
+        refused = api.get(f"/api/v1/jobs/{job.pk}/logs", {"after": bad})
+        assert (refused.status_code, refused.json()["error"]["code"]) == (400, "invalid")
+
+
+def test_a_follower_behind_the_archived_copy_is_told_exactly_how_many_lines_are_gone(
+    alice: Any,
+    k8s_job: Any,
+    cluster: StandinCluster,
+    settings: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """The pods' logs are copied (their last 4 lines, with the offset of the first) before the stop deletes
+    them; a follower still at offset 2 learns that 4 lines are gone, then reads on from offset 6."""
+    from instances.services import instance_stop
+
+    settings.INSTANCES_LOG_ARCHIVE_LINES = 4
+    name = object_name(f"job-{k8s_job.pk}", 1)
+    pod = cluster.pod(NS, f"{name}-1-")["metadata"]["name"]
+    cluster.write_log(NS, pod, "\n".join(f"[node 1] step {s}" for s in range(4, 11)))  # 10 lines in all
+    api = api_for(alice)
+    live = _page(api, k8s_job, rank=1, after=0, lines=2)
+    assert (live["lines"], live["cursor"], live["more"]) == (["[node 1] step 1", "[node 1] step 2"], 2, True)
+    with django_capture_on_commit_callbacks(execute=True):
+        instance_stop(instance=k8s_job.instance, reason="done", acting_user=alice)
+    assert cluster.pods(NS) == []
+    assert _page(api, k8s_job, rank=1, after=2) == {
+        "attempt": 1,
+        "next_attempt": None,
+        "lines": ["[node 1] step 7", "[node 1] step 8", "[node 1] step 9", "[node 1] step 10"],
+        "first": 6,
+        "cursor": 10,
+        "dropped": 4,
+        "more": False,
+    }
+    assert _page(api, k8s_job, rank=1, after=10)["lines"] == []
+
+
+def test_a_live_log_the_cluster_rotated_is_read_from_its_new_start_with_an_unknown_gap(
+    alice: Any, k8s_job: Any, cluster: StandinCluster
+) -> None:
+    name = object_name(f"job-{k8s_job.pk}", 1)
+    pod = cluster.pod(NS, f"{name}-0-")["metadata"]["name"]
+    api = api_for(alice)
+    assert _page(api, k8s_job, after=0)["cursor"] == 3
+    cluster.logs[(NS, pod)] = ["[node 0] after rotation"]  # the kubelet's new file holds one line so far
+    assert _page(api, k8s_job, after=3) == {
+        "attempt": 1,
+        "next_attempt": None,
+        "lines": ["[node 0] after rotation"],
+        "first": 0,
+        "cursor": 1,
+        "dropped": None,
+        "more": False,
+    }

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import connection
 from instances_support import FakeBackend, accept, fund
 from test_launch import counts, spec
 
@@ -352,4 +353,253 @@ def test_a_victim_not_yet_submitted_to_the_backend_is_preempted_at_once(
     first = cheap.job.attempts.get(number=1)
     assert (first.state, first.message, first.handle) == ("preempted", "preempted before start", "")
     assert (cheap.status, cheap.job.preempt_count, urgent.status) == ("scheduling", 1, "provisioning")
+    assert fake_backend.stopped == []
+
+
+# --- a notice withdrawn when its reason is gone (issue 24, item 7) ------------------------------------------
+
+
+@pytest.fixture
+def held_tasks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The preemption tasks enqueued, held back (the victims they name), so a test can act in between."""
+    from instances import tasks
+
+    held: list[int] = []
+    monkeypatch.setattr(tasks.preempt_instance, "delay", held.append)
+    return held
+
+
+def _noticed(frozen: Any, alice: Any, dataset_version: Any, backend: FakeBackend, capture: Any, held: list[int]) -> Any:
+    """A running interruptible job, then an on-demand request that gives it the notice (its task held back)."""
+    from instances.services import instance_launch, instances_reconcile
+
+    with capture(execute=True):
+        cheap = instance_launch(
+            organization=frozen,
+            user=alice,
+            spec=spec(dataset_version_ids=[dataset_version.pk], tier="interruptible", checkpoint_every_steps=5),
+        )
+    with capture(execute=True):
+        instances_reconcile(now=T0, backend=backend)  # type: ignore[arg-type]
+    with capture(execute=True):
+        urgent = instance_launch(organization=frozen, user=alice, spec=spec(kind="interactive", command=["x"]))
+    cheap.refresh_from_db()
+    urgent.refresh_from_db()
+    assert (cheap.status, cheap.preempt_requested_at, cheap.preempt_for_id) == ("running", T0, urgent.pk)
+    assert cheap.status_reason_code == "preemption_notice"
+    assert (urgent.status, held) == ("scheduling", [cheap.pk])
+    return cheap, urgent
+
+
+WITHDRAWN = (
+    "preemption notice withdrawn: the on-demand request it was given for no longer waits, so this instance keeps "
+    "its capacity"
+)
+
+
+def _kept_running(cheap: Any, backend: FakeBackend, urgent: Any) -> None:
+    from instances.models import Instance
+    from portal.models import AuditEvent
+
+    cheap = Instance.objects.get(pk=cheap.pk)
+    assert (cheap.status, cheap.preempt_requested_at, cheap.preempt_for_id, cheap.preempt_started_at) == (
+        "running",
+        None,
+        None,
+        None,
+    )
+    assert (cheap.status_reason, cheap.status_reason_code) == (WITHDRAWN, "preemption_withdrawn")
+    assert backend.stopped == []
+    assert cheap.job.attempts.get().state == "running"
+    assert (cheap.job.preempt_count, cheap.job.crash_count, cheap.job.next_resume_at) == (0, 0, None)
+    assert not cheap.transitions.filter(to_status="preempted").exists()
+    assert cheap.run_segments.count() == 1 and cheap.run_segments.get().ended_at is None
+    (event,) = AuditEvent.objects.filter(action="instances.instance.preempt_withdrawn")
+    assert (event.object_id, event.extra) == (str(cheap.pk), {"for_instance": urgent.pk, "reason": WITHDRAWN})
+
+
+def test_a_notice_is_withdrawn_when_its_request_is_stopped_and_the_victim_keeps_running_unbilled_as_preempted(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    time_machine: Any,
+    held_tasks: list[int],
+) -> None:
+    from billing.metering import metering_tick
+    from billing.models import UsageRecord
+    from instances.models import Instance
+    from instances.selectors import preemption_summary
+    from instances.services import instance_preempt_backend, instance_stop
+
+    capture = django_capture_on_commit_callbacks
+    cheap, urgent = _noticed(frozen, alice, dataset_version, fake_backend, capture, held_tasks)
+    time_machine.move_to(T0 + MIN, tick=False)
+    with capture(execute=True):
+        instance_stop(instance=urgent, reason="changed my mind", acting_user=alice)
+    _kept_running(cheap, fake_backend, urgent)
+    instance_preempt_backend(instance_id=cheap.pk)  # the held task runs late: nothing left to act on
+    _kept_running(cheap, fake_backend, urgent)
+    # ten minutes run without a break, all at the interruptible price, none counted as a preemption
+    time_machine.move_to(T0 + 10 * MIN - timedelta(seconds=1), tick=False)
+    metering_tick(now=T0 + 10 * MIN - timedelta(seconds=1))
+    minutes = list(UsageRecord.objects.filter(instance_id=cheap.pk).order_by("minute").values_list("minute", flat=True))
+    assert minutes == [T0 + i * MIN for i in range(10)]
+    summary = preemption_summary(Instance.objects.get(pk=cheap.pk))
+    assert (summary["preemptions"], summary["minutes_billed"], summary["charged_micros"]) == (0, 10, 120_000)
+
+
+@pytest.mark.parametrize("gone", ["placed_elsewhere", "failed"])
+def test_the_preemption_task_withdraws_a_notice_whose_request_no_longer_waits(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    held_tasks: list[int],
+    gone: str,
+) -> None:
+    from instances.models import GpuType, Instance, Node
+    from instances.services import instance_preempt_backend, instance_transition, instances_schedule
+
+    capture = django_capture_on_commit_callbacks
+    cheap, urgent = _noticed(frozen, alice, dataset_version, fake_backend, capture, held_tasks)
+    if gone == "placed_elsewhere":  # capacity appears elsewhere before the task runs
+        Node.objects.create(name="local-2", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+        with capture(execute=True):
+            instances_schedule(now=T0)
+        assert Instance.objects.get(pk=urgent.pk).placement == [["local-2", 2]]
+    else:
+        instance_transition(instance=urgent, to="failed", reason="launch failed: image gone")
+    instance_preempt_backend(instance_id=cheap.pk)
+    _kept_running(cheap, fake_backend, urgent)
+
+
+def test_a_notice_being_acted_on_is_not_withdrawn(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    time_machine: Any,
+    held_tasks: list[int],
+) -> None:
+    """Once the task has begun stopping the victim (SIGTERM sent; on Kubernetes the pods get their grace
+    period) the preemption goes through, even if its request stops meanwhile."""
+    from instances.models import Instance
+    from instances.services import instance_preempt_backend, instance_stop, instances_reconcile
+    from portal.models import AuditEvent
+
+    capture = django_capture_on_commit_callbacks
+    cheap, urgent = _noticed(frozen, alice, dataset_version, fake_backend, capture, held_tasks)
+    handle = cheap.job.attempts.get().handle
+    fake_backend.stop = lambda h, grace_s: JobStatus("running")  # type: ignore[method-assign]
+    time_machine.move_to(T0 + MIN, tick=False)
+    with capture(execute=True):
+        instance_preempt_backend(instance_id=cheap.pk)
+    assert Instance.objects.get(pk=cheap.pk).preempt_started_at == T0 + MIN
+    with capture(execute=True):
+        instance_stop(instance=urgent, reason="changed my mind", acting_user=alice)
+    cheap.refresh_from_db()
+    assert (cheap.status, cheap.preempt_requested_at, cheap.status_reason_code) == ("running", T0, "preemption_notice")
+    assert not AuditEvent.objects.filter(action="instances.instance.preempt_withdrawn").exists()
+    fake_backend.states[handle] = JobStatus("stopped", 85, "stopped, checkpoint saved")
+    with capture(execute=True):
+        instances_reconcile(now=T0 + 2 * MIN, backend=fake_backend)  # type: ignore[arg-type]
+    cheap.refresh_from_db()
+    assert cheap.transitions.filter(to_status="preempted").count() == 1
+    assert (cheap.preempt_requested_at, cheap.preempt_for_id, cheap.preempt_started_at) == (None, None, None)
+    assert cheap.job.preempt_count == 1
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres_only
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="needs PostgreSQL row locks and pg_sleep")
+def test_the_preemption_task_racing_the_requests_stop_leaves_the_victim_running(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    held_tasks: list[int],
+) -> None:
+    """The request's stop withdraws the notice and sits 1.5 s in its commit (a deferred trigger on the
+    transition row it writes), holding the victim's row lock; the preemption task, run meanwhile, waits for
+    that lock and then finds no notice: the victim is never stopped."""
+    import threading
+    import time
+
+    from django.db import connections
+
+    from instances.services import instance_preempt_backend, instance_stop
+
+    capture = django_capture_on_commit_callbacks
+    cheap, urgent = _noticed(frozen, alice, dataset_version, fake_backend, capture, held_tasks)
+    with connection.cursor() as cur:
+        cur.execute(
+            "CREATE OR REPLACE FUNCTION test_slow_commit() RETURNS trigger LANGUAGE plpgsql AS"
+            " $$ BEGIN PERFORM pg_sleep(1.5); RETURN NULL; END $$"
+        )
+        cur.execute(
+            "CREATE CONSTRAINT TRIGGER test_slow_commit AFTER INSERT ON instances_instancetransition DEFERRABLE"
+            " INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION test_slow_commit()"
+        )
+
+    def stop() -> None:
+        try:
+            instance_stop(instance=urgent, reason="changed my mind", acting_user=alice)
+        finally:
+            connections.close_all()
+
+    try:
+        thread = threading.Thread(target=stop)
+        thread.start()
+        with connection.cursor() as cur:
+            for _ in range(600):
+                cur.execute(
+                    "SELECT count(*) FROM pg_stat_activity"
+                    " WHERE wait_event = 'PgSleep' AND datname = current_database()"
+                )
+                if cur.fetchone()[0]:
+                    break
+                time.sleep(0.01)
+            else:
+                raise AssertionError("the stop never reached its commit")
+        instance_preempt_backend(instance_id=cheap.pk)
+        thread.join(30)
+    finally:
+        with connection.cursor() as cur:
+            cur.execute("DROP TRIGGER IF EXISTS test_slow_commit ON instances_instancetransition")
+    _kept_running(cheap, fake_backend, urgent)
+
+
+def test_the_next_pass_withdraws_a_notice_whose_request_was_placed_and_gives_it_for_the_next_request(
+    frozen: Any,
+    alice: Any,
+    dataset_version: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
+    held_tasks: list[int],
+) -> None:
+    from instances.models import GpuType, Instance, Node
+    from instances.services import instance_launch
+    from portal.models import AuditEvent
+
+    capture = django_capture_on_commit_callbacks
+    cheap, urgent = _noticed(frozen, alice, dataset_version, fake_backend, capture, held_tasks)
+    Node.objects.create(name="local-2", gpu_type=GpuType.objects.get(code="cpu-local"), gpus=2, block="local")
+    with capture(execute=True):  # its pass places the first request on the new node; the second one waits
+        second = instance_launch(organization=frozen, user=alice, spec=spec(kind="interactive", command=["y"]))
+    urgent.refresh_from_db()
+    second.refresh_from_db()
+    assert (urgent.status, urgent.placement, second.status) == ("provisioning", [["local-2", 2]], "scheduling")
+    cheap = Instance.objects.get(pk=cheap.pk)
+    assert (cheap.preempt_for_id, cheap.status_reason_code, held_tasks) == (
+        second.pk,
+        "preemption_notice",
+        [cheap.pk, cheap.pk],
+    )
+    (event,) = AuditEvent.objects.filter(action="instances.instance.preempt_withdrawn")
+    assert event.extra == {"for_instance": urgent.pk, "reason": WITHDRAWN}
     assert fake_backend.stopped == []

@@ -393,3 +393,154 @@ def test_the_console_launch_form_attaches_volumes_and_shows_a_refusal_on_the_for
     good = client.post(f"/o/{funded.slug}/instances/new/", {**form, "volumes": "data"})
     assert good.status_code == 302
     assert list(Instance.objects.get().volume_attachments.values_list("volume__name", flat=True)) == ["data"]
+
+
+def test_a_file_with_several_names_counts_once_as_du_counts_it(
+    volume: Any, vroot: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Real hard links on disk: 16 KiB written once under three names is 16 KiB used (it counted 48 KiB, and a
+    writer was stopped over a size it did not use). The size is allocated blocks, as ``du`` reports them."""
+    import os
+    import subprocess
+
+    from instances.interactive import volumes
+    from instances.models import Volume
+
+    folder = vroot / f"vol-{volume.pk}"
+    data = folder / "data.bin"
+    with open(data, "wb") as fh:
+        fh.write(os.urandom(16 * 1024))
+        fh.flush()
+        os.fsync(fh.fileno())
+    (folder / "sub").mkdir()
+    os.link(data, folder / "copy.bin")
+    os.link(data, folder / "sub" / "again.bin")
+    (folder / "link").symlink_to("data.bin")
+    (folder / "sparse.bin").open("wb").truncate(10**6)  # 1 MB apparent, no block written
+    assert os.stat(data).st_nlink == 3
+    du = int(
+        subprocess.run(["du", "-s", "-B1", str(folder)], capture_output=True, text=True, check=True).stdout.split()[0]
+    )
+    expected = du - os.lstat(folder).st_blocks * 512  # du counts the folder's own directory too
+    blocks = lambda p: os.lstat(p).st_blocks * 512  # noqa: E731
+    assert expected == blocks(data) + blocks(folder / "sub") + blocks(folder / "link") + blocks(folder / "sparse.bin")
+    assert blocks(data) >= 16 * 1024
+    assert volumes.folder_bytes(folder) == expected
+    monkeypatch.setattr(volumes, "GB", blocks(data) + 2 * blocks(folder / "sub"))  # the volume's size: 1 "GB"
+    volume.size_gb = 1
+    volume.save(update_fields=["size_gb"])
+    assert volumes.volumes_measure() == {}  # under its size: nobody stopped
+    assert Volume.objects.get(pk=volume.pk).used_bytes == expected
+
+
+ABSURD_SIZES = [
+    str(10**30),  # a 500 once (decimal.InvalidOperation in the price)
+    "9" * 2000,
+    "-1",
+    "0",
+    "1.5",
+    "1e30",
+    "1E3",
+    "NaN",
+    "nan",
+    "Infinity",
+    "-Infinity",
+    "inf",
+    "1000001",  # one GB past the largest volume
+    "0x10",
+    "ten",
+]
+
+
+@pytest.mark.parametrize("size", ABSURD_SIZES)
+def test_an_absurd_size_gets_a_clear_400_in_the_console_quote_and_form_and_nothing_is_written(
+    volume: Any, client: Any, funded: Any, alice: Any, size: str
+) -> None:
+    from instances.models import Volume
+    from portal.models import AuditEvent
+
+    client.force_login(alice)
+    quote = client.get(f"/o/{funded.slug}/volumes/quote/", {"size_gb": size}, HTTP_HX_REQUEST="true")
+    html = quote.content.decode()
+    assert quote.status_code == 400
+    assert 'data-testid="volume-price-error"' in html and "CNY per hour" not in html
+    expected = {
+        "-1": "Ensure this value is greater than or equal to 1.",
+        "0": "Ensure this value is greater than or equal to 1.",
+        str(10**30): "Ensure this value is less than or equal to 1000000.",
+        "9" * 2000: "Ensure this value is less than or equal to 1000000.",
+        "1000001": "Ensure this value is less than or equal to 1000000.",
+    }.get(size, "Enter a whole number.")
+    assert expected in html
+    made = client.post(f"/o/{funded.slug}/volumes/", {"name": "big", "size_gb": size})
+    assert made.status_code == 400
+    assert expected in made.content.decode()
+    assert list(Volume.objects.values_list("name", flat=True)) == ["data"]
+    assert AuditEvent.objects.filter(action="instances.volume.create").count() == 1
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"name": "big", "size_gb": 1000000000000000000000000000000}',
+        '{"name": "big", "size_gb": 1e30}',
+        '{"name": "big", "size_gb": "1e30"}',
+        '{"name": "big", "size_gb": -1}',
+        '{"name": "big", "size_gb": 0}',
+        '{"name": "big", "size_gb": 1.5}',
+        '{"name": "big", "size_gb": "NaN"}',
+        '{"name": "big", "size_gb": "Infinity"}',
+        '{"name": "big", "size_gb": "-Infinity"}',
+        '{"name": "big", "size_gb": NaN}',
+        '{"name": "big", "size_gb": Infinity}',
+        '{"name": "big", "size_gb": 1000001}',
+        '{"name": "big", "size_gb": true}',
+        '{"name": "big", "size_gb": null}',
+        '{"name": "big", "size_gb": "ten"}',
+    ],
+)
+def test_an_absurd_size_gets_a_clear_400_from_the_api_and_nothing_is_written(
+    volume: Any, funded: Any, alice: Any, body: str
+) -> None:
+    from rest_framework.test import APIClient
+
+    from instances.models import Volume
+    from portal.models import AuditEvent
+
+    api = APIClient()
+    api.force_authenticate(alice)
+    refused = api.post("/api/v1/volumes", body, content_type="application/json")
+    assert refused.status_code == 400
+    error = refused.json()["error"]
+    if "NaN}" in body or "Infinity}" in body:  # not JSON at all (RFC 8259 §6)
+        assert error["code"] == "parse_error"
+    else:
+        assert (error["code"], list(error["details"])) == ("invalid", ["size_gb"])
+    assert list(Volume.objects.values_list("name", flat=True)) == ["data"]
+    assert AuditEvent.objects.filter(action="instances.volume.create").count() == 1
+
+
+def test_the_volume_service_refuses_sizes_past_the_largest_and_prices_only_real_sizes(
+    volume: Any, funded: Any, alice: Any
+) -> None:
+    from instances.interactive.volumes import (
+        MAX_SIZE_GB,
+        VolumeError,
+        volume_create,
+        volume_price_per_hour_micros,
+    )
+    from instances.models import Volume
+
+    assert MAX_SIZE_GB == 1_000_000
+    for size in (10**30, MAX_SIZE_GB + 1, 0, -5, 2.0, "3"):
+        with pytest.raises(VolumeError) as refused:
+            volume_create(organization=funded, user=alice, name="big", size_gb=size)  # type: ignore[arg-type]
+        assert (refused.value.code, refused.value.field, str(refused.value)) == (
+            "invalid_size",
+            "size_gb",
+            "The size is a whole number of GB from 1 to 1000000.",
+        )
+        with pytest.raises(VolumeError):
+            volume_price_per_hour_micros(size_gb=size)  # type: ignore[arg-type]
+    assert Volume.objects.count() == 1
+    assert volume_price_per_hour_micros(size_gb=MAX_SIZE_GB) == 500_000_000  # 0.0005 CNY per GB-hour

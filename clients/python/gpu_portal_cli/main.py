@@ -191,29 +191,20 @@ def cmd_jobs_stop(args: argparse.Namespace) -> None:
     return emit_json(job) if args.json else table([job], JOB_COLUMNS)
 
 
-def new_lines(previous: Sequence[str], current: Sequence[str], *, anchor_lines: int = 20) -> list[str]:
-    """The lines of ``current`` (a tail of the log) after those already printed from ``previous`` (an earlier
-    tail, of any length).
-
-    The last ``anchor_lines`` printed lines are looked for in ``current``, newest position first; when the log
-    grew past them, the longest suffix of ``previous`` that starts ``current`` is the overlap; with no
-    overlap at all the log was replaced (a new attempt) and all of ``current`` is new. A heuristic: the API
-    serves tails, not offsets, so a run of identical lines longer than the anchor can hide repeats.
-    """
-    if not previous:
-        return list(current)
-    anchor = list(previous[-anchor_lines:])
-    m = len(anchor)
-    for end in range(len(current), m - 1, -1):
-        if current[end - 1] == anchor[-1] and list(current[end - m : end]) == anchor:
-            return list(current[end:])
-    for k in range(min(len(previous), len(current)), 0, -1):
-        if list(previous[-k:]) == list(current[:k]):
-            return list(current[k:])
-    return list(current)
+def _dropped_notice(dropped: int | None, attempt: int | None) -> str:
+    """The marker printed (stderr) where a follower's lines are missing: the portal's copy moved past the
+    cursor (``dropped`` lines, counted), or the cluster rotated the log (``None``: a number not known)."""
+    if dropped is None:
+        return f"gpu-portal: lines of attempt {attempt} may be missing here: the cluster rotated or restarted its log"
+    lines = f"{dropped} line{'s' if dropped != 1 else ''}"
+    return f"gpu-portal: {lines} of attempt {attempt} dropped here: the portal no longer has them"
 
 
 def cmd_jobs_logs(args: argparse.Namespace) -> None:
+    """Print the job's log; with ``--follow``, keep printing by the API's cursor (an offset into the
+    attempt's log, never by comparing lines: repeated lines are all printed, a burst larger than one answer
+    is read in as many answers as it takes) until the job has ended, then through the attempts that
+    followed. Where the portal no longer has lines the cursor points at, a marker on stderr says how many."""
     api = api_from(args)
     if not args.follow:
         logs = api(jobs_logs_retrieve, args.id, lines=args.lines)
@@ -222,16 +213,42 @@ def cmd_jobs_logs(args: argparse.Namespace) -> None:
         for line in logs.get("lines", []):
             print(line)
         return
-    seen: list[str] = []
-    first = True
+    attempt: int | None = None  # the attempt followed, and the offset reached in its log
+    cursor: int | None = None
     while True:
         job_status = api(jobs_retrieve, args.id).get("status")
-        logs = api(jobs_logs_retrieve, args.id, lines=args.lines if first else LOG_WINDOW)
-        current = logs.get("lines", [])
-        for line in new_lines(seen, current):
-            print(json.dumps({"line": line}, ensure_ascii=False) if args.json else line, flush=True)
-        seen, first = current, False
-        if job_status in TERMINAL:  # read after the status: nothing written before it ended is missed
+        ended = job_status in TERMINAL  # read before the log: nothing written before it ended is missed
+        while True:
+            query: dict[str, Any] = {"lines": args.lines if cursor is None else LOG_WINDOW}
+            if attempt is not None:
+                query["attempt"] = attempt
+            if cursor is not None:
+                query["after"] = cursor
+            logs = api(jobs_logs_retrieve, args.id, **query)
+            if logs.get("attempt") is None:  # nothing submitted yet: read its first attempt from the start
+                cursor = 0
+                break
+            attempt = logs["attempt"]
+            if logs.get("dropped") != 0 and cursor is not None:
+                dropped = logs.get("dropped")
+                if args.json:
+                    print(json.dumps({"attempt": attempt, "dropped": dropped}), flush=True)
+                else:
+                    print(_dropped_notice(dropped, attempt), file=sys.stderr, flush=True)
+            for line in logs.get("lines", []):
+                print(json.dumps({"line": line}, ensure_ascii=False) if args.json else line, flush=True)
+            cursor = logs["cursor"]
+            if logs.get("more"):
+                continue
+            if logs.get("next_attempt") is not None:  # this attempt has ended (resumed, restarted): the next
+                attempt, cursor = logs["next_attempt"], 0
+                if args.json:
+                    print(json.dumps({"attempt": attempt}), flush=True)
+                else:
+                    print(f"gpu-portal: attempt {attempt}", file=sys.stderr, flush=True)
+                continue
+            break
+        if ended:
             return
         time.sleep(args.interval)
 

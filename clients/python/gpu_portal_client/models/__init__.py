@@ -39,7 +39,7 @@ from .instance_status_enum import InstanceStatusEnum
 from .instance_utilization import InstanceUtilization
 from .job import Job
 from .job_launch_request import JobLaunchRequest
-from .jobs_logs_retrieve_response_200 import JobsLogsRetrieveResponse200
+from .job_log import JobLog
 from .jobs_metrics_retrieve_response_200 import JobsMetricsRetrieveResponse200
 from .jupyter_access import JupyterAccess
 from .jupyter_access_state_enum import JupyterAccessStateEnum
@@ -74,6 +74,7 @@ from .revenue import Revenue
 from .role_enum import RoleEnum
 from .rollback_request import RollbackRequest
 from .scope_enum import ScopeEnum
+from .source_enum import SourceEnum
 from .ssh_access import SshAccess
 from .ssh_key import SshKey
 from .ssh_key_create import SshKeyCreate
@@ -150,7 +151,7 @@ __all__ = (
     "InstanceUtilization",
     "Job",
     "JobLaunchRequest",
-    "JobsLogsRetrieveResponse200",
+    "JobLog",
     "JobsMetricsRetrieveResponse200",
     "JupyterAccess",
     "JupyterAccessStateEnum",
@@ -185,6 +186,7 @@ __all__ = (
     "RoleEnum",
     "RollbackRequest",
     "ScopeEnum",
+    "SourceEnum",
     "SshAccess",
     "SshKey",
     "SshKeyCreate",

@@ -14,8 +14,9 @@ T = TypeVar("T", bound="Volume")
 
 @_attrs_define
 class Volume:
-    """A volume: ``size_gb`` GB, ``used_bytes`` as last measured, ``attached_to`` (the active instance
-    holding it, or null), ``cost_micros`` (storage charged so far, micro-CNY), ``price_per_hour_micros``.
+    """A volume: ``size_gb`` GB, ``used_bytes`` as last measured, ``attached_to`` (the instance holding it —
+    active, or preempted / in its crash back-off and resuming on it — or null), ``cost_micros`` (storage
+    charged so far, micro-CNY), ``price_per_hour_micros``.
 
         Attributes:
             id (int):

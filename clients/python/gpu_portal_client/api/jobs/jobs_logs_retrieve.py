@@ -7,19 +7,22 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.error_envelope import ErrorEnvelope
-from ...models.jobs_logs_retrieve_response_200 import JobsLogsRetrieveResponse200
+from ...models.job_log import JobLog
 from ...types import UNSET, Response, Unset
 
 
 def _get_kwargs(
     id: int,
     *,
+    after: int | Unset = UNSET,
     attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
     rank: int | Unset = 0,
 ) -> dict[str, Any]:
 
     params: dict[str, Any] = {}
+
+    params["after"] = after
 
     params["attempt"] = attempt
 
@@ -42,9 +45,9 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> ErrorEnvelope | JobsLogsRetrieveResponse200 | None:
+) -> ErrorEnvelope | JobLog | None:
     if response.status_code == 200:
-        response_200 = JobsLogsRetrieveResponse200.from_dict(response.json())
+        response_200 = JobLog.from_dict(response.json())
 
         return response_200
 
@@ -91,7 +94,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorEnvelope | JobsLogsRetrieveResponse200]:
+) -> Response[ErrorEnvelope | JobLog]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -104,16 +107,22 @@ def sync_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    after: int | Unset = UNSET,
     attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
     rank: int | Unset = 0,
-) -> Response[ErrorEnvelope | JobsLogsRetrieveResponse200]:
-    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-    or attempt is a 404 ``unknown_rank``.
+) -> Response[ErrorEnvelope | JobLog]:
+    """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+    Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer,
+    with
+    its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+    waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a
+    404
+    ``unknown_rank``.
 
     Args:
         id (int):
+        after (int | Unset):
         attempt (int | Unset):
         lines (int | Unset):  Default: 200.
         rank (int | Unset):  Default: 0.
@@ -123,11 +132,12 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | JobsLogsRetrieveResponse200]
+        Response[ErrorEnvelope | JobLog]
     """
 
     kwargs = _get_kwargs(
         id=id,
+        after=after,
         attempt=attempt,
         lines=lines,
         rank=rank,
@@ -144,16 +154,22 @@ def sync(
     id: int,
     *,
     client: AuthenticatedClient,
+    after: int | Unset = UNSET,
     attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
     rank: int | Unset = 0,
-) -> ErrorEnvelope | JobsLogsRetrieveResponse200 | None:
-    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-    or attempt is a 404 ``unknown_rank``.
+) -> ErrorEnvelope | JobLog | None:
+    """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+    Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer,
+    with
+    its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+    waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a
+    404
+    ``unknown_rank``.
 
     Args:
         id (int):
+        after (int | Unset):
         attempt (int | Unset):
         lines (int | Unset):  Default: 200.
         rank (int | Unset):  Default: 0.
@@ -163,12 +179,13 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | JobsLogsRetrieveResponse200
+        ErrorEnvelope | JobLog
     """
 
     return sync_detailed(
         id=id,
         client=client,
+        after=after,
         attempt=attempt,
         lines=lines,
         rank=rank,
@@ -179,16 +196,22 @@ async def asyncio_detailed(
     id: int,
     *,
     client: AuthenticatedClient,
+    after: int | Unset = UNSET,
     attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
     rank: int | Unset = 0,
-) -> Response[ErrorEnvelope | JobsLogsRetrieveResponse200]:
-    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-    or attempt is a 404 ``unknown_rank``.
+) -> Response[ErrorEnvelope | JobLog]:
+    """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+    Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer,
+    with
+    its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+    waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a
+    404
+    ``unknown_rank``.
 
     Args:
         id (int):
+        after (int | Unset):
         attempt (int | Unset):
         lines (int | Unset):  Default: 200.
         rank (int | Unset):  Default: 0.
@@ -198,11 +221,12 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | JobsLogsRetrieveResponse200]
+        Response[ErrorEnvelope | JobLog]
     """
 
     kwargs = _get_kwargs(
         id=id,
+        after=after,
         attempt=attempt,
         lines=lines,
         rank=rank,
@@ -217,16 +241,22 @@ async def asyncio(
     id: int,
     *,
     client: AuthenticatedClient,
+    after: int | Unset = UNSET,
     attempt: int | Unset = UNSET,
     lines: int | Unset = 200,
     rank: int | Unset = 0,
-) -> ErrorEnvelope | JobsLogsRetrieveResponse200 | None:
-    """The last ``lines`` lines of one node rank's log: live from its pod, else the portal's archived
-    copy. ``{"job", "attempt", "rank", "ranks", "source": live|archive|none, "lines"}``; an unknown rank
-    or attempt is a 404 ``unknown_rank``.
+) -> ErrorEnvelope | JobLog | None:
+    """One node rank's log: live from its pod (local: its log file), else the portal's archived copy.
+    Without ``after`` the last ``lines`` lines; with ``after`` (the ``cursor`` of an earlier answer,
+    with
+    its ``attempt``) up to ``lines`` lines from that offset on, oldest first, ``more`` when others are
+    waiting, ``dropped`` counting the lines the portal no longer has. An unknown rank or attempt is a
+    404
+    ``unknown_rank``.
 
     Args:
         id (int):
+        after (int | Unset):
         attempt (int | Unset):
         lines (int | Unset):  Default: 200.
         rank (int | Unset):  Default: 0.
@@ -236,13 +266,14 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | JobsLogsRetrieveResponse200
+        ErrorEnvelope | JobLog
     """
 
     return (
         await asyncio_detailed(
             id=id,
             client=client,
+            after=after,
             attempt=attempt,
             lines=lines,
             rank=rank,

@@ -130,8 +130,8 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Job]:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+    ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``.
 
     Args:
         id (int):
@@ -160,8 +160,8 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Job | None:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+    ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``.
 
     Args:
         id (int):
@@ -185,8 +185,8 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Job]:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+    ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``.
 
     Args:
         id (int):
@@ -213,8 +213,8 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Job | None:
-    """Your organization's training jobs: create, stop, restart, roll back, checkpoint now, checkpoints,
-    logs, metrics.
+    """Restart the job from its newest checkpoint. A resting job takes its volumes back first: 409
+    ``volume_in_use`` (another instance holds one now; the message names it) or ``volume_deleted``.
 
     Args:
         id (int):

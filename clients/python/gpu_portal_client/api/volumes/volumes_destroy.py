@@ -140,7 +140,9 @@ def sync_detailed(
 ) -> Response[Any | ErrorEnvelope]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -174,7 +176,9 @@ def sync(
 ) -> Any | ErrorEnvelope | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -203,7 +207,9 @@ async def asyncio_detailed(
 ) -> Response[Any | ErrorEnvelope]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -235,7 +241,9 @@ async def asyncio(
 ) -> Any | ErrorEnvelope | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):

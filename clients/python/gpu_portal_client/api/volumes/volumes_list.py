@@ -101,7 +101,9 @@ def sync_detailed(
 ) -> Response[ErrorEnvelope | PaginatedVolumeList]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         cursor (str | Unset):
@@ -135,7 +137,9 @@ def sync(
 ) -> ErrorEnvelope | PaginatedVolumeList | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         cursor (str | Unset):
@@ -164,7 +168,9 @@ async def asyncio_detailed(
 ) -> Response[ErrorEnvelope | PaginatedVolumeList]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         cursor (str | Unset):
@@ -196,7 +202,9 @@ async def asyncio(
 ) -> ErrorEnvelope | PaginatedVolumeList | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         cursor (str | Unset):

@@ -92,7 +92,9 @@ def sync_detailed(
 ) -> Response[ErrorEnvelope | Volume]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -123,7 +125,9 @@ def sync(
 ) -> ErrorEnvelope | Volume | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -149,7 +153,9 @@ async def asyncio_detailed(
 ) -> Response[ErrorEnvelope | Volume]:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
@@ -178,7 +184,9 @@ async def asyncio(
 ) -> ErrorEnvelope | Volume | None:
     """Your organization's persistent volumes, billed per started GB-hour until deleted. ``DELETE`` removes
     the
-    volume and its data (refused with 409 ``in_use`` while an active instance has it attached).
+    volume and its data (refused with 409 ``in_use`` while an instance holds it: active, or waiting to
+    resume
+    on it; ``details.holder`` is that instance's id).
 
     Args:
         id (int):
