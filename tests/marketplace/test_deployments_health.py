@@ -208,7 +208,10 @@ def test_an_external_endpoint_version_has_nothing_to_stop_when_a_checkpoint_vers
     settings.APP_ALLOW_HTTP_ENDPOINTS = True
     app = _app(alice_org, alice)
     external, _ = services.app_version_add(
-        app=app, user=alice, kind=ServingKind.EXTERNAL, endpoint_url="http://publisher.example/answer"
+        app=app,
+        user=alice,
+        kind=ServingKind.EXTERNAL,
+        endpoint_url="http://127.0.0.1:9/answer",  # never called; loopback: the dev setting allows it
     )
     with django_capture_on_commit_callbacks(execute=True) as callbacks:
         checkpoint = _served_version(app, fake, tmp_path)
