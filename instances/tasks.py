@@ -66,3 +66,12 @@ def volumes_measure() -> int:
     from instances.interactive.volumes import volumes_measure as measure
 
     return len(measure())
+
+
+@shared_task
+def access_sweep() -> int:
+    """Periodic: rewrite the authorized keys of live instances that differ from who may enter them (a change
+    no signal announced). Returns how many were rewritten."""
+    from instances.interactive.access import access_sweep as sweep
+
+    return sweep()

@@ -30,6 +30,7 @@ from instances.api.serializers import (
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
+from instances.interactive.access_api import SharesMixin
 from instances.models import Instance, TrainingJob
 from instances.reasons import Reason
 from portal.api.errors import ApiError
@@ -50,6 +51,7 @@ LAUNCH_ERROR_STATUS = {
     "exceeds_quota": 403,
     "volume_not_found": 404,
     "volume_in_use": 409,
+    "volume_not_allowed": 403,
 }
 
 
@@ -69,9 +71,10 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
     return instance, replay
 
 
-class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class InstanceViewSet(SharesMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs)."""
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``)."""
 
     serializer_class = InstanceSerializer
 
