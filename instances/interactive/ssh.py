@@ -197,8 +197,11 @@ def ssh_keys_write(instance: Instance, *, only_if_changed: bool = False) -> bool
     try:
         if only_if_changed:
             secret = backend._core().read_namespaced_secret(ssh_object_name(name), ns)
-            current = (secret.data or {}).get("authorized_keys", "")
-            if base64.b64decode(current or "").decode() == text:
+            encoded = (secret.data or {}).get("authorized_keys")  # what an API server answers (base64)
+            current = base64.b64decode(encoded).decode() if encoded is not None else None
+            if current is None:  # a server that keeps what it was sent (the tests' stand-in)
+                current = (getattr(secret, "string_data", None) or {}).get("authorized_keys")
+            if current == text:
                 return False
         backend._core().patch_namespaced_secret(ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}})
     except Exception:  # logged loudly: a revoked key stays valid in this pod until the next rewrite
