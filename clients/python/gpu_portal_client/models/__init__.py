@@ -73,6 +73,8 @@ from .revenue import Revenue
 from .role_enum import RoleEnum
 from .rollback_request import RollbackRequest
 from .scope_enum import ScopeEnum
+from .share import Share
+from .share_create_request import ShareCreateRequest
 from .ssh_access import SshAccess
 from .ssh_key import SshKey
 from .ssh_key_create import SshKeyCreate
@@ -181,6 +183,8 @@ __all__ = (
     "RoleEnum",
     "RollbackRequest",
     "ScopeEnum",
+    "Share",
+    "ShareCreateRequest",
     "SshAccess",
     "SshKey",
     "SshKeyCreate",
