@@ -123,7 +123,7 @@ class PortalAccess:
             response = await httpclient.AsyncHTTPClient().fetch(request, raise_error=False)
         except OSError as exc:
             raise PortalUnreachable(str(exc)) from exc
-        if response.code == 403:  # the portal no longer knows this server (instance stopped): nobody enters
+        if response.code in (401, 403):  # the portal does not know this server (any more): nobody enters
             allowed = False
         elif response.code == 200:
             try:

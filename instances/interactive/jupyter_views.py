@@ -17,7 +17,7 @@ from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from instances.interactive.access import enter_authorize, may_enter
 from instances.interactive.jupyter import (
@@ -72,11 +72,18 @@ def jupyter_open(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
 
 
 @csrf_exempt
-@require_POST
 def jupyter_access_check(request: HttpRequest, pk: int) -> JsonResponse:
     """The instance's Jupyter server asks whether a user may still enter: body ``{"user": "<id>"}``, answer
-    ``{"allowed": bool, "recheck_s": int}`` (``jupyter.jupyter_access_answer``); 403 ``{"allowed": false}``
-    for anyone without the server's token, 400 for a body that is not JSON."""
+    ``{"allowed": bool, "recheck_s": int}`` (``jupyter.jupyter_access_answer``); 401 ``{"allowed": false,
+    "error": …}`` (the API's envelope, ``authentication_failed``) for anyone without the server's token, 400
+    for a body that is not JSON; other methods than POST: 405 in the API's error envelope (as the runtime's
+    callback)."""
+    if request.method != "POST":
+        response = JsonResponse(
+            {"error": {"code": "method_not_allowed", "message": "Use POST.", "details": None}}, status=405
+        )
+        response["Allow"] = "POST"
+        return response
     try:
         body = loads_checked(request.body or b"null")
     except ValueError:
@@ -86,8 +93,9 @@ def jupyter_access_check(request: HttpRequest, pk: int) -> JsonResponse:
         answer = jupyter_access_answer(
             instance_id=pk, authorization=request.headers.get("Authorization", ""), user_ref=user_ref
         )
-    except JupyterAccessRefused:
-        return JsonResponse({"allowed": False}, status=403)
+    except JupyterAccessRefused as exc:
+        refusal = {"code": "authentication_failed", "message": str(exc), "details": None}
+        return JsonResponse({"allowed": False, "error": refusal}, status=401)
     response = JsonResponse(answer)
     response["Cache-Control"] = "no-store"
     return response

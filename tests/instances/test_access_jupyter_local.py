@@ -21,6 +21,10 @@ import requests
 from jupyter_support import running_with_jupyter
 
 RECHECK_S = 3
+REFUSED = {
+    "allowed": False,
+    "error": {"code": "authentication_failed", "message": "not this instance's Jupyter server", "details": None},
+}
 
 
 @pytest.fixture
@@ -238,18 +242,13 @@ def test_the_portal_answers_only_the_instances_own_server(portal: str, alice: An
     assert ask(str(bob.pk), good) == (200, {"allowed": False, "recheck_s": RECHECK_S})
     for odd in (alice.pk, "", "1e3", "-1", "٣", None, ["1"], "9" * 30):
         assert ask(odd, good) == (200, {"allowed": False, "recheck_s": RECHECK_S}), odd
-    assert ask(str(alice.pk), {}) == (403, {"allowed": False})
-    assert ask(str(alice.pk), {"Authorization": f"token {status_token(jupyter_secret(inst))}"}) == (
-        403,
-        {"allowed": False},
-    )
+    assert ask(str(alice.pk), {}) == (401, REFUSED)
+    assert ask(str(alice.pk), {"Authorization": f"token {status_token(jupyter_secret(inst))}"}) == (401, REFUSED)
     other_token = {"Authorization": f"token {access_token(jupyter_secret(other))}"}
-    assert ask(str(alice.pk), other_token) == (403, {"allowed": False})
-    assert ask(str(alice.pk), good, f"{portal}/api/v1/runtime/instances/999999/jupyter-access") == (
-        403,
-        {"allowed": False},
-    )
+    assert ask(str(alice.pk), other_token) == (401, REFUSED)
+    assert ask(str(alice.pk), good, f"{portal}/api/v1/runtime/instances/999999/jupyter-access") == (401, REFUSED)
     assert requests.post(url, data=b"{not json", headers=good, timeout=10).status_code == 400
-    assert requests.get(url, headers=good, timeout=10).status_code == 405
+    wrong = requests.get(url, headers=good, timeout=10)
+    assert (wrong.status_code, wrong.json()["error"]["code"]) == (405, "method_not_allowed")
     Instance.objects.filter(pk=inst.pk).update(status="stopped")
     assert ask(str(alice.pk), good) == (200, {"allowed": False, "recheck_s": RECHECK_S})
