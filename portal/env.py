@@ -7,6 +7,7 @@ must stop the process at start, not surface later as a wrong price or a disabled
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from decimal import Decimal, InvalidOperation
 
@@ -77,3 +78,15 @@ def env_list(name: str, default: list[str]) -> list[str]:
     if value is None:
         return list(default)
     return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def env_networks(name: str) -> list[str]:
+    """Comma-separated CIDRs (``10.20.0.0/16,fd12:3456::/48``) in their canonical form; raises on a malformed
+    one or one with host bits set (``10.0.0.1/8`` is more likely a typo than a network)."""
+    networks = []
+    for item in env_list(name, []):
+        try:
+            networks.append(str(ipaddress.ip_network(item)))
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"{name}: {item!r} is not a network ({exc})") from exc
+    return networks

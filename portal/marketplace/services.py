@@ -17,8 +17,9 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
+from portal.lib import egress
 from portal.lib.slugs import ascii_slug
-from portal.marketplace import deployments, serving
+from portal.marketplace import deployments
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppVersion
 from portal.models import Organization, User
@@ -158,17 +159,16 @@ def app_version_add(
 ) -> tuple[AppVersion, str]:
     """Add a version and make it the active one when ready. Returns (version, hmac secret or "").
 
-    External endpoints must be HTTPS (``APP_ALLOW_HTTP_ENDPOINTS`` relaxes this for local development).
+    External endpoints pass the guard of every outgoing call (``portal.lib.egress.url_check``: HTTPS — HTTP too
+    with ``APP_ALLOW_HTTP_ENDPOINTS``, for local development — and a host that resolves only to addresses the
+    portal may call; checked again at each call), else ``MarketplaceError`` with the guard's message.
     The HMAC secret is returned once; the publisher verifies ``X-Portal-Signature`` with it.
     """
     authorize(user=user, organization=app.publisher, action=Action.APPS_PUBLISH)
-    http_ok = settings.APP_ALLOW_HTTP_ENDPOINTS and endpoint_url.startswith("http://")
-    if kind == ServingKind.EXTERNAL and not (endpoint_url.startswith("https://") or http_ok):
-        raise MarketplaceError(_("An external endpoint must be an https:// URL."))
     if kind == ServingKind.EXTERNAL:
         try:
-            serving.endpoint_check(endpoint_url)
-        except serving.BackendError as exc:
+            egress.url_check(endpoint_url)
+        except egress.EgressError as exc:
             raise MarketplaceError(str(exc)) from exc
     secret = secrets.token_urlsafe(32) if kind == ServingKind.EXTERNAL else ""
     with transaction.atomic():

@@ -2,7 +2,10 @@
 
 Kinds: ``external`` — POST JSON to the publisher's HTTPS endpoint with ``X-Portal-Signature:
 t=<unix seconds>,v1=<hex HMAC-SHA256(secret, "<t>.<body>")>`` (the scheme Stripe uses for webhooks, so
-publishers can verify with any Stripe-style helper) and ``X-Portal-Call-Id``; ``echo`` — returns
+publishers can verify with any Stripe-style helper) and ``X-Portal-Call-Id``, through the portal's one door
+for outgoing calls (``portal.lib.egress``: the address checked at every call and connected to as checked,
+redirects not followed, one deadline of ``APP_CALL_TIMEOUT_S`` for the whole call, at most
+``APP_MAX_RESPONSE_BYTES`` of the answer read); ``echo`` — returns
 ``{"output": <input>}`` in-process (demos and the overhead benchmark); ``checkpoint`` — a model served by
 an inference deployment of the instances app (``instances.serving``).
 """
@@ -11,18 +14,14 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import ipaddress
 import json
-import socket
 import time
 from typing import Any
-from urllib.parse import urlsplit
 
-import requests
 from django.conf import settings
 from django.utils.translation import gettext as _
 
-from portal.lib import strictjson
+from portal.lib import egress, strictjson
 from portal.marketplace.choices import ServingKind
 from portal.marketplace.models import AppVersion
 
@@ -33,28 +32,6 @@ class BackendTimeout(Exception):
 
 class BackendError(Exception):
     """The backend answered with an error status or something that is not JSON."""
-
-
-def endpoint_check(url: str) -> None:
-    """Refuse endpoints whose host is, or resolves to, an address that is not globally routable
-    (loopback, private, link-local such as cloud metadata 169.254.169.254, reserved): the portal must not
-    be usable to reach its own network (SSRF). ``APP_ALLOW_HTTP_ENDPOINTS`` (development and tests only)
-    lifts the rule. Raises ``BackendError`` naming the host."""
-    if settings.APP_ALLOW_HTTP_ENDPOINTS:
-        return
-    host = urlsplit(url).hostname
-    if not host:
-        raise BackendError(_("The endpoint URL has no host."))
-    try:
-        infos = socket.getaddrinfo(host, None, proto=socket.IPPROTO_TCP)
-    except (socket.gaierror, UnicodeError) as exc:
-        raise BackendError(_("The endpoint host %(h)s does not resolve.") % {"h": host}) from exc
-    for info in infos:
-        address = ipaddress.ip_address(info[4][0])
-        if not address.is_global:
-            raise BackendError(
-                _("The endpoint host %(h)s is not a public address (%(a)s).") % {"h": host, "a": address}
-            )
 
 
 def sign(secret: str, body: bytes, timestamp: int | None = None) -> str:
@@ -72,25 +49,31 @@ def forward(*, version: AppVersion, payload: dict[str, Any], call_id: int, timeo
     if version.kind == ServingKind.ECHO:
         return {"output": payload}
     if version.kind == ServingKind.EXTERNAL:
-        endpoint_check(version.endpoint_url)  # again at call time: DNS may have changed
         body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
         headers = {
             "Content-Type": "application/json",
             "X-Portal-Call-Id": str(call_id),
             "X-Portal-Signature": sign(version.hmac_secret, body),
         }
-        try:
-            response = requests.post(
-                version.endpoint_url, data=body, headers=headers, timeout=timeout_s, allow_redirects=False
+        limit = int(settings.APP_MAX_RESPONSE_BYTES)
+        try:  # the guard again at call time (DNS may have changed), then the checked address, one deadline
+            answer = egress.post(
+                version.endpoint_url, body=body, headers=headers, timeout_s=timeout_s, max_body_bytes=limit + 1
             )
-        except requests.Timeout as exc:
-            raise BackendTimeout(_("no answer within %(s)s s") % {"s": f"{timeout_s:g}"}) from exc
-        except requests.RequestException as exc:
-            raise BackendError(_("endpoint unreachable: %(e)s") % {"e": exc.__class__.__name__}) from exc
-        if response.status_code >= 400:
-            raise BackendError(_("endpoint answered HTTP %(c)d") % {"c": response.status_code})
+        except egress.EgressRefused as exc:
+            raise BackendError(_("could not reach the app's endpoint: its address is not allowed")) from exc
+        except egress.EgressFailed as exc:  # refused, reset, silent or trickling: one text for all
+            raise BackendTimeout(_("no complete answer within %(s)s s") % {"s": f"{timeout_s:g}"}) from exc
+        if 300 <= answer.status < 400:
+            raise BackendError(
+                _("the endpoint answered a redirect (HTTP %(c)d), which is not followed") % {"c": answer.status}
+            )
+        if not 200 <= answer.status < 300:
+            raise BackendError(_("endpoint answered HTTP %(c)d") % {"c": answer.status})
+        if len(answer.body) > limit:
+            raise BackendError(_("the endpoint's answer is larger than %(n)d bytes") % {"n": limit})
         try:
-            data = strictjson.loads(response.content)
+            data = strictjson.loads(answer.body)
         except (ValueError, RecursionError) as exc:
             raise BackendError(_("endpoint answered something that is not JSON")) from exc
         if not isinstance(data, dict):

@@ -11,7 +11,7 @@ import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
-from portal.env import env_bool, env_decimal, env_int, env_list, env_str
+from portal.env import env_bool, env_decimal, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 DATA_DIR = Path(env_str("PORTAL_DATA_DIR", str(BASE_DIR / "var")))
@@ -338,12 +338,18 @@ CELERY_BEAT_SCHEDULE["payment-reversals-sweep"] = {"task": "billing.tasks.paymen
 
 # --- AI app marketplace ---------------------------------------------------------------------------------
 APP_PUBLISHER_SHARE_BPS = env_int("APP_PUBLISHER_SHARE_BPS", 7000, minimum=0)  # 70 % to the publisher
-APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)
+APP_CALL_TIMEOUT_S = env_int("APP_CALL_TIMEOUT_S", 30, minimum=1)  # one deadline per call (portal.lib.egress)
+APP_MAX_RESPONSE_BYTES = env_int("APP_MAX_RESPONSE_BYTES", 1024 * 1024, minimum=1024)  # an external endpoint's answer
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
 # The most tokens one call is charged for at an app's price per 1,000 tokens (held while the call runs).
 APP_MAX_BILLED_TOKENS = env_int("APP_MAX_BILLED_TOKENS", 4096, minimum=1)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
-APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)
+APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)  # development only: lifts the address rule too
+# Outgoing calls to URLs users give (webhooks, external app endpoints; portal.lib.egress): networks of the
+# operator's own that may be called although not public (an on-premises receiver), and the CA bundle that
+# their certificates are checked against (empty: certifi's).
+OUTGOING_ALLOWED_NETWORKS = env_networks("OUTGOING_ALLOWED_NETWORKS")
+OUTGOING_CA_BUNDLE = env_str("OUTGOING_CA_BUNDLE", "")
 # Model servers of apps published from a checkpoint: "local" processes or a Kubernetes Deployment + Service,
 # chosen like INSTANCES_BACKEND. On Kubernetes the exports under DATA_DIR/apps must lie on the claim
 # APP_K8S_MODEL_CLAIM (mounted there on the workers; APP_K8S_MODEL_SUBPATH is that folder inside the claim).
@@ -370,6 +376,7 @@ CELERY_BEAT_SCHEDULE["marketplace-deployments-health"] = {
 }
 
 # --- outgoing webhooks (portal.webhooks): endpoints are checked like app endpoints (APP_ALLOW_HTTP_ENDPOINTS) ---
+# One deadline per attempt, from the claim to the end of the answer; a claim lasts longer (webhook_claim_lease).
 WEBHOOK_TIMEOUT_S = env_int("WEBHOOK_TIMEOUT_S", 10, minimum=1)
 WEBHOOK_RETRY_BASE_S = env_int("WEBHOOK_RETRY_BASE_S", 60, minimum=1)  # doubles per failed attempt
 WEBHOOK_RETRY_MAX_DELAY_S = env_int("WEBHOOK_RETRY_MAX_DELAY_S", 6 * 3600, minimum=1)

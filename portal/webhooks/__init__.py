@@ -32,11 +32,15 @@ the headers ``Webhook-Id: evt_…`` (the same on every attempt and redelivery: r
 helper verifies it. For 24 h after a secret is rotated the header carries two ``v1=`` entries (new and previous
 secret); a receiver accepts the delivery when any entry matches its secret.
 
-A 2xx answer within ``WEBHOOK_TIMEOUT_S`` is a success; anything else (other status, timeout, refused
-connection, a redirect) is retried with exponential backoff (``WEBHOOK_RETRY_BASE_S`` × 2^(n-1), at most
-``WEBHOOK_RETRY_MAX_DELAY_S``) until ``WEBHOOK_RETRY_WINDOW_S`` (3 days) have passed, then the delivery is
-``failed``. Events and deliveries are rows written in the transaction of the change they report; the sending
-task is enqueued after commit and a sweep (Celery beat) sends whatever is due, so a receiver or broker that is
-down loses no event. Every attempt is recorded (time, HTTP status, response time, error); the console page
-``/o/<org>/webhooks/`` and ``/api/v1/webhooks/deliveries`` show them and redeliver.
+A complete 2xx answer within ``WEBHOOK_TIMEOUT_S`` — one deadline from the claim to the end of the answer's
+first 500 bytes, lookup, connect, TLS and headers included — is a success; anything else (other status, a
+redirect, which is never followed, no complete answer in time, a refused connection, an address the guard
+refuses at this attempt: ``portal.lib.egress``) is a failed attempt, recorded as ``could not deliver: …`` in
+words that do not tell an open port from a closed one, and retried with exponential backoff
+(``WEBHOOK_RETRY_BASE_S`` × 2^(n-1), at most ``WEBHOOK_RETRY_MAX_DELAY_S``) until ``WEBHOOK_RETRY_WINDOW_S``
+(3 days) have passed, then the delivery is ``failed``. Events and deliveries are rows written in the
+transaction of the change they report; the sending task is enqueued after commit and a sweep (Celery beat)
+sends whatever is due, so a receiver or broker that is down loses no event. Every attempt is recorded (time,
+HTTP status, response time, error); the console page ``/o/<org>/webhooks/`` and ``/api/v1/webhooks/deliveries``
+show them and redeliver.
 """

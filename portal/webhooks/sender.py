@@ -1,5 +1,7 @@
-"""The one module that talks to webhook receivers: signs a body and POSTs it (tests point it at a loopback
-server; nothing else in the app opens a connection to a receiver)."""
+"""The one module that talks to webhook receivers: signs a body and POSTs it through the portal's one door for
+outgoing calls (``portal.lib.egress``: the address checked at every attempt and connected to as checked,
+redirects not followed, one deadline for the whole attempt). Tests point it at loopback servers; nothing else
+in the app opens a connection to a receiver."""
 
 from __future__ import annotations
 
@@ -8,10 +10,17 @@ import hmac
 import time
 from dataclasses import dataclass
 
-import requests
+from portal.lib import egress
 
 USER_AGENT = "gpu-portal-webhooks/1"
 EXCERPT_BYTES = 500
+
+# What a failed attempt records (English, shown as technical text): the same words whatever went wrong on the
+# way, so that the delivery log cannot be used to tell an open port from a closed one, or to map a network.
+REFUSED = "could not deliver: the endpoint's address is not allowed"
+NO_ANSWER = "could not deliver: no complete answer within {s:g} s"
+HTTP_ERROR = "could not deliver: HTTP {c}"
+REDIRECT = "could not deliver: HTTP {c} (redirects are not followed)"
 
 
 def signature_header(secrets: list[str], body: bytes, timestamp: int) -> str:
@@ -24,8 +33,9 @@ def signature_header(secrets: list[str], body: bytes, timestamp: int) -> str:
 
 @dataclass(frozen=True)
 class SendResult:
-    """What one POST got: the HTTP status (None when no answer came), milliseconds until the answer (or the
-    failure), an error text ("" for a 2xx) and the first ``EXCERPT_BYTES`` of the response body."""
+    """What one POST got: the HTTP status (None when no complete answer came), milliseconds from the start of
+    the attempt to its end (0 when the address was refused and nothing was sent), an error text ("" for a 2xx;
+    one of the texts above otherwise) and the first ``EXCERPT_BYTES`` of the response body."""
 
     status_code: int | None
     response_ms: int
@@ -34,32 +44,40 @@ class SendResult:
 
     @property
     def ok(self) -> bool:
-        return self.status_code is not None and 200 <= self.status_code < 300
+        return self.status_code is not None and 200 <= self.status_code < 300 and not self.error
 
 
-def post(*, url: str, body: bytes, headers: dict[str, str], timeout_s: float) -> SendResult:
-    """POST ``body`` to ``url`` without following redirects (a redirect is a failure: it could lead into the
-    portal's own network). Never raises for network failures; they come back as ``error``."""
-    started = time.perf_counter()
+def post(
+    *, url: str, body: bytes, headers: dict[str, str], timeout_s: float, started: float | None = None
+) -> SendResult:
+    """POST ``body`` to ``url`` so that the attempt ends ``timeout_s`` seconds after ``started``
+    (``time.perf_counter()``; default now) whatever happens: lookup, connect, headers and the first
+    ``EXCERPT_BYTES`` of the body together; a receiver still sending then is cut, and nothing is sent once that
+    time has passed. Never raises for network failures: they come back as ``error``."""
+    started = time.perf_counter() if started is None else started
+    remaining = timeout_s - (time.perf_counter() - started)
+    if remaining <= 0:
+        return SendResult(None, _ms(started), NO_ANSWER.format(s=timeout_s), "")
     try:
-        with requests.post(
+        answer = egress.post(
             url,
-            data=body,
+            body=body,
             headers={**headers, "User-Agent": USER_AGENT},
-            timeout=timeout_s,
-            allow_redirects=False,
-            stream=True,
-        ) as response:
-            chunk = next(response.iter_content(chunk_size=EXCERPT_BYTES), b"")
-            code = response.status_code
-    except requests.Timeout:
-        return SendResult(None, _ms(started), f"no answer within {timeout_s:g} s", "")
-    except requests.ConnectionError as exc:
-        return SendResult(None, _ms(started), f"connection failed: {type(exc).__name__}", "")
-    except Exception as exc:  # any other failure (a malformed answer, an encoding error) is a failed attempt too
-        return SendResult(None, _ms(started), f"request failed: {type(exc).__name__}", "")
-    excerpt = chunk[:EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "")
-    error = "" if 200 <= code < 300 else f"HTTP {code}"
+            timeout_s=remaining,
+            max_body_bytes=EXCERPT_BYTES,
+        )
+    except egress.EgressRefused:
+        return SendResult(None, 0, REFUSED, "")
+    except egress.EgressFailed:
+        return SendResult(None, _ms(started), NO_ANSWER.format(s=timeout_s), "")
+    code = answer.status
+    excerpt = answer.body[:EXCERPT_BYTES].decode("utf-8", errors="replace").replace("\x00", "")
+    if 200 <= code < 300:
+        error = ""
+    elif 300 <= code < 400:
+        error = REDIRECT.format(c=code)
+    else:
+        error = HTTP_ERROR.format(c=code)
     return SendResult(code, _ms(started), error, excerpt)
 
 

@@ -10,6 +10,7 @@ import functools
 import json
 import logging
 import secrets
+import time
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
+from portal.lib import egress
 from portal.models import Organization, User
 from portal.permissions import Action, PermissionRefused, authorize
 from portal.webhooks import sender
@@ -64,25 +66,22 @@ def _new_secret() -> str:
 def endpoint_url_validate(url: str) -> str:
     """The stripped ``url`` if it may receive webhooks, else ``WebhookError`` naming the rule: at most 500
     characters, a well-formed ``https://`` URL (``http://`` only with ``APP_ALLOW_HTTP_ENDPOINTS``, development
-    and tests), and a host that is, and resolves to, public addresses only — the SSRF guard of app endpoints
-    (``portal.marketplace.serving.endpoint_check``), which the same setting lifts."""
+    and tests) whose host is, and resolves only to, addresses the portal may call — the guard of every outgoing
+    call (``portal.lib.egress.url_check``; its messages), checked again at each delivery."""
     url = (url or "").strip()
     if not url:
         raise WebhookError(_("Enter the endpoint's URL."))
     if len(url) > MAX_URL_LENGTH:
         raise WebhookError(_("The URL is longer than %(n)d characters.") % {"n": MAX_URL_LENGTH})
-    schemes = ["https", "http"] if settings.APP_ALLOW_HTTP_ENDPOINTS else ["https"]
     try:
-        URLValidator(schemes=schemes)(url)
-    except ValidationError as exc:
-        if url.lower().startswith("http://"):
-            raise WebhookError(_("A webhook endpoint must be an https:// URL.")) from exc
-        raise WebhookError(_("%(u)s is not a valid https:// URL.") % {"u": url[:100]}) from exc
-    from portal.marketplace import serving  # hook upward (ARCHITECTURE.md): the marketplace's SSRF guard
-
-    try:
-        serving.endpoint_check(url)
-    except serving.BackendError as exc:
+        egress.url_parse(url)  # scheme and host form first: their messages say more than the validator's
+        schemes = ["https", "http"] if settings.APP_ALLOW_HTTP_ENDPOINTS else ["https"]
+        try:
+            URLValidator(schemes=schemes)(url)
+        except ValidationError as exc:
+            raise WebhookError(_("%(u)s is not a valid https:// URL.") % {"u": url[:100]}) from exc
+        egress.url_check(url)
+    except egress.EgressError as exc:
         raise WebhookError(str(exc)) from exc
     return url
 
@@ -257,53 +256,55 @@ def retry_delay(round_attempts: int) -> timedelta:
     return timedelta(seconds=seconds)
 
 
+def webhook_claim_lease() -> timedelta:
+    """How long a claim keeps a delivery from other workers: the attempt's whole deadline
+    (``WEBHOOK_TIMEOUT_S``, from the claim to the end of the answer, enforced by ``sender.post``) plus a margin
+    as long again and at least 30 s (recording the attempt, clocks of workers that disagree). A claim can
+    therefore only be taken over once the attempt that made it can no longer be sending."""
+    deadline_s = float(settings.WEBHOOK_TIMEOUT_S)
+    return timedelta(seconds=deadline_s + max(deadline_s, 30.0))
+
+
 def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -> WebhookDelivery | None:
-    """Make the next attempt of a due delivery: claim it (compare-and-set on ``next_attempt_at``, so two workers
-    never send it at once), POST the signed body, record the attempt and set what follows — ``succeeded`` on a
+    """Make the next attempt of a due delivery: claim it (compare-and-set on ``next_attempt_at``, moved
+    ``webhook_claim_lease`` ahead, so two workers never send it at once), POST the signed body within
+    ``WEBHOOK_TIMEOUT_S`` counted from the claim, record the attempt and set what follows — ``succeeded`` on a
     2xx, else the next attempt after ``retry_delay``, or ``failed`` when that would fall after ``retry_until``.
     Returns the delivery, or None when it was not due (already sent, claimed by another worker, deleted).
-    A worker that dies mid-attempt leaves the claim to expire (``WEBHOOK_TIMEOUT_S`` + 60 s), then it is due."""
+    A worker that dies mid-attempt leaves the claim to expire, then the delivery is due again. The attempt is
+    always recorded; the delivery's state is set only while the claim is still this attempt's (a worker that
+    stalled past its lease does not overwrite the claim of the one that took over)."""
     now = now or timezone.now()
-    lease = timedelta(seconds=int(settings.WEBHOOK_TIMEOUT_S) + 60)
+    started = time.perf_counter()
+    claimed_until = now + webhook_claim_lease()
     claimed = WebhookDelivery.objects.filter(
         pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
-    ).update(next_attempt_at=now + lease)
+    ).update(next_attempt_at=claimed_until)
     if not claimed:
         return None
     delivery = WebhookDelivery.objects.select_related("event__organization", "endpoint").filter(pk=delivery_id).first()
     if delivery is None:
         return None
     endpoint, event = delivery.endpoint, delivery.event
-    from portal.marketplace import serving  # hook upward (ARCHITECTURE.md): the marketplace's SSRF guard
-
-    try:
-        serving.endpoint_check(endpoint.url)  # again at send time: DNS may have changed since registration
-    except serving.BackendError as exc:
-        result = sender.SendResult(None, 0, str(exc)[:300], "")
-    else:
-        body = event_body(event)
-        headers = {
-            "Content-Type": "application/json",
-            "Webhook-Id": event.public_id,
-            "Webhook-Event": event.type,
-            "Webhook-Signature": sender.signature_header(
-                endpoint_signing_secrets(endpoint, now), body, int(now.timestamp())
-            ),
-        }
-        result = sender.post(url=endpoint.url, body=body, headers=headers, timeout_s=float(settings.WEBHOOK_TIMEOUT_S))
-    number, in_round = delivery.attempt_count + 1, delivery.round_attempts + 1
-    if result.ok:
-        outcome: dict[str, Any] = {"status": DeliveryStatus.SUCCEEDED, "next_attempt_at": None, "delivered_at": now}
-    else:
-        next_at = now + retry_delay(in_round)
-        outcome = (
-            {"status": DeliveryStatus.FAILED, "next_attempt_at": None}
-            if next_at > delivery.retry_until
-            else {"next_attempt_at": next_at}
-        )
+    body = event_body(event)
+    headers = {
+        "Content-Type": "application/json",
+        "Webhook-Id": event.public_id,
+        "Webhook-Event": event.type,
+        "Webhook-Signature": sender.signature_header(
+            endpoint_signing_secrets(endpoint, now), body, int(now.timestamp())
+        ),
+    }
+    result = sender.post(
+        url=endpoint.url, body=body, headers=headers, timeout_s=float(settings.WEBHOOK_TIMEOUT_S), started=started
+    )
     with transaction.atomic():
+        current = WebhookDelivery.objects.select_for_update().filter(pk=delivery.pk).first()
+        if current is None:  # deleted with its endpoint meanwhile
+            return None
+        number = current.attempt_count + 1
         WebhookAttempt.objects.create(
-            delivery=delivery,
+            delivery=current,
             number=number,
             started_at=now,
             status_code=result.status_code,
@@ -311,13 +312,21 @@ def webhook_delivery_attempt(*, delivery_id: int, now: datetime | None = None) -
             error=result.error[:300],
             response_excerpt=result.excerpt,
         )
-        WebhookDelivery.objects.filter(pk=delivery.pk, status=DeliveryStatus.PENDING).update(
-            attempt_count=number,
-            round_attempts=in_round,
-            last_status_code=result.status_code,
-            last_error=result.error[:300],
-            **outcome,
-        )
+        fields: dict[str, Any] = {
+            "attempt_count": number,
+            "last_status_code": result.status_code,
+            "last_error": result.error[:300],
+        }
+        if current.status == DeliveryStatus.PENDING and current.next_attempt_at == claimed_until:
+            in_round = current.round_attempts + 1
+            fields["round_attempts"] = in_round
+            if result.ok:
+                fields.update(status=DeliveryStatus.SUCCEEDED, next_attempt_at=None, delivered_at=now)
+            elif now + retry_delay(in_round) > current.retry_until:
+                fields.update(status=DeliveryStatus.FAILED, next_attempt_at=None)
+            else:
+                fields["next_attempt_at"] = now + retry_delay(in_round)
+        WebhookDelivery.objects.filter(pk=current.pk).update(**fields)
     delivery.refresh_from_db()
     return delivery
 

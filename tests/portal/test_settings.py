@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from portal.env import env_bool, env_decimal, env_int
+from portal.env import env_bool, env_decimal, env_int, env_networks
 
 ROOT = Path(__file__).resolve().parents[2]
 PROD_ENV = {
@@ -51,12 +51,19 @@ def test_production_settings_refuse_a_missing_or_weak_secret():
         (lambda: env_int("X_TEST", 1, minimum=1), "0", "X_TEST=0 must be >= 1"),
         (lambda: env_decimal("X_TEST", "1"), "1,5", "X_TEST='1,5' is not a decimal number"),
         (lambda: env_decimal("X_TEST", "1"), "-2", "must be a finite, non-negative number"),
+        (lambda: env_networks("X_TEST"), "10.0.0.0/8,10.300.0.0/16", "X_TEST: '10.300.0.0/16' is not a network"),
+        (lambda: env_networks("X_TEST"), "10.0.0.1/8", "X_TEST: '10.0.0.1/8' is not a network (10.0.0.1/8 has host"),
     ],
 )
 def test_env_helpers_fail_loudly(monkeypatch, func, value, message):
     monkeypatch.setenv("X_TEST", value)
     with pytest.raises(ImproperlyConfigured, match=message.replace("(", r"\(")):
         func()
+
+
+def test_allowed_networks_are_read_in_canonical_form(monkeypatch):
+    monkeypatch.setenv("X_TEST", " 10.20.0.0/16 , FD12:3456::/48,,192.0.2.7")
+    assert env_networks("X_TEST") == ["10.20.0.0/16", "fd12:3456::/48", "192.0.2.7/32"]
 
 
 def test_a_bad_trial_credit_stops_the_process_at_start():

@@ -48,11 +48,11 @@ def _nothing_written():
 @pytest.mark.parametrize(
     ("url", "message"),
     [
-        ("https://127.0.0.1/hook", "is not a public address (127.0.0.1)"),
-        ("https://169.254.169.254/latest/meta-data/", "is not a public address (169.254.169.254)"),
-        ("https://10-0-0-5.example/hook", "10-0-0-5.example is not a public address (10.0.0.5)"),
-        ("https://192-168-1-20.example:8443/hook", "is not a public address (192.168.1.20)"),
-        ("https://[::1]/hook", "is not a public address (::1)"),
+        ("https://127.0.0.1/hook", "The endpoint address 127.0.0.1 is not a public address."),
+        ("https://169.254.169.254/latest/meta-data/", "address 169.254.169.254 is not a public address."),
+        ("https://10-0-0-5.example/hook", "host 10-0-0-5.example does not resolve to a public address."),
+        ("https://192-168-1-20.example:8443/hook", "192-168-1-20.example does not resolve to a public address."),
+        ("https://[::1]/hook", "The endpoint address ::1 is not a public address."),
         ("http://hooks.partner.com/hook", "must be an https:// URL"),
         ("ftp://hooks.partner.com/hook", "is not a valid https:// URL"),
         ("https://hooks.partner.com/" + "a" * 500, "longer than 500 characters"),
@@ -76,7 +76,7 @@ def test_the_api_refuses_a_metadata_address_with_the_envelope(alice, alice_org, 
         "error": {
             "code": "invalid",
             "details": None,
-            "message": "The endpoint host 169.254.169.254 is not a public address (169.254.169.254).",
+            "message": "The endpoint address 169.254.169.254 is not a public address.",
         }
     }
     _nothing_written()
