@@ -75,3 +75,12 @@ def access_sweep() -> int:
     from instances.interactive.access import access_sweep as sweep
 
     return sweep()
+
+
+@shared_task
+def access_enforce(organization_ids: list[int]) -> dict[str, int]:
+    """After a change of who may enter (``instances.interactive.access.access_changed``): rewrite the
+    organizations' instances' authorized keys, tell their JupyterLab servers to re-check. Safe to run twice."""
+    from instances.interactive.access import access_enforce as enforce
+
+    return enforce(organization_ids=organization_ids)

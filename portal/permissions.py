@@ -123,6 +123,12 @@ _REFUSALS = {
 }
 
 
+def refusal_message(action: Action) -> str:
+    """The translated sentence a refusal of ``action`` says (for rules that refine the table, e.g.
+    ``instances.interactive.access``)."""
+    return str(_REFUSALS[action])
+
+
 def authorize(*, user: User | None, organization: Organization, action: Action, staff: bool = False) -> None:
     """Raise ``PermissionRefused`` unless ``user`` may do ``action`` in ``organization``.
 

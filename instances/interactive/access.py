@@ -24,12 +24,14 @@ the instance's ``authorized_keys`` (``ssh.authorized_keys_text``: one file per i
 SSH key, a share or the organization's setting: the portal's services (``user_deactivate`` sends
 ``portal.hooks.access_changed``; ``membership_add`` / ``membership_remove`` save and delete the row), the back
 office (the model's ``post_save`` / ``post_delete``, the "active" checkbox), a shell's ``save()`` or
-queryset ``delete()``. After the commit, :func:`access_enforce` rewrites the ``authorized_keys`` of the
+queryset ``delete()``. After the commit, the task ``instances.tasks.access_enforce`` (control queue) runs
+:func:`access_enforce`, which rewrites the ``authorized_keys`` of the
 organizations' live interactive instances (the local SSH server closes, within a second, the open sessions of
 keys no longer in it; on Kubernetes the Secret is patched and the pod's reaper does the same) and tells their
 JupyterLab servers to forget what they knew (the next request of a removed user is refused, their open
-kernel and terminal websockets are closed). A queryset ``update()`` sends no signal: the periodic
-:func:`access_sweep` (beat, every ``INSTANCES_ACCESS_SWEEP_S`` = 60 s) rewrites any ``authorized_keys``
+kernel and terminal websockets are closed); a task, so that a request removing a member never waits on
+unreachable pods. A queryset ``update()`` sends no signal: the periodic
+:func:`access_sweep` (beat ``instances-access-sweep``, every 60 s) rewrites any ``authorized_keys``
 that differs from the rule, and JupyterLab servers re-check every session at least every
 ``INSTANCES_JUPYTER_RECHECK_S`` seconds by themselves; so every path ends access within a minute at most,
 and the paths above end it at once.
@@ -51,7 +53,15 @@ from instances.interactive.access_models import AccessShare
 from instances.models import Instance, Volume
 from portal.audit import audit_log
 from portal.models import Membership, Organization, User
-from portal.permissions import ROLE_ACTIONS, Action, PermissionRefused, authorize, authorize_change, role_of
+from portal.permissions import (
+    ROLE_ACTIONS,
+    Action,
+    PermissionRefused,
+    authorize,
+    authorize_change,
+    refusal_message,
+    role_of,
+)
 
 log = logging.getLogger(__name__)
 
@@ -105,9 +115,7 @@ def enter_authorize(*, user: User | None, instance: Instance) -> None:
 
 
 def _refusal() -> str:
-    from portal.permissions import _REFUSALS
-
-    return str(_REFUSALS[Action.INSTANCES_ENTER_ANY])
+    return refusal_message(Action.INSTANCES_ENTER_ANY)
 
 
 def entrant_ids(instance: Instance) -> list[int]:
@@ -235,17 +243,19 @@ _pending = threading.local()
 
 
 def access_changed(*, organization_ids: Iterable[int]) -> None:
-    """Who may enter the instances of these organizations may have changed: enforce it after the commit
-    (at once outside a transaction). Several calls in one transaction are enforced once per organization."""
+    """Who may enter the instances of these organizations may have changed: enqueue :func:`access_enforce`
+    after the commit (at once outside a transaction). Several calls in one transaction enqueue one task."""
     ids: set[int] = getattr(_pending, "ids", None) or set()
     ids.update(int(i) for i in organization_ids)
     _pending.ids = ids
 
     def run() -> None:
+        from instances import tasks
+
         todo: set[int] = getattr(_pending, "ids", set())
         _pending.ids = set()
         if todo:
-            access_enforce(organization_ids=sorted(todo))
+            tasks.access_enforce.delay(sorted(todo))
 
     transaction.on_commit(run)
 
