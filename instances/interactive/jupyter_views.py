@@ -86,8 +86,9 @@ def jupyter_access_check(request: HttpRequest, pk: int) -> JsonResponse:
         return response
     try:
         body = loads_checked(request.body or b"null")
-    except ValueError:
-        return JsonResponse({"allowed": False, "error": "invalid JSON"}, status=400)
+    except ValueError as exc:
+        invalid = {"code": "invalid", "message": str(exc), "details": None}
+        return JsonResponse({"allowed": False, "error": invalid}, status=400)
     user_ref = body.get("user") if isinstance(body, dict) else None
     try:
         answer = jupyter_access_answer(
