@@ -20,6 +20,8 @@ Egress (from the instance's pods):
 * to the same Job's pods, any port;
 * to the cluster DNS (``kube-system`` pods labelled ``k8s-app=kube-dns``), port 53 UDP and TCP;
 * to the portal's pods on ``portal_port`` (the runtime's callbacks, JupyterLab's access re-check);
+* to the Ingress controller's pods on 80 and 443 (a ``SITE_URL`` that resolves to the cluster's own load
+  balancer reaches the portal through them; every instance's JupyterLab is public behind them anyway);
 * with ``egress_internet`` (default on: images, pip, model hubs), to every address except
   ``egress_denied_cidrs`` — the private, carrier-grade NAT, link-local (cloud metadata: 169.254.169.254) and
   loopback ranges, where other pods, Services' cluster IPs, nodes and the portal's internals live.
@@ -97,6 +99,10 @@ def network_policy_manifest(
         {"to": [own]},
         {"to": [dns], "ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]},
         {"to": [_portal_peer(options)], "ports": [{"protocol": "TCP", "port": options.portal_port}]},
+        {
+            "to": [{"namespaceSelector": {"matchLabels": dict(options.ingress_namespace_labels)}}],
+            "ports": [{"protocol": "TCP", "port": 80}, {"protocol": "TCP", "port": 443}],
+        },
     ]
     if options.egress_internet:
         v4 = [c for c in options.egress_denied_cidrs if ":" not in c]

@@ -94,6 +94,10 @@ def test_the_policy_of_an_interactive_instance_says_exactly_this() -> None:
             },
             {"to": [portal], "ports": [{"protocol": "TCP", "port": 8000}]},
             {
+                "to": [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "ingress-nginx"}}}],
+                "ports": [{"protocol": "TCP", "port": 80}, {"protocol": "TCP", "port": 443}],
+            },
+            {
                 "to": [
                     {
                         "ipBlock": {
@@ -217,10 +221,13 @@ def test_an_instance_reaches_its_own_job_dns_the_portal_and_the_internet_and_not
     ):
         assert not egress_allowed(policy, where, port), (where, port)
 
+    controller = Peer("10.244.4.2", "ingress-nginx", (("app", "ingress-nginx"),))
+    assert egress_allowed(policy, controller, 443)  # a SITE_URL through the cluster's own load balancer
+    assert not egress_allowed(policy, controller, 10254)  # not the controller's metrics or admin ports
+
     # Into the instance: its Job's pods anywhere; JupyterLab from the portal and the Ingress controller; sshd
     # from anywhere (its NodePort); another instance's pod only at sshd (keys still guard it) — and that pod's
     # own egress policy refuses it anyway (above).
-    controller = Peer("10.244.4.2", "ingress-nginx", (("app", "ingress-nginx"),))
     assert ingress_allowed(policy, rank1, 29500)
     assert ingress_allowed(policy, portal_web, 8888) and ingress_allowed(policy, controller, 8888)
     assert ingress_allowed(policy, internet, 2222)
@@ -248,7 +255,7 @@ def test_the_policy_follows_the_backends_options_and_refuses_unknown_ones() -> N
         ],
         "ports": [{"protocol": "TCP", "port": 8080}],
     }
-    assert len(egress) == 3  # no internet
+    assert len(egress) == 4  # no internet
     off = KubernetesBackend(namespace=NS, network_policy=False).manifests(SPEC)
     assert "NetworkPolicy" not in [m["kind"] for m in off]
     with pytest.raises(BackendError, match=r"network_policy: .*unexpected keyword argument 'portal_prot'"):
