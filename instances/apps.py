@@ -6,6 +6,6 @@ class InstancesConfig(AppConfig):
     verbose_name = "GPU instances and training jobs"
 
     def ready(self) -> None:
-        from instances.interactive.ssh import connect_signals
+        from instances.interactive.access import connect_signals
 
-        connect_signals()  # authorized keys follow SSH keys and memberships
+        connect_signals()  # who may enter instances follows users, memberships, keys, shares

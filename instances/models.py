@@ -469,4 +469,5 @@ class VolumeAttachment(models.Model):
         return f"{self.volume} → instance {self.instance_id}"
 
 
+from instances.interactive.access_models import AccessShare  # noqa: E402,F401 - instance and volume shares
 from instances.interactive.utilization_models import UtilizationSample  # noqa: E402,F401 - sampled utilization

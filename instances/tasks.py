@@ -66,3 +66,21 @@ def volumes_measure() -> int:
     from instances.interactive.volumes import volumes_measure as measure
 
     return len(measure())
+
+
+@shared_task
+def access_sweep() -> int:
+    """Periodic: rewrite the authorized keys of live instances that differ from who may enter them (a change
+    no signal announced). Returns how many were rewritten."""
+    from instances.interactive.access import access_sweep as sweep
+
+    return sweep()
+
+
+@shared_task
+def access_enforce(organization_ids: list[int]) -> dict[str, int]:
+    """After a change of who may enter (``instances.interactive.access.access_changed``): rewrite the
+    organizations' instances' authorized keys, tell their JupyterLab servers to re-check. Safe to run twice."""
+    from instances.interactive.access import access_enforce as enforce
+
+    return enforce(organization_ids=organization_ids)

@@ -3,7 +3,7 @@
 from django.urls import path
 
 from instances import views
-from instances.interactive import jupyter_views, volume_views
+from instances.interactive import access_views, jupyter_views, volume_views
 from instances.interactive import views as interactive_views
 
 urlpatterns = [
@@ -11,6 +11,7 @@ urlpatterns = [
     path("instances/new/", views.instance_new, name="instance_new"),
     path("instances/quote/", views.launch_quote, name="launch_quote"),
     path("instances/idle-autostop/", views.idle_autostop_settings, name="idle_autostop_settings"),
+    path("instances/access/", access_views.access_settings, name="instance_access_settings"),
     path("instances/<int:pk>/", views.instance_detail, name="instance_detail"),
     path("instances/<int:pk>/stop/", views.instance_stop, name="instance_stop"),
     path("instances/<int:pk>/jupyter/", jupyter_views.jupyter_open, name="instance_jupyter"),
@@ -19,6 +20,20 @@ urlpatterns = [
     path("volumes/quote/", volume_views.volume_quote, name="volume_quote"),
     path("volumes/<int:pk>/delete/", volume_views.volume_delete, name="volume_delete"),
     path("instances/<int:pk>/access/", interactive_views.instance_access, name="instance_access"),
+    path("instances/<int:pk>/shares/", access_views.shares, {"kind": "instance"}, name="instance_shares"),
+    path(
+        "instances/<int:pk>/shares/<int:user_id>/remove/",
+        access_views.share_remove,
+        {"kind": "instance"},
+        name="instance_share_remove",
+    ),
+    path("volumes/<int:pk>/shares/", access_views.shares, {"kind": "volume"}, name="volume_shares"),
+    path(
+        "volumes/<int:pk>/shares/<int:user_id>/remove/",
+        access_views.share_remove,
+        {"kind": "volume"},
+        name="volume_share_remove",
+    ),
     path("instances/<int:pk>/keep-running/", views.instance_keep_running, name="instance_keep_running"),
     path("jobs/", views.job_list, name="jobs"),
     path("jobs/new/", views.job_new, name="job_new"),

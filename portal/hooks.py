@@ -12,6 +12,12 @@ rolls the whole operation back, exactly as a direct call would.
   ``portal.services.email_verify``, once per address ever (after its ``TrialClaim`` row was inserted), for the
   user's personal organization. Receiver: ``billing.receivers.trial_credit_for_claim`` (``TRIAL_CREDIT`` CNY
   valid ``TRIAL_CREDIT_DAYS`` days, idempotency key ``trial:<sha256 of the address>``).
+* ``access_changed(sender=User, user=<User>, organization=<Organization> | None)`` — from an operation that
+  changes what a user may enter without saving the model through ``save()`` (so without ``post_save``):
+  ``portal.services.user_deactivate`` (``organization=None``: all of the user's organizations). Receiver:
+  ``instances.interactive.access._on_hook`` → ``access_changed`` (authorized SSH keys rewritten, open SSH
+  sessions closed, JupyterLab servers told to re-check, after commit). Saves and deletes of ``User`` and
+  ``Membership`` reach the same place through Django's model signals.
 """
 
 from __future__ import annotations
@@ -20,3 +26,4 @@ from django.dispatch import Signal
 
 organization_created = Signal()
 trial_claimed = Signal()
+access_changed = Signal()

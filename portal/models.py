@@ -83,6 +83,12 @@ class Organization(models.Model):
         blank=True,
         help_text="default for new interactive instances: stop after this many idle minutes; empty or 0 = off",
     )
+    members_enter_any_instance = models.BooleanField(
+        _("members may enter each other's instances"),
+        default=False,
+        help_text="off: only the launcher, owners, admins and those it is shared with enter an instance "
+        "(JupyterLab, SSH) or attach a volume; on: every member who may launch (instances.interactive.access)",
+    )
     created_at = models.DateTimeField(default=timezone.now)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, through="Membership", related_name="organizations")
 

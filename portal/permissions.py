@@ -16,6 +16,7 @@ its scope (``read`` = safe methods only) and its user's current role in this tab
 | ``tokens.create_write``|   ✓   |   ✓   |        |         |
 | ``instances.launch``   |   ✓   |   ✓   |   ✓    |         |   (also: stop, restart, roll back one's own)
 | ``instances.manage_any``|  ✓   |   ✓   |        |         |   (stop / restart / roll back others')
+| ``instances.enter_any``|   ✓   |   ✓   |   (✓)  |         |   (JupyterLab, SSH, attach volumes of others')
 | ``datasets.license``   |   ✓   |   ✓   |   ✓    |         |   (accept agreements, upload corpora)
 | ``apps.invoke``        |   ✓   |   ✓   |   ✓    |         |
 | ``apps.publish``       |   ✓   |   ✓   |        |         |   (create apps, versions, publish, withdraw)
@@ -24,6 +25,13 @@ its scope (``read`` = safe methods only) and its user's current role in this tab
 | ``webhooks.manage``    |   ✓   |   ✓   |        |         |
 
 Every member (any role) may read the organization's objects (wallet, ledger, instances, jobs, apps).
+
+Entering an instance (JupyterLab, SSH) or attaching a volume read-write is work on what someone launched or
+made: one's own needs ``instances.launch``; another member's needs ``instances.enter_any`` (owners, admins),
+which a member gets only where the organization allows members to enter each other's instances, or where the
+launcher (the volume's creator) shared that instance (volume) with them — the (✓) above. The whole rule, with
+those two grants, is :mod:`instances.interactive.access` (floor 3: the shares are its rows); the table here
+says which roles hold the action outright.
 """
 
 from __future__ import annotations
@@ -45,6 +53,7 @@ class Action(StrEnum):
     TOKENS_CREATE_WRITE = "tokens.create_write"
     INSTANCES_LAUNCH = "instances.launch"
     INSTANCES_MANAGE_ANY = "instances.manage_any"
+    INSTANCES_ENTER_ANY = "instances.enter_any"
     DATASETS_LICENSE = "datasets.license"
     APPS_INVOKE = "apps.invoke"
     APPS_PUBLISH = "apps.publish"
@@ -99,6 +108,10 @@ _REFUSALS = {
     Action.INSTANCES_MANAGE_ANY: _(
         "Only owners and admins can stop or change instances and jobs that other members started."
     ),
+    Action.INSTANCES_ENTER_ANY: _(
+        "Only the member who launched it, owners and admins can enter this instance or use this volume, unless "
+        "the organization lets members enter each other's instances or it was shared with you."
+    ),
     Action.DATASETS_LICENSE: _(
         "Your role in this organization does not allow accepting licenses or uploading corpora."
     ),
@@ -108,6 +121,12 @@ _REFUSALS = {
     Action.WALLET_TOP_UP: _("Only owners, admins and billing viewers can top up the wallet."),
     Action.WEBHOOKS_MANAGE: _("Only owners and admins of the organization manage its webhooks."),
 }
+
+
+def refusal_message(action: Action) -> str:
+    """The translated sentence a refusal of ``action`` says (for rules that refine the table, e.g.
+    ``instances.interactive.access``)."""
+    return str(_REFUSALS[action])
 
 
 def authorize(*, user: User | None, organization: Organization, action: Action, staff: bool = False) -> None:

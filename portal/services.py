@@ -124,12 +124,14 @@ def api_tokens_revoke_for(
 def user_deactivate(*, user: User, acting_user: User | None) -> User:
     """Deactivate an account: it can no longer log in and every API token it holds is revoked (audited).
 
-    The admin's "active" checkbox reaches the same revocation through ``portal.signals``.
+    The admin's "active" checkbox reaches the same revocation through ``portal.signals``. Its other doors
+    (SSH keys and open shells, JupyterLab sessions) close after commit through ``portal.hooks.access_changed``.
     """
     with transaction.atomic():
         User.objects.filter(pk=user.pk).update(is_active=False)
         api_tokens_revoke_for(user=user, organization=None, acting_user=acting_user, reason="user_deactivated")
         audit_log(action="portal.user_deactivate", actor=acting_user, obj=user)
+        hooks.access_changed.send(sender=User, user=user, organization=None)
     user.refresh_from_db()
     return user
 

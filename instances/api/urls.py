@@ -3,7 +3,7 @@
 from django.urls import include, path
 
 from instances.api import views
-from instances.interactive import volume_api
+from instances.interactive import jupyter_views, volume_api
 from portal.api.routers import ApiRouter
 
 router = ApiRouter()
@@ -13,5 +13,10 @@ router.register("volumes", volume_api.VolumeViewSet, basename="api-volume")
 
 urlpatterns = [
     path("runtime/jobs/<int:job_id>/events", views.runtime_events, name="api-runtime-events"),
+    path(
+        "runtime/instances/<int:pk>/jupyter-access",
+        jupyter_views.jupyter_access_check,
+        name="api-runtime-jupyter-access",
+    ),
     path("", include(router.urls)),
 ]

@@ -31,6 +31,7 @@ from instances.api.serializers import (
     RollbackSerializer,
 )
 from instances.choices import InstanceKind
+from instances.interactive.access_api import SharesMixin
 from instances.interactive.utilization_api import InstanceUtilizationSerializer, utilization_payload
 from instances.models import Instance, TrainingJob
 from instances.reasons import Reason
@@ -53,6 +54,7 @@ LAUNCH_ERROR_STATUS = {
     "volume_not_found": 404,
     "volume_in_use": 409,
     "volume_deleted": 409,
+    "volume_not_allowed": 403,
 }
 
 
@@ -77,9 +79,10 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
     return instance, replay
 
 
-class InstanceViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
+class InstanceViewSet(SharesMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs)."""
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``)."""
 
     serializer_class = InstanceSerializer
 

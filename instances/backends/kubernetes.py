@@ -52,6 +52,7 @@ from instances.backends.base import (
     UnknownHandle,
     split_log_lines,
 )
+from instances.backends.k8s_network import NetworkOptions, network_policy_add, network_policy_name
 from instances.backends.k8s_objects import (  # noqa: F401 - names of this module before the split
     _DISRUPTED_IN_MESSAGE,
     _NOT_DNS,
@@ -82,7 +83,7 @@ from instances.backends.k8s_objects import (  # noqa: F401 - names of this modul
     job_status_from,
     nodes_from,
 )
-from instances.interactive.ssh_k8s import ssh_manifests_add, ssh_object_name
+from instances.interactive.ssh_k8s import SSH_PORT, ssh_manifests_add, ssh_object_name
 from instances.scheduler import NodeView
 
 
@@ -91,6 +92,21 @@ def object_name(job_id: str, attempt: int) -> str:
     stays within 63 characters for up to 10,000 pods."""
     slug = _NOT_DNS.sub("-", job_id.lower()).strip("-")[:40].strip("-") or "job"
     return f"gp-{slug}-a{attempt}"
+
+
+def _network_options(value: dict[str, Any] | bool | None) -> NetworkOptions:
+    """The ``network_policy`` option as :class:`NetworkOptions`. Raises ``BackendError`` for unknown fields."""
+    if value is None or value is True:
+        return NetworkOptions()
+    if value is False:
+        return NetworkOptions(enabled=False)
+    try:
+        fields = dict(value)
+        if "egress_denied_cidrs" in fields:
+            fields["egress_denied_cidrs"] = tuple(fields["egress_denied_cidrs"])
+        return NetworkOptions(**fields)
+    except TypeError as exc:
+        raise BackendError(f"network_policy: {exc}") from exc
 
 
 def load_api_client(*, in_cluster: bool = False, kubeconfig: str | None = None) -> Any:
@@ -117,7 +133,10 @@ class KubernetesBackend(ComputeBackend):
     when set); ``topology_labels``; ``gpu_types`` (product label -> catalog GPU type); ``backoff_limit``
     (crash retries inside one attempt, default 0: the portal resumes from a checkpoint instead);
     ``service_account``; ``shm_size``; ``ttl_seconds_after_finished``; ``volume_storage_class`` (the
-    storage class of persistent volumes' claims, the cluster default when ``None``).
+    storage class of persistent volumes' claims, the cluster default when ``None``); ``network_policy``
+    (each Job's NetworkPolicy, :mod:`instances.backends.k8s_network`: ``None`` = the defaults, ``False`` = none,
+    a dict = :class:`~instances.backends.k8s_network.NetworkOptions` fields, e.g.
+    ``{"portal_pod_labels": {"app": "portal-web"}, "portal_port": 8000}``).
     """
 
     name = "kubernetes"
@@ -142,6 +161,7 @@ class KubernetesBackend(ComputeBackend):
         shm_size: str = "64Gi",
         ttl_seconds_after_finished: int = 86400,
         volume_storage_class: str | None = None,
+        network_policy: dict[str, Any] | bool | None = None,
     ) -> None:
         if dataset_volume not in ("pvc", "hostPath"):
             raise BackendError(f"dataset_volume must be 'pvc' or 'hostPath', not {dataset_volume!r}")
@@ -162,6 +182,7 @@ class KubernetesBackend(ComputeBackend):
         self.shm_size = shm_size
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self.volume_storage_class = volume_storage_class
+        self.network = _network_options(network_policy)
 
     # -- client ------------------------------------------------------------------------------------------
     @property
@@ -391,14 +412,18 @@ class KubernetesBackend(ComputeBackend):
         }
 
     def manifests(self, spec: JobSpec) -> list[dict[str, Any]]:
-        """ConfigMap, Service and Job, in creation order, with the Jupyter objects
-        (``instances/interactive/jupyter_k8s.py``) and the SSH Service (``instances/interactive/ssh_k8s.py``)
-        when the spec asks for them."""
+        """The Job's NetworkPolicy (first: no pod runs without it, ``k8s_network``), ConfigMap, Service and Job,
+        in creation order, with the Jupyter objects (``instances/interactive/jupyter_k8s.py``) and the SSH Service
+        (``instances/interactive/ssh_k8s.py``) when the spec asks for them."""
+        from instances.interactive.jupyter_k8s import PORT as JUPYTER_PORT
         from instances.interactive.jupyter_k8s import jupyter_k8s_extend
 
         manifests = [self.config_map_manifest(spec), self.service_manifest(spec), self.job_manifest(spec)]
         manifests = jupyter_k8s_extend(manifests, spec.env)
-        return ssh_manifests_add(manifests, env=spec.env, job_label=JOB_LABEL)
+        manifests = ssh_manifests_add(manifests, env=spec.env, job_label=JOB_LABEL)
+        return network_policy_add(
+            manifests, job_label=JOB_LABEL, options=self.network, jupyter_port=JUPYTER_PORT, ssh_port=SSH_PORT
+        )
 
     # -- the interface -------------------------------------------------------------------------------------
     def parse_handle(self, handle: str) -> tuple[str, str]:
@@ -412,6 +437,7 @@ class KubernetesBackend(ComputeBackend):
     def submit(self, spec: JobSpec) -> str:
         """Create the ConfigMap, the Service and the Job; an object that already exists (409) is kept, so a
         second submit of the same attempt creates nothing. Returns ``k8s:<namespace>/<name>``."""
+        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
         from instances.interactive.jupyter_k8s import jupyter_k8s_create
@@ -421,6 +447,7 @@ class KubernetesBackend(ComputeBackend):
         core, batch = self._core(), self._batch()
         k8s_volumes.claims_ensure(core, self.namespace, spec.volume_mounts, self.volume_storage_class)
         creators = {
+            "NetworkPolicy": client.NetworkingV1Api(self.api_client).create_namespaced_network_policy,
             "ConfigMap": core.create_namespaced_config_map,
             "Service": core.create_namespaced_service,
             "Job": batch.create_namespaced_job,
@@ -518,6 +545,7 @@ class KubernetesBackend(ComputeBackend):
         ConfigMap; objects already gone are fine. Returns the status read after the delete was accepted:
         usually ``running`` ("stopping") while pods get their grace period, ``stopped`` once the Job is gone
         (deletion completes asynchronously; the portal's reconcile sees the rest)."""
+        from kubernetes import client
         from kubernetes.client.exceptions import ApiException
 
         ns, name = self.parse_handle(handle)
@@ -537,6 +565,9 @@ class KubernetesBackend(ComputeBackend):
             lambda: jupyter_k8s_delete(self.api_client, ns, name),
             lambda: core.delete_namespaced_service(ssh_object_name(name), ns),  # SSH, when it was set up
             lambda: core.delete_namespaced_secret(ssh_object_name(name), ns),
+            lambda: client.NetworkingV1Api(self.api_client).delete_namespaced_network_policy(
+                network_policy_name(name), ns
+            ),  # last: the pods are on their way out
         )
         for delete in deletes:
             try:

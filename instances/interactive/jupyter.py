@@ -14,8 +14,14 @@ How the pieces fit (see :mod:`instances.interactive.jupyter_auth` for the server
 * :func:`jupyter_state` is ``unavailable`` / ``starting`` / ``ready`` (its ``/api/status`` answers) for the
   console's progress state and the API; :func:`jupyter_activity` (last activity, busy kernels, open
   terminals) feeds idle autostop.
-* :func:`jupyter_ticket_issue` mints a ticket for a member (the console view checks membership first) and
-  records an audit row; the ticket itself is never stored or logged.
+* :func:`jupyter_ticket_issue` mints a ticket for a user who may enter the instance (the console view checks
+  that first, :func:`instances.interactive.access.enter_authorize`) and records an audit row; the ticket
+  itself is never stored or logged.
+* Sessions end with access (:mod:`instances.interactive.jupyter_auth` has the server's side): the server asks
+  :func:`jupyter_access_answer` (``POST /api/v1/runtime/instances/<id>/jupyter-access``) whether the cookie's
+  user may still enter, trusting each answer ``INSTANCES_JUPYTER_RECHECK_S`` seconds (default 60), and
+  :func:`jupyter_recheck` (called by ``access.access_enforce`` after every change the portal makes) tells it to
+  forget its answers and re-check its open websockets at once.
 
 Limits: on the local backend every server is on ``127.0.0.1`` (one port each), and browsers scope cookies by
 host, not port, so a server whose user rewrote it could read cookies meant for the portal or another local
@@ -27,6 +33,7 @@ each instance its own host. The secret is readable by the instance's own process
 from __future__ import annotations
 
 import glob
+import hmac
 import json
 import urllib.error
 import urllib.request
@@ -42,13 +49,23 @@ from django.utils.dateparse import parse_datetime
 from instances.choices import InstanceStatus
 from instances.interactive.jupyter_k8s import HOST_ENV, PORT, jupyter_object_name
 from instances.interactive.jupyter_process import BASE_URL_ENV, ENABLE_ENV, INFO_GLOB, STATE_DIR
-from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV, status_token, ticket_mint
+from instances.interactive.tickets import (
+    ACCESS_URL_ENV,
+    INSTANCE_ENV,
+    RECHECK_S_ENV,
+    SECRET_ENV,
+    access_token,
+    recheck_token,
+    status_token,
+    ticket_mint,
+)
 from instances.models import Instance
 from portal.audit import audit_log
 from portal.models import User
 
 JupyterState = Literal["unavailable", "starting", "ready"]
 PROBE_TIMEOUT_S = 1.0
+RECHECK_PUSH_TIMEOUT_S = 3.0
 _SALT = "instances.interactive.jupyter"
 
 
@@ -89,6 +106,20 @@ def jupyter_host(instance: Instance) -> str:
     return f"i{instance.pk}.{domain}" if domain else ""
 
 
+def jupyter_recheck_s() -> int:
+    """How long an instance's server trusts the portal's answer about one user (``INSTANCES_JUPYTER_RECHECK_S``,
+    seconds, default 60): the longest a removed user's JupyterLab session can outlive a change the portal
+    could not announce to the server."""
+    return int(_setting("INSTANCES_JUPYTER_RECHECK_S", 60))  # type: ignore[call-overload]
+
+
+def jupyter_access_url(instance: Instance) -> str:
+    """Where the instance's server asks about its users: ``<SITE_URL>/api/v1/runtime/instances/<id>/jupyter-access``
+    (the address the training runtime reports to, so a pod reaches it the same way)."""
+    site = str(_setting("SITE_URL", "http://127.0.0.1:8000")).rstrip("/")
+    return f"{site}/api/v1/runtime/instances/{instance.pk}/jupyter-access"
+
+
 def jupyter_env(instance: Instance) -> dict[str, str]:
     """Environment for the backend ``JobSpec`` asking for the instance's Jupyter server ({} when none)."""
     if not jupyter_enabled(instance):
@@ -98,6 +129,8 @@ def jupyter_env(instance: Instance) -> dict[str, str]:
         SECRET_ENV: jupyter_secret(instance),
         INSTANCE_ENV: str(instance.pk),
         BASE_URL_ENV: jupyter_base_url(instance),
+        ACCESS_URL_ENV: jupyter_access_url(instance),
+        RECHECK_S_ENV: str(jupyter_recheck_s()),
     }
     if jupyter_host(instance):
         env[HOST_ENV] = jupyter_host(instance)
@@ -212,14 +245,71 @@ def jupyter_last_activity(instance: Instance) -> datetime | None:
 
 
 def jupyter_ticket_issue(*, instance: Instance, user: User) -> tuple[JupyterEndpoint, str]:
-    """A single-use ticket for ``user`` (already checked to be a member of the instance's organization) and
-    the endpoint to present it to (``<url>login``, POST field ``ticket``); valid for
-    ``INSTANCES_JUPYTER_TICKET_TTL_S`` seconds (default 60). Writes the audit row ``instance.jupyter_open``.
-    Raises :class:`LookupError` when the server is not there."""
+    """A single-use ticket for ``user`` (already checked to be allowed to enter the instance) and the endpoint
+    to present it to (``<url>login``, POST field ``ticket``); valid for ``INSTANCES_JUPYTER_TICKET_TTL_S``
+    seconds (default 60). The ticket names the user by id (the server re-checks that id with the portal) and
+    shows the e-mail address. Writes the audit row ``instance.jupyter_open``. Raises :class:`LookupError` when
+    the server is not there."""
     endpoint = jupyter_endpoint(instance)
     if endpoint is None:
         raise LookupError("no Jupyter server for this instance")
     ttl = int(_setting("INSTANCES_JUPYTER_TICKET_TTL_S", 60))  # type: ignore[call-overload]
-    ticket = ticket_mint(secret=jupyter_secret(instance), instance_id=str(instance.pk), username=user.email, ttl_s=ttl)
+    ticket = ticket_mint(
+        secret=jupyter_secret(instance),
+        instance_id=str(instance.pk),
+        username=str(user.pk),
+        ttl_s=ttl,
+        display_name=user.email,
+    )
     audit_log(action="instance.jupyter_open", actor=user, organization=instance.organization, obj=instance)
     return endpoint, ticket
+
+
+class JupyterAccessRefused(Exception):
+    """The caller is not the instance's Jupyter server (no such instance, a wrong or missing token)."""
+
+
+def jupyter_access_answer(*, instance_id: int, authorization: str, user_ref: object) -> dict[str, object]:
+    """The portal's side of the server's re-check: ``{"allowed": bool, "recheck_s": int}`` for the portal user
+    ``user_ref`` (the id the ticket named, a string of digits) on instance ``instance_id``. ``allowed`` is
+    :func:`instances.interactive.access.may_enter` while the instance has a Jupyter server and is running;
+    anything unreadable as a user id is not allowed. Raises :class:`JupyterAccessRefused` unless
+    ``authorization`` is ``token <access_token(the instance's secret)>`` (constant-time compare)."""
+    from instances.interactive.access import may_enter
+
+    instance = Instance.objects.filter(pk=instance_id).select_related("organization").first()
+    if instance is None or not hmac.compare_digest(
+        authorization.encode(), f"token {access_token(jupyter_secret(instance))}".encode()
+    ):
+        raise JupyterAccessRefused("not this instance's Jupyter server")
+    user = None
+    if isinstance(user_ref, str) and user_ref.isascii() and user_ref.isdigit() and len(user_ref) < 20:
+        user = User.objects.filter(pk=int(user_ref)).first()
+    allowed = bool(
+        user is not None
+        and jupyter_enabled(instance)
+        and instance.status == InstanceStatus.RUNNING
+        and may_enter(user=user, instance=instance)
+    )
+    return {"allowed": allowed, "recheck_s": jupyter_recheck_s()}
+
+
+def jupyter_recheck(instance: Instance) -> bool:
+    """Tell the instance's server to forget what the portal told it and re-check its open sessions now
+    (``POST <server>api/gpu-portal/recheck`` with the recheck token, :data:`RECHECK_PUSH_TIMEOUT_S` at most);
+    True when it did (204). False when there is no server or it did not answer: it re-checks by itself
+    within ``INSTANCES_JUPYTER_RECHECK_S`` seconds."""
+    endpoint = jupyter_endpoint(instance)
+    if endpoint is None:
+        return False
+    request = urllib.request.Request(  # noqa: S310 - http(s) URL built above
+        f"{endpoint.probe_url}api/gpu-portal/recheck",
+        data=b"",
+        method="POST",
+        headers={"Authorization": f"token {recheck_token(jupyter_secret(instance))}"},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=RECHECK_PUSH_TIMEOUT_S) as response:  # noqa: S310
+            return bool(response.status == 204)
+    except (OSError, ValueError, urllib.error.URLError):
+        return False

@@ -25,14 +25,14 @@ from __future__ import annotations
 from typing import Any, cast
 
 from instances.interactive.jupyter_process import BASE_URL_ENV, ENABLE_ENV, jupyter_argv, jupyter_environment
-from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV
+from instances.interactive.tickets import ACCESS_URL_ENV, INSTANCE_ENV, RECHECK_S_ENV, SECRET_ENV
 
 HOST_ENV = "GPU_PORTAL_JUPYTER_HOST"
 PORT = 8888
 CONTAINER = "jupyter"
 WORKSPACE = "/workspace"
 INDEX_LABEL = "batch.kubernetes.io/job-completion-index"  # set on Indexed Job pods (Kubernetes ≥ 1.28)
-_OURS = (ENABLE_ENV, SECRET_ENV, INSTANCE_ENV, BASE_URL_ENV, HOST_ENV)
+_OURS = (ENABLE_ENV, SECRET_ENV, INSTANCE_ENV, BASE_URL_ENV, HOST_ENV, ACCESS_URL_ENV, RECHECK_S_ENV)
 
 
 def jupyter_object_name(name: str) -> str:
@@ -62,7 +62,8 @@ def jupyter_k8s_extend(manifests: list[dict[str, Any]], env: dict[str, str]) -> 
             where = f"{WORKSPACE}/data/{mount['mountPath'].rsplit('/', 1)[-1]}"
             mounts.append({"name": mount["name"], "mountPath": where, "readOnly": True})
     state = f"{WORKSPACE}/.jupyter"
-    plain = jupyter_environment({INSTANCE_ENV: env[INSTANCE_ENV], "PYTHONUNBUFFERED": "1"}, state)
+    ours = {k: env[k] for k in (INSTANCE_ENV, ACCESS_URL_ENV, RECHECK_S_ENV) if env.get(k)}
+    plain = jupyter_environment({**ours, "PYTHONUNBUFFERED": "1"}, state)
     command = [
         *jupyter_argv(
             python="python",

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from instances.interactive.tickets import INSTANCE_ENV, SECRET_ENV
+from instances.interactive.tickets import ACCESS_URL_ENV, INSTANCE_ENV, RECHECK_S_ENV, SECRET_ENV
 
 ENABLE_ENV = "GPU_PORTAL_JUPYTER"
 BASE_URL_ENV = "GPU_PORTAL_JUPYTER_BASE_URL"
@@ -70,6 +70,7 @@ def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subproces
     """
     secret = os.environ.pop(SECRET_ENV, "")
     instance_id = os.environ.pop(INSTANCE_ENV, "")
+    access = {k: os.environ.pop(k, "") for k in (ACCESS_URL_ENV, RECHECK_S_ENV)}  # the server's re-check
     wanted = os.environ.pop(ENABLE_ENV, "") == "1"
     base_url = os.environ.pop(BASE_URL_ENV, "/")
     if not (wanted and secret and instance_id):
@@ -82,7 +83,7 @@ def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subproces
     labconfig = state_dir / "config" / "labconfig"
     labconfig.mkdir(parents=True, exist_ok=True)
     (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
-    env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id})
+    env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id, **access})
     argv = jupyter_argv(python=python, ip="127.0.0.1", port=0, base_url=base_url, root_dir=str(workspace))
     try:
         return subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL)

@@ -1,10 +1,14 @@
 """SSH into instances, the portal's side: host keys, authorized keys, the command the console shows.
 
-Who may log in: every active member of the instance's organization, with any of their active SSH keys
-(``portal.sshkeys``). The portal writes the instance's ``authorized_keys`` before the launch
-(:func:`ssh_prepare`, called by ``scheduling.attempt_submit``) and rewrites it whenever the answer changes —
-a key added or revoked, a member added or removed (:func:`connect_signals`, after commit). The local SSH
-server (:mod:`instances.interactive.ssh_server`) reads the file again at every login.
+Who may log in: the users who may enter the instance (:func:`instances.interactive.access.entrant_ids`: its
+launcher, owners and admins, and other members only by the organization's setting or a share), with any of
+their active SSH keys (``portal.sshkeys``). The portal writes the instance's ``authorized_keys`` before the
+launch (:func:`ssh_prepare`, called by ``scheduling.attempt_submit``) and rewrites it whenever the answer may
+have changed — a key added or revoked, a member added, removed, demoted or deactivated by any path, a share
+or the organization's setting changed (:func:`instances.interactive.access.access_changed`, after commit; a
+periodic sweep catches changes no signal announced). The local SSH server
+(:mod:`instances.interactive.ssh_server`) reads the file again at every login and, when it changes, closes the
+open sessions of keys no longer in it.
 
 Host keys: one Ed25519 key per instance, derived from ``SECRET_KEY`` (HMAC-SHA256 of the instance id as the
 32-byte seed, RFC 8032 private key), so the fingerprint stays the same across restarts and both backends
@@ -18,6 +22,7 @@ user — and ``root`` on Kubernetes).
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import getpass
 import hashlib
@@ -35,7 +40,6 @@ import psutil
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from django.conf import settings
-from django.db import transaction
 from django.utils.translation import gettext as _
 
 from instances.backends.base import BackendError, JobSpec
@@ -49,8 +53,6 @@ from instances.interactive.ssh_server import ACTIVITY, AUTHORIZED_KEYS, CONFIG, 
 from instances.models import Instance
 from instances.services import backend as boundary
 from instances.services.backend import _setting
-from portal.models import Membership, Organization, User
-from portal.permissions import ROLE_ACTIONS, Action
 from portal.sshkeys import SshKey
 
 log = logging.getLogger(__name__)
@@ -90,15 +92,13 @@ def ssh_username() -> str:
     return str(_setting("INSTANCES_SSH_USER", "") or default)
 
 
-def authorized_keys_text(organization: Organization | int) -> str:
-    """The ``authorized_keys`` file of an organization's instances: one line per active key of an active
-    member whose role may launch (``Action.INSTANCES_LAUNCH``: not a billing viewer),
-    ``<algorithm> <base64> portal-user-<id>``, ordered by key id; "" when there is none."""
-    roles = [role for role, actions in ROLE_ACTIONS.items() if Action.INSTANCES_LAUNCH in actions]
-    members = Membership.objects.filter(organization=organization, user__is_active=True, role__in=roles).values(
-        "user_id"
-    )
-    keys = SshKey.objects.filter(user_id__in=members, revoked_at__isnull=True).order_by("pk")
+def authorized_keys_text(instance: Instance) -> str:
+    """The ``authorized_keys`` file of ``instance``: one line per active key of a user who may enter it
+    (:func:`instances.interactive.access.entrant_ids`), ``<algorithm> <base64> portal-user-<id>``, ordered by
+    key id; "" when there is none."""
+    from instances.interactive.access import entrant_ids
+
+    keys = SshKey.objects.filter(user_id__in=entrant_ids(instance), revoked_at__isnull=True).order_by("pk")
     return "".join(f"{k.public_key} portal-user-{k.user_id}\n" for k in keys)
 
 
@@ -124,7 +124,7 @@ def ssh_prepare(*, instance: Instance, spec: JobSpec) -> JobSpec:
     if not ssh_enabled(instance):
         return spec
     host_key = ssh_host_key(instance.pk).export_private_key("openssh").decode()
-    keys = authorized_keys_text(instance.organization_id)
+    keys = authorized_keys_text(instance)
     if isinstance(backend, KubernetesBackend):
         name = object_name(spec.job_id, spec.attempt)
         body = secret_manifest(
@@ -177,27 +177,38 @@ def _state_dir(instance: Instance) -> tuple[Path, Path] | None:
     return ssh_state_dir(ws), ws
 
 
-def ssh_keys_sync(*, organization: Organization | int) -> int:
-    """Rewrite the ``authorized_keys`` of the organization's live local instances; returns how many were
-    written. Safe to run twice (the file is replaced atomically)."""
-    text = authorized_keys_text(organization)
-    written = 0
-    for instance in Instance.objects.filter(organization=organization, status__in=LIVE, kind=InstanceKind.INTERACTIVE):
-        found = _state_dir(instance)
-        if found and (found[0] / HOST_KEY).is_file():
-            _write_private(found[0] / AUTHORIZED_KEYS, text)
-            written += 1
-        elif (k8s := _k8s_object(instance)) is not None:
-            backend, ns, name = k8s
-            try:
-                backend._core().patch_namespaced_secret(
-                    ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}}
-                )
-            except Exception:  # logged loudly: a revoked key stays valid in this pod until the next rewrite
-                log.exception("could not rewrite the SSH keys of instance %s (Secret %s/%s)", instance.pk, ns, name)
-            else:
-                written += 1
-    return written
+def ssh_keys_write(instance: Instance, *, only_if_changed: bool = False) -> bool:
+    """Rewrite the ``authorized_keys`` of a live instance's latest attempt (local: the state folder's file,
+    replaced atomically; Kubernetes: the SSH Secret, patched); True if written. With ``only_if_changed``
+    (the periodic sweep) nothing is written when the file / Secret already says the same. Safe to run twice.
+    Kubernetes API errors are logged, not raised: a revoked key stays valid in that pod until the next write."""
+    text = authorized_keys_text(instance)
+    found = _state_dir(instance)
+    if found and (found[0] / HOST_KEY).is_file():
+        path = found[0] / AUTHORIZED_KEYS
+        if only_if_changed:
+            with contextlib.suppress(OSError):
+                if path.read_text() == text:
+                    return False
+        _write_private(path, text)
+        return True
+    if (k8s := _k8s_object(instance)) is None:
+        return False
+    backend, ns, name = k8s
+    try:
+        if only_if_changed:
+            secret = backend._core().read_namespaced_secret(ssh_object_name(name), ns)
+            encoded = (secret.data or {}).get("authorized_keys")  # what an API server answers (base64)
+            current = base64.b64decode(encoded).decode() if encoded is not None else None
+            if current is None:  # a server that keeps what it was sent (the tests' stand-in)
+                current = (getattr(secret, "string_data", None) or {}).get("authorized_keys")
+            if current == text:
+                return False
+        backend._core().patch_namespaced_secret(ssh_object_name(name), ns, {"stringData": {"authorized_keys": text}})
+    except Exception:  # logged loudly: a revoked key stays valid in this pod until the next rewrite
+        log.exception("could not rewrite the SSH keys of instance %s (Secret %s/%s)", instance.pk, ns, name)
+        return False
+    return True
 
 
 def _k8s_object(instance: Instance) -> tuple[KubernetesBackend, str, str] | None:
@@ -283,38 +294,3 @@ def ssh_open_sessions(instance: Instance) -> int:
     if not alive or counted.get("pid") != endpoint["pid"]:
         return 0
     return max(0, int(counted.get("open") or 0))
-
-
-# -- keeping authorized keys current ------------------------------------------------------------------------
-def _sync_after_commit(organization_ids: list[int]) -> None:
-    def run() -> None:
-        for org_id in organization_ids:
-            ssh_keys_sync(organization=org_id)
-
-    transaction.on_commit(run)
-
-
-def _on_keys_changed(sender: Any, user: Any, **kwargs: Any) -> None:
-    _sync_after_commit(list(Membership.objects.filter(user=user).values_list("organization_id", flat=True)))
-
-
-def _on_membership_changed(sender: Any, instance: Membership, **kwargs: Any) -> None:
-    if not kwargs.get("raw"):
-        _sync_after_commit([instance.organization_id])
-
-
-def _on_user_saved(sender: Any, instance: Any, **kwargs: Any) -> None:
-    if not instance.is_active and not kwargs.get("raw"):  # a deactivated user's keys stop working
-        _on_keys_changed(sender, instance)
-
-
-def connect_signals() -> None:
-    """Connect the receivers that keep authorized keys current (``InstancesConfig.ready``)."""
-    from django.db.models.signals import post_delete, post_save
-
-    from portal.sshkeys import ssh_keys_changed
-
-    ssh_keys_changed.connect(_on_keys_changed, dispatch_uid="instances.ssh.keys")
-    post_save.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_saved")
-    post_delete.connect(_on_membership_changed, sender=Membership, dispatch_uid="instances.ssh.member_removed")
-    post_save.connect(_on_user_saved, sender=User, dispatch_uid="instances.ssh.user_saved")

@@ -10,6 +10,12 @@ container's life is the command's) and adds the Service ``<job object>-ssh`` (po
 the pod with completion index 0). A key added or revoked rewrites the Secret; the kubelet refreshes mounted
 Secret files (within its sync period, about a minute) and ``sshd`` reads ``authorized_keys`` at every login.
 The backend's ``stop`` deletes the SSH Service and Secret with the Job.
+
+No forwarding of any kind (``DisableForwarding yes`` and each ``Allow…Forwarding no``, ``PermitTunnel no``,
+``GatewayPorts no``; sshd_config(5)): a shell in an instance is no tunnel into the cluster's network (the
+Job's NetworkPolicy, :mod:`instances.backends.k8s_network`, bounds what the pod itself reaches).
+``ExposeAuthInfo yes`` gives each session the key it logged in with (``$SSH_USER_AUTH``), which
+:mod:`instances.interactive.ssh_reaper` reads to end the sessions of keys taken out of ``authorized_keys``.
 """
 
 from __future__ import annotations
@@ -28,8 +34,15 @@ PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PubkeyAuthentication yes
-AllowTcpForwarding yes
+DisableForwarding yes
+AllowTcpForwarding no
+AllowStreamLocalForwarding no
+AllowAgentForwarding no
+GatewayPorts no
+PermitTunnel no
 X11Forwarding no
+PermitUserRC no
+ExposeAuthInfo yes
 PidFile /run/gpu-portal-sshd.pid
 Subsystem sftp internal-sftp
 """
@@ -72,9 +85,13 @@ def service_manifest(*, job_object: str, namespace: str, labels: dict[str, str],
     }
 
 
+REAPER = f"python -m instances.interactive.ssh_reaper --keys {SSH_MOUNT}/authorized_keys"
+
+
 def _wrap(command: list[str]) -> list[str]:
-    """Start ``sshd`` (it daemonizes), then ``exec`` the command so it stays the container's process."""
-    script = f'mkdir -p /run/sshd && /usr/sbin/sshd -f {SSH_MOUNT}/sshd_config && exec "$@"'
+    """Start ``sshd`` (it daemonizes) and the session reaper (in the background; it ends with the container),
+    then ``exec`` the command so it stays the container's process."""
+    script = f'mkdir -p /run/sshd && /usr/sbin/sshd -f {SSH_MOUNT}/sshd_config && {{ {REAPER} & }} && exec "$@"'
     return ["/bin/sh", "-c", script, "gpu-portal-sshd", *command]
 
 

@@ -9,7 +9,10 @@ Built on asyncssh (``asyncssh.create_server``). Files in the state dir ``DIR`` (
 
 * ``host_key``: the instance's host key (OpenSSH private key format);
 * ``authorized_keys``: one public key per line (OpenSSH format, the comment names the portal user), read
-  again at every authentication, so a key added or revoked in the console counts from the next login;
+  again at every authentication, so a key added or revoked in the console counts from the next login; and
+  watched (every :data:`ACCESS_POLL_S` seconds): when it changes, every open connection whose key is no
+  longer in it is closed and its sessions' processes hung up (SIGHUP to their process groups, SIGKILL after
+  :data:`HANGUP_GRACE_S`), so a removed, demoted or deactivated member's open shells end with their access;
 * ``config.json``: ``{"username": "<login name>"}``; any other login name is refused.
 
 It writes ``endpoint.json`` (``{"port", "pid", "workspace", "host", "started_at"}``) once it listens on
@@ -18,8 +21,9 @@ and every :data:`ACTIVITY_EVERY_S` seconds while a session is open, and keeps ``
 (``{"open": N, "pid"}``) at the number of open sessions (idle autostop reads both: an open session is not idle).
 
 A session runs ``exec`` commands through ``/bin/sh -c`` and interactive shells (``$SHELL``, else
-``/bin/bash``) under a pseudo-terminal when the client asks for one, in ``WS``. On SIGTERM / SIGINT / SIGHUP the
-server hangs up every session (SIGHUP, then SIGKILL, to the sessions' processes) and exits.
+``/bin/bash``) under a pseudo-terminal when the client asks for one, in ``WS``, each in a process group of its
+own (so a hang-up reaches what it started). Port, socket, agent and X11 forwarding are refused. On SIGTERM /
+SIGINT / SIGHUP the server hangs up every session (SIGHUP, then SIGKILL, to the sessions' processes) and exits.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ ACTIVITY = "last_activity"
 SESSIONS = "sessions.json"
 ACTIVITY_EVERY_S = 30.0
 HANGUP_GRACE_S = 1.0
+ACCESS_POLL_S = 0.5
 PTY_DRAIN_S = 1.0
 
 
@@ -74,11 +79,22 @@ def touch(path: Path) -> None:
 
 
 class InstanceSshServer(asyncssh.SSHServer):
-    """Public-key authentication only, against the state dir's ``authorized_keys`` read at each attempt."""
+    """One connection: public-key authentication only, against the state dir's ``authorized_keys`` read at
+    each attempt; the key that authenticated is registered with :class:`Sessions` for the access watch."""
 
-    def __init__(self, state: Path, username: str) -> None:
+    def __init__(self, state: Path, username: str, sessions: Sessions | None = None) -> None:
         self.state = state
         self.username = username
+        self.sessions = sessions
+        self.conn: asyncssh.SSHServerConnection | None = None
+        self._key: bytes = b""
+
+    def connection_made(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.conn = conn
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.sessions is not None and self.conn is not None:
+            self.sessions.forget(self.conn)
 
     def begin_auth(self, username: str) -> bool:
         return True  # authentication is always required
@@ -95,16 +111,26 @@ class InstanceSshServer(asyncssh.SSHServer):
     def validate_public_key(self, username: str, key: asyncssh.SSHKey) -> bool:
         # No activity is recorded here: this runs before the client proves it holds the key (anyone who knows a
         # member's public key could keep the instance from idling); sessions record it (Sessions.handle).
-        return username == self.username and key.public_data in authorized_public_data(self.state / AUTHORIZED_KEYS)
+        ok = username == self.username and key.public_data in authorized_public_data(self.state / AUTHORIZED_KEYS)
+        if ok:  # the last key accepted is the one whose signature completes the authentication
+            self._key = key.public_data
+        return ok
+
+    def auth_completed(self) -> None:
+        if self.sessions is not None and self.conn is not None:
+            self.sessions.admit(self.conn, self._key)
 
 
 class Sessions:
-    """The sessions' child processes (so a shutdown can hang them up) and the activity heartbeat."""
+    """The sessions' child processes (so a shutdown can hang them up), the key of each open connection (so
+    the access watch can close those no longer authorized) and the activity heartbeat."""
 
     def __init__(self, state: Path, workspace: Path) -> None:
         self.state = state
         self.workspace = workspace
         self.children: set[asyncio.subprocess.Process] = set()
+        self.keys: dict[asyncssh.SSHServerConnection, bytes] = {}
+        self.by_connection: dict[asyncssh.SSHServerConnection, set[asyncio.subprocess.Process]] = {}
         self.open = 0
         self._count()
 
@@ -112,6 +138,57 @@ class Sessions:
         """Write the number of open sessions (atomically, 0600) to ``sessions.json``."""
         with contextlib.suppress(OSError):
             write_private_json(self.state / SESSIONS, {"open": self.open, "pid": os.getpid()})
+
+    def admit(self, conn: asyncssh.SSHServerConnection, key: bytes) -> None:
+        self.keys[conn] = key
+
+    def forget(self, conn: asyncssh.SSHServerConnection) -> None:
+        self.keys.pop(conn, None)
+        self.by_connection.pop(conn, None)
+
+    def _own(self, process: asyncssh.SSHServerProcess[bytes], child: asyncio.subprocess.Process) -> None:
+        self.children.add(child)
+        conn = process.get_extra_info("connection")
+        if conn is not None:
+            self.by_connection.setdefault(conn, set()).add(child)
+
+    def _disown(self, process: asyncssh.SSHServerProcess[bytes], child: asyncio.subprocess.Process) -> None:
+        self.children.discard(child)
+        self.by_connection.get(process.get_extra_info("connection"), set()).discard(child)
+
+    async def watch_access(self) -> None:
+        """Close the connections whose key left ``authorized_keys`` (checked when the file changes)."""
+        path, seen = self.state / AUTHORIZED_KEYS, None
+        while True:
+            await asyncio.sleep(ACCESS_POLL_S)
+            try:
+                st = path.stat()
+                stamp: tuple[int, ...] | None = (st.st_mtime_ns, st.st_size, st.st_ino)
+            except OSError:
+                stamp = None
+            if stamp == seen:
+                continue
+            seen, allowed = stamp, authorized_public_data(path)
+            for conn, key in list(self.keys.items()):
+                if key not in allowed:
+                    await self.close_connection(conn)
+
+    async def close_connection(self, conn: asyncssh.SSHServerConnection) -> None:
+        """Hang up a connection's sessions (SIGHUP, then SIGKILL after the grace) and close it."""
+        children = list(self.by_connection.get(conn, ()))
+        print(
+            f"ssh_server: access ended, closing a connection ({len(children)} session(s))", file=sys.stderr, flush=True
+        )
+        self.keys.pop(conn, None)
+        for child in children:
+            _signal_group(child, signal.SIGHUP)
+        conn.close()
+        deadline = time.monotonic() + HANGUP_GRACE_S
+        while any(c.returncode is None for c in children) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        for child in children:
+            if child.returncode is None:
+                _signal_group(child, signal.SIGKILL)
 
     def environment(self, process: asyncssh.SSHServerProcess[bytes]) -> dict[str, str]:
         env = dict(os.environ)
@@ -161,8 +238,9 @@ class Sessions:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,  # its own group: a hang-up reaches what the command started
         )
-        self.children.add(child)
+        self._own(process, child)
         try:
             await process.redirect(stdin=child.stdin)
             assert child.stdout is not None
@@ -173,7 +251,7 @@ class Sessions:
             )
             return code
         finally:
-            self.children.discard(child)
+            self._disown(process, child)
 
     async def _pty(self, process: asyncssh.SSHServerProcess[bytes]) -> int:
         master, slave = pty.openpty()
@@ -190,7 +268,7 @@ class Sessions:
             start_new_session=True,  # the terminal becomes its controlling terminal
         )
         os.close(slave)
-        self.children.add(child)
+        self._own(process, child)
         pump = asyncio.create_task(_pump_fd(master, process.stdout))
         try:
             await process.redirect(stdin=os.dup(master))
@@ -207,14 +285,13 @@ class Sessions:
             return code
         finally:
             pump.cancel()
-            self.children.discard(child)
+            self._disown(process, child)
             with contextlib.suppress(OSError):
                 os.close(master)
 
     def hang_up(self) -> None:
         for child in list(self.children):
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(child.pid, signal.SIGHUP) if _own_group(child.pid) else child.send_signal(signal.SIGHUP)
+            _signal_group(child, signal.SIGHUP)
 
 
 async def _pump(reader: asyncio.StreamReader, writer: asyncssh.SSHWriter[bytes]) -> None:
@@ -246,6 +323,12 @@ async def _pump_fd(fd: int, writer: asyncssh.SSHWriter[bytes]) -> None:
         loop.remove_reader(fd)
 
 
+def _signal_group(child: asyncio.subprocess.Process, sig: int) -> None:
+    """Signal the child's process group when it leads one (every session's does), else the child."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, sig) if _own_group(child.pid) else child.send_signal(sig)
+
+
 def _own_group(pid: int) -> bool:
     try:
         return os.getpgid(pid) == pid
@@ -272,7 +355,7 @@ async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int
     host_key = asyncssh.read_private_key(state / HOST_KEY)
     sessions = Sessions(state, workspace)
     server = await asyncssh.create_server(
-        lambda: InstanceSshServer(state, username),
+        lambda: InstanceSshServer(state, username, sessions),
         host,
         port,
         server_host_keys=[host_key],
@@ -293,8 +376,10 @@ async def serve(state: Path, workspace: Path, host: str = "127.0.0.1", port: int
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
         loop.add_signal_handler(sig, stop.set)
     beat = asyncio.create_task(sessions.heartbeat())
+    watch = asyncio.create_task(sessions.watch_access())
     await stop.wait()
     beat.cancel()
+    watch.cancel()
     server.close()
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(server.wait_closed(), HANGUP_GRACE_S)

@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from instances.interactive import volumes as svc
+from instances.interactive.access_api import SharesMixin
 from instances.models import Volume
 from portal.api.errors import ApiError
 from portal.api.views import ORG_PARAM, request_organization
@@ -75,6 +76,7 @@ def _error(exc: svc.VolumeError) -> ApiError:
 
 
 class VolumeViewSet(
+    SharesMixin,  # /volumes/{id}/shares: who else may attach it (instances.interactive.access_api)
     mixins.ListModelMixin,
     mixins.RetrieveModelMixin,
     viewsets.GenericViewSet,  # type: ignore[type-arg]

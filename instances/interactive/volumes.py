@@ -55,6 +55,7 @@ from billing.models import VolumeUsage
 from billing.pricing import PriceBook, volume_hour_charge_micros
 from instances.backends.base import BackendError, VolumeMount
 from instances.choices import ACTIVE, ATTEMPT_TERMINAL, RESTING, AttemptState, InstanceStatus, JobOutcome
+from instances.interactive.access import may_use_volume
 from instances.models import Instance, Volume, VolumeAttachment, VolumeQuota
 from instances.services.errors import LaunchError
 from portal.audit import audit_log
@@ -362,8 +363,9 @@ def volumes_attach(*, instance: Instance, names: list[str], user: User | None) -
     """Attach the organization's volumes ``names`` to a new ``instance``, read-write: called inside the launch
     transaction, so a refusal rolls the whole launch back. Raises ``LaunchError``: ``volume_not_found`` (no
     live volume of that name in the instance's organization; another organization's volume is not found
-    either), ``volume_in_use`` (held by another instance: active, or waiting to resume on it, see
-    :func:`holding`), ``volume_full`` (its last measurement is at or over its size)."""
+    either), ``volume_not_allowed`` (``user`` may not use another member's volume:
+    :func:`instances.interactive.access.may_use_volume`), ``volume_in_use`` (held by another instance: active, or
+    waiting to resume on it, see :func:`holding`), ``volume_full`` (its last measurement is at or over its size)."""
     attachments = []
     wanted = list(dict.fromkeys(names))
     locked = {  # the row locks in primary-key order (as every locker of volumes takes them): no deadlock
@@ -376,6 +378,16 @@ def volumes_attach(*, instance: Instance, names: list[str], user: User | None) -
         volume = locked.get(name)
         if volume is None:
             raise LaunchError("volume_not_found", _("No volume named %(name)s.") % {"name": name}, "volumes")
+        if user is not None and not may_use_volume(user=user, volume=volume):  # instances.interactive.access
+            raise LaunchError(
+                "volume_not_allowed",
+                _(
+                    "Volume %(name)s was created by another member: only they, owners, admins and the members "
+                    "they share it with attach it, unless your organization lets members use each other's."
+                )
+                % {"name": name},
+                "volumes",
+            )
         holder = volume_holder(volume, other_than=instance)
         if holder is not None:
             raise LaunchError("volume_in_use", _in_use_message(volume, holder), "volumes")

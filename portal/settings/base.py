@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.translation import gettext_lazy as _
 
 from portal.env import env_bool, env_decimal, env_int, env_list, env_networks, env_str
@@ -299,6 +300,14 @@ INSTANCES_JUPYTER_KINDS = tuple(env_list("INSTANCES_JUPYTER_KINDS", ["interactiv
 INSTANCES_JUPYTER_DOMAIN = env_str("INSTANCES_JUPYTER_DOMAIN", "")
 INSTANCES_JUPYTER_SCHEME = env_str("INSTANCES_JUPYTER_SCHEME", "https")
 INSTANCES_JUPYTER_TICKET_TTL_S = env_int("INSTANCES_JUPYTER_TICKET_TTL_S", 60, minimum=5)
+# A JupyterLab server trusts the portal's "this user may still enter" this many seconds at most (access ends
+# with membership within this delay even for a change the portal could not announce; instances.interactive.access).
+INSTANCES_JUPYTER_RECHECK_S = env_int("INSTANCES_JUPYTER_RECHECK_S", 60, minimum=1)
+if INSTANCES_JUPYTER_RECHECK_S > 600:
+    raise ImproperlyConfigured("INSTANCES_JUPYTER_RECHECK_S: at most 600 seconds (access must end within minutes)")
+# Who may enter instances: every live instance's authorized keys are compared with the rule this often (changes
+# no signal announced, e.g. a queryset update of a membership).
+CELERY_BEAT_SCHEDULE["instances-access-sweep"] = {"task": "instances.tasks.access_sweep", "schedule": 60.0}
 # SSH (instances.interactive.ssh): the host and login name the instance page shows in its ssh command.
 INSTANCES_SSH_ENABLED = env_bool("INSTANCES_SSH_ENABLED", True)
 INSTANCES_SSH_HOST = env_str("INSTANCES_SSH_HOST", "127.0.0.1")

@@ -52,13 +52,13 @@ plane for them:
 Time is the stand-in's own clock, moved only by :meth:`StandinCluster.advance` — no test sleeps. Controllers
 run after every request and every clock move, under one lock, so what a client reads is already settled.
 
-What a real cluster adds and this does not: the kubelet and a container runtime (images are not pulled,
-nothing runs: exits and logs are scripted), CNI and cluster DNS (the headless Service only exists), the
-scheduler's scoring and preemption (first fitting node by name), PodDisruptionBudgets, admission (quotas,
-PodSecurity, defaulting beyond the few fields set here), watches, RBAC, the TTL-after-finished controller,
-``activeDeadlineSeconds``, container restarts (``restartPolicy: Never`` is assumed), real NCCL over real GPUs, readiness
-probes (a running container is Ready), and the Deployment controller's rolling update (here a changed pod
-template replaces the pods at once, like ``strategy: Recreate``).
+What a real cluster adds and this does not: the kubelet and a container runtime (images are not pulled, nothing
+runs: exits and logs are scripted), CNI and cluster DNS (the headless Service only exists; NetworkPolicies are
+stored, validated and deleted, never enforced), the scheduler's scoring and preemption (first fitting node by name),
+PodDisruptionBudgets, admission (quotas, PodSecurity, defaulting beyond the few fields set here), watches, RBAC, the
+TTL-after-finished controller, ``activeDeadlineSeconds``, container restarts (``restartPolicy: Never`` is assumed),
+real NCCL over real GPUs, readiness probes (a running container is Ready), and the Deployment controller's rolling
+update (here a changed pod template replaces the pods at once, like ``strategy: Recreate``).
 """
 
 from __future__ import annotations
@@ -91,9 +91,12 @@ KINDS = {
     ("v1", "events"): "Event",
     ("v1", "nodes"): "Node",
     ("networking.k8s.io/v1", "ingresses"): "Ingress",
+    ("networking.k8s.io/v1", "networkpolicies"): "NetworkPolicy",
     ("v1", "persistentvolumeclaims"): "PersistentVolumeClaim",
 }
-VALIDATED = frozenset({"Job", "Deployment", "Service", "ConfigMap", "Secret", "Ingress", "PersistentVolumeClaim"})
+VALIDATED = frozenset(
+    {"Job", "Deployment", "Service", "ConfigMap", "Secret", "Ingress", "NetworkPolicy", "PersistentVolumeClaim"}
+)
 
 
 class ApiError(Exception):

@@ -44,6 +44,8 @@ NOT_PAGES = {
     "instance_jupyter",  # the door: a page that POSTs a ticket to the JupyterLab server, or a redirect
     "instance_keep_running",  # POST only
     "ssh_key_revoke",  # POST only
+    "instance_share_remove",  # POST only
+    "volume_share_remove",  # POST only
     None,  # favicon
 }
 ANONYMOUS = ["home", "signup", "login", "password_reset", "password_reset_done", "password_reset_complete", "pricing"]
@@ -186,6 +188,8 @@ def world(
             "dataset_agreement": licensed.dataset.pk,
             "upload_detail": upload.pk,
             "volume_delete": volume.pk,
+            "instance_shares": box.pk,
+            "volume_shares": volume.pk,
         },
         "checkpoint": cp.pk,
         "job_id": job.pk,

@@ -1,7 +1,8 @@
 """Who may enter an instance: members whose role may launch (owner, admin, member) get JupyterLab and their
-SSH keys in its ``authorized_keys``; a billing viewer gets neither (403 at the JupyterLab door, no key line),
-and an outsider gets a 404. Instances are launched on the in-memory fake backend (no server process: the door
-refuses before a ticket would be issued)."""
+SSH keys in its ``authorized_keys`` where the organization lets members enter each other's instances
+(test_access_doors.py has the default, least privilege); a billing viewer gets neither even then (403 at the
+JupyterLab door, no key line), and an outsider gets a 404. Instances are launched on the in-memory fake backend
+(no server process: the door refuses before a ticket would be issued)."""
 
 from __future__ import annotations
 
@@ -35,13 +36,15 @@ def test_a_billing_viewer_gets_no_shell_and_no_jupyterlab_a_member_does(
     membership_add(organization=funded, user=dora, role=Role.BILLING, acting_user=None)
     ssh_key_add(user=bob, name="bob", public_key=ED25519)
     ssh_key_add(user=dora, name="dora", public_key=ED25519_B)
-    assert authorized_keys_text(funded) == f"{ED25519} portal-user-{bob.pk}\n"
+    funded.members_enter_any_instance = True
+    funded.save(update_fields=["members_enter_any_instance"])
 
     inst = instance_launch(
         organization=funded,
         user=alice,
         spec=LaunchSpec(name="box", kind="interactive", gpu_type="cpu-local", gpu_count=1, command=["sleep", "9"]),
     )
+    assert authorized_keys_text(inst) == f"{ED25519} portal-user-{bob.pk}\n"
     door = f"/o/{funded.slug}/instances/{inst.pk}/jupyter/"
     client.force_login(dora)
     assert client.get(door).status_code == 403

@@ -47,13 +47,21 @@ def cluster() -> Iterator[StandinCluster]:
 @pytest.mark.parametrize("version", ["1.33.0", kubernetes_validate.latest_version()])
 def test_the_jupyter_manifests_validate_strictly(version: str) -> None:
     manifests = KubernetesBackend(namespace=NS).manifests(SPEC)
-    assert [m["kind"] for m in manifests] == ["Secret", "ConfigMap", "Service", "Job", "Service", "Ingress"]
+    assert [m["kind"] for m in manifests] == [
+        "NetworkPolicy",
+        "Secret",
+        "ConfigMap",
+        "Service",
+        "Job",
+        "Service",
+        "Ingress",
+    ]
     for manifest in manifests:
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
 
 
 def test_the_secret_is_only_in_the_secret_and_the_sidecar_serves_the_workspace() -> None:
-    secret, _, _, job, service, ingress = KubernetesBackend(namespace=NS).manifests(SPEC)
+    _, secret, _, _, job, service, ingress = KubernetesBackend(namespace=NS).manifests(SPEC)
     pod = job["spec"]["template"]["spec"]
     main, sidecar = pod["containers"][0], pod["initContainers"][0]
 
@@ -96,8 +104,8 @@ def test_the_secret_is_only_in_the_secret_and_the_sidecar_serves_the_workspace()
 def test_a_spec_without_jupyter_gets_no_jupyter_objects() -> None:
     plain = dataclasses.replace(SPEC, env={"OMP_NUM_THREADS": "1"})
     manifests = KubernetesBackend(namespace=NS).manifests(plain)
-    assert [m["kind"] for m in manifests] == ["ConfigMap", "Service", "Job"]
-    assert "initContainers" not in manifests[2]["spec"]["template"]["spec"]
+    assert [m["kind"] for m in manifests] == ["NetworkPolicy", "ConfigMap", "Service", "Job"]
+    assert "initContainers" not in manifests[3]["spec"]["template"]["spec"]
 
 
 def test_submit_creates_and_stop_deletes_the_jupyter_objects_on_the_stand_in(cluster: StandinCluster) -> None:
@@ -114,6 +122,7 @@ def test_submit_creates_and_stop_deletes_the_jupyter_objects_on_the_stand_in(clu
         ("ConfigMap", NAME),
         ("Ingress", f"{NAME}-jupyter"),
         ("Job", NAME),
+        ("NetworkPolicy", f"{NAME}-net"),
         ("Secret", f"{NAME}-jupyter"),
         ("Service", NAME),
         ("Service", f"{NAME}-jupyter"),
@@ -122,7 +131,8 @@ def test_submit_creates_and_stop_deletes_the_jupyter_objects_on_the_stand_in(clu
     assert backend.status(handle).state == "running"
 
     stopped = backend.stop(handle, grace_s=30)
-    left = [(k, n) for k, ns, n in cluster.objects if ns == NS and k in ("Secret", "Service", "Ingress", "Job")]
+    kept = ("Secret", "Service", "Ingress", "Job", "NetworkPolicy")
+    left = [(k, n) for k, ns, n in cluster.objects if ns == NS and k in kept]
     assert (stopped.state, left) == ("stopped", [])
 
 
@@ -143,6 +153,8 @@ def test_the_portal_asks_for_jupyter_on_interactive_instances_only(
         "GPU_PORTAL_JUPYTER_SECRET": secret,
         "GPU_PORTAL_JUPYTER_INSTANCE": str(inst.pk),
         "GPU_PORTAL_JUPYTER_BASE_URL": f"/jupyter/{inst.pk}/",
+        "GPU_PORTAL_JUPYTER_ACCESS_URL": f"http://127.0.0.1:8000/api/v1/runtime/instances/{inst.pk}/jupyter-access",
+        "GPU_PORTAL_JUPYTER_RECHECK_S": "60",
         "GPU_PORTAL_JUPYTER_HOST": f"i{inst.pk}.jupyter.example.com",
     }
     assert len(secret) == 64 and secret == jupyter_secret(Instance.objects.get(pk=inst.pk)) != jupyter_secret(training)

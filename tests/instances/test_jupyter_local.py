@@ -21,7 +21,8 @@ from jupyter_support import running_with_jupyter
 
 
 @pytest.fixture
-def local(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any) -> Path:
+def local(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any, live_server: Any) -> Path:
+    settings.SITE_URL = live_server.url  # the server re-checks its users with this portal
     settings.INSTANCES_BACKEND = "local"
     settings.INSTANCES_BACKEND_OPTIONS = {"workspace_root": str(tmp_path / "ws"), "slots": 2}
     settings.INSTANCES_STOP_GRACE_S = 5
@@ -131,9 +132,10 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
         "url": f"http://testserver{door}",
     }
 
-    # bob, a member, gets a ticket too (not used here).
+    # bob, a member, is refused: the instance is alice's and not shared with him (test_access_jupyter_local.py).
     client.force_login(bob)
-    assert client.get(door).status_code == 200
+    assert client.get(door).status_code == 403
+    assert 'data-state="not-allowed"' in client.get(f"{door}panel/").content.decode()
 
     # alice: the panel links the door; the door's page posts a ticket to the server, which sets its cookie.
     client.force_login(alice)
@@ -151,7 +153,7 @@ def test_jupyterlab_lets_members_in_runs_code_and_ends_with_the_instance(
     assert _execute(endpoint.url, browser, "1+1") == "2"
     assert jupyter_last_activity(inst) is not None
     audits = AuditEvent.objects.filter(action="instance.jupyter_open").order_by("id")
-    assert [(a.actor, a.object_id) for a in audits] == [(bob, str(inst.pk)), (alice, str(inst.pk))]
+    assert [(a.actor, a.object_id) for a in audits] == [(alice, str(inst.pk))]
 
     # A used ticket, an expired one and one for another instance are refused; none of it is in the log.
     assert requests.post(action, data={"ticket": ticket}, timeout=10).status_code == 403
@@ -219,7 +221,12 @@ def test_the_panel_and_the_door_say_when_jupyterlab_will_be_there(
             "instances/_jupyter_panel.html", {"org": alice_org, "instance": pending, "jupyter_state": "starting"}
         )
         ready = render_to_string(
+            "instances/_jupyter_panel.html",
+            {"org": alice_org, "instance": pending, "jupyter_state": "ready", "may_enter": True},
+        )
+        not_yours = render_to_string(
             "instances/_jupyter_panel.html", {"org": alice_org, "instance": pending, "jupyter_state": "ready"}
         )
     assert "JupyterLab 正在启动…" in starting and 'hx-trigger="every 2s"' in starting
     assert "打开 JupyterLab" in ready
+    assert 'data-state="not-allowed"' in not_yours and "JupyterLab 正在运行" in not_yours

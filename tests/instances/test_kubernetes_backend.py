@@ -195,7 +195,12 @@ def test_submit_status_checkpoint_and_stop_on_the_stand_in(cluster: StandinClust
     assert annotations.keys() == {"gpu-portal/checkpoint-requested-at"}
     assert (stopped.state, stopped.message) == ("stopped", f"stopped (job {NAME} deleted)")
     sent = [(method, path.rsplit("/", 1)[-1], body) for method, path, body in cluster.requests]
-    assert [body["kind"] for method, _, body in sent if method == "POST"] == ["ConfigMap", "Service", "Job"]
+    assert [body["kind"] for method, _, body in sent if method == "POST"] == [
+        "NetworkPolicy",
+        "ConfigMap",
+        "Service",
+        "Job",
+    ]
     assert [body for method, _, body in sent if method == "POST"] == backend.manifests(gang_spec())
     assert next(body for method, last, body in sent if method == "DELETE" and last == NAME) == {
         "apiVersion": "v1",

@@ -51,29 +51,41 @@ def test_the_ssh_manifests_validate_strictly(version: str) -> None:
     for manifest in [*with_ssh, secret]:
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
 
-    assert [m["kind"] for m in plain] == ["ConfigMap", "Service", "Job"]  # no SSH unless the portal asks
-    assert [m["kind"] for m in with_ssh] == ["ConfigMap", "Service", "Job", "Service"]
-    container = with_ssh[2]["spec"]["template"]["spec"]["containers"][0]
+    assert [m["kind"] for m in plain] == ["NetworkPolicy", "ConfigMap", "Service", "Job"]  # no SSH unless asked
+    assert [m["kind"] for m in with_ssh] == ["NetworkPolicy", "ConfigMap", "Service", "Job", "Service"]
+    container = with_ssh[3]["spec"]["template"]["spec"]["containers"][0]
     assert container["command"] == [
         "/bin/sh",
         "-c",
-        'mkdir -p /run/sshd && /usr/sbin/sshd -f /etc/gpu-portal-ssh/sshd_config && exec "$@"',
+        "mkdir -p /run/sshd && /usr/sbin/sshd -f /etc/gpu-portal-ssh/sshd_config && "
+        '{ python -m instances.interactive.ssh_reaper --keys /etc/gpu-portal-ssh/authorized_keys & } && exec "$@"',
         "gpu-portal-sshd",
         "python",
         "-c",
         "import time; time.sleep(600)",
     ]
     assert container["volumeMounts"][-1] == {"name": "ssh", "mountPath": "/etc/gpu-portal-ssh", "readOnly": True}
-    assert with_ssh[2]["spec"]["template"]["spec"]["volumes"][-1] == {
+    assert with_ssh[3]["spec"]["template"]["spec"]["volumes"][-1] == {
         "name": "ssh",
         "secret": {"secretName": f"{name}-ssh", "defaultMode": 0o400},
     }
-    assert with_ssh[3]["spec"] == {
+    assert with_ssh[4]["spec"] == {
         "type": "NodePort",
         "selector": {"gpu-portal/job": name, "batch.kubernetes.io/job-completion-index": "0"},
         "ports": [{"name": "ssh", "port": 22, "targetPort": 2222, "protocol": "TCP"}],
     }
-    assert "PasswordAuthentication no" in SSHD_CONFIG.splitlines()
+    config = SSHD_CONFIG.splitlines()
+    assert "PasswordAuthentication no" in config
+    forwarding = ("DisableForwarding yes", "AllowTcpForwarding no", "AllowStreamLocalForwarding no")
+    assert {*forwarding, "AllowAgentForwarding no", "PermitTunnel no", "GatewayPorts no", "X11Forwarding no"} <= set(
+        config
+    )
+    assert "ExposeAuthInfo yes" in config  # the reaper reads each session's key (test_ssh_reaper.py)
+    allows = [line for line in config if line.startswith("Allow") and line.endswith("yes")]
+    assert (allows, [line for line in config if line.startswith(("PermitTunnel", "GatewayPorts"))]) == (
+        [],
+        ["GatewayPorts no", "PermitTunnel no"],
+    )
     assert ssh_manifests_add(plain, env={}, job_label="gpu-portal/job") == plain
 
 
@@ -141,3 +153,66 @@ def test_ssh_on_the_stand_in_secret_service_command_revocation_and_stop(
 
     assert backend.stop(handle, grace_s=5).state == "stopped"
     assert [(k, n) for k, ns, n in cluster.objects if ns == NS and k in ("Service", "Secret", "Job")] == []
+
+
+def test_on_the_stand_in_every_path_that_ends_access_rewrites_the_pods_keys(
+    cluster: StandinCluster,
+    monkeypatch: pytest.MonkeyPatch,
+    settings: Any,
+    alice: Any,
+    bob: Any,
+    funded: Any,
+    nodes: Any,
+    fake_backend: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    """The one reaction (``instances.interactive.access``) on Kubernetes: a share lets bob's key into the pod's
+    Secret; ``user_deactivate`` takes it out after commit; a silent queryset update is caught by the sweep,
+    which writes nothing when the Secret already says the same."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from instances.interactive.access import access_share_add, access_sweep
+    from instances.interactive.ssh import ssh_prepare
+    from instances.services import LaunchSpec, instance_launch
+    from instances.services import backend as boundary
+    from portal.models import User
+    from portal.services import user_deactivate
+    from portal.sshkeys import ssh_key_add
+
+    def public() -> str:
+        key = Ed25519PrivateKey.generate().public_key()
+        return key.public_bytes(serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH).decode()
+
+    a, b = ssh_key_add(user=alice, name="a", public_key=public()), ssh_key_add(user=bob, name="b", public_key=public())
+    inst = instance_launch(
+        organization=funded,
+        user=alice,
+        spec=LaunchSpec(name="box", kind="interactive", gpu_type="A100-80G-SXM", gpu_count=1, command=["sleep", "1"]),
+    )
+    backend = KubernetesBackend(namespace=NS, api_client=cluster.api_client())
+    monkeypatch.setattr(boundary, "compute_backend", lambda: backend)
+    settings.INSTANCES_BACKEND = "kubernetes"
+    handle = backend.submit(ssh_prepare(instance=inst, spec=interactive_spec()))
+    inst.attempts.update(handle=handle)
+    type(inst).objects.filter(pk=inst.pk).update(status="running")
+    name = object_name("instance-7", 1)
+
+    def keys() -> str:
+        return str(cluster.objects[("Secret", NS, f"{name}-ssh")]["stringData"]["authorized_keys"])
+
+    alice_line, bob_line = f"{a.public_key} portal-user-{alice.pk}\n", f"{b.public_key} portal-user-{bob.pk}\n"
+    assert keys() == alice_line  # bob: not his instance
+    with django_capture_on_commit_callbacks(execute=True):
+        access_share_add(target=inst, email=bob.email, acting_user=alice)
+    assert keys() == alice_line + bob_line
+    with django_capture_on_commit_callbacks(execute=True):
+        user_deactivate(user=bob, acting_user=None)
+    assert keys() == alice_line
+    assert access_sweep() == 0  # the Secret already follows the rule
+    User.objects.filter(pk=bob.pk).update(is_active=True)  # reactivated behind the portal's back
+    assert access_sweep() == 1
+    assert keys() == alice_line + bob_line
+    User.objects.filter(pk=bob.pk).update(is_active=False)
+    assert access_sweep() == 1
+    assert keys() == alice_line

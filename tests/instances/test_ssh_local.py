@@ -105,6 +105,9 @@ def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_e
         ),
     )
     access = _wait(lambda: (a := ssh_access(Instance.objects.get(pk=inst.pk))) and a.port and a)
+    from instances.interactive.access import access_share_add
+
+    access_share_add(target=inst, email=bob.email, acting_user=alice)  # bob enters alice's box once shared
     workspace = local / f"instance-{inst.pk}" / "attempt-1"
     state = local / f"instance-{inst.pk}" / "ssh"
     assert access.command == f"ssh -p {access.port} {access.username}@127.0.0.1"
@@ -147,21 +150,26 @@ def test_members_keys_get_a_shell_in_the_workspace_others_are_refused_and_stop_e
     assert ssh_access(Instance.objects.get(pk=inst.pk)).command == ""  # type: ignore[union-attr]
 
 
-def test_authorized_keys_are_the_active_keys_of_the_organizations_active_members(
-    tmp_path: Path, alice: Any, bob: Any, charlie: Any, alice_org: Any
+def test_authorized_keys_are_the_active_keys_of_those_who_may_enter(
+    tmp_path: Path, alice: Any, bob: Any, charlie: Any, alice_org: Any, catalog: None
 ) -> None:
+    from instances.interactive.access import access_share_add
     from instances.interactive.ssh import authorized_keys_text
+    from instances.models import GpuType, Instance
     from portal.sshkeys import ssh_key_add, ssh_key_revoke
 
     keys = {who.email: ssh_key_add(user=who, name="", public_key=_key(tmp_path, who.name)[1]) for who in (alice, bob)}
     ssh_key_add(user=charlie, name="", public_key=_key(tmp_path, "charlie")[1])
     a, b = keys["alice@example.com"], keys["bob@example.com"]
-    assert (
-        authorized_keys_text(alice_org)
-        == f"{a.public_key} portal-user-{alice.pk}\n{b.public_key} portal-user-{bob.pk}\n"
+    gpu = GpuType.objects.get(code="cpu-local")
+    box = Instance.objects.create(
+        organization=alice_org, created_by=alice, name="box", kind="interactive", gpu_type=gpu, gpu_count=1
     )
+    assert authorized_keys_text(box) == f"{a.public_key} portal-user-{alice.pk}\n"  # bob: not his, not shared
+    access_share_add(target=box, email=bob.email, acting_user=alice)
+    assert authorized_keys_text(box) == f"{a.public_key} portal-user-{alice.pk}\n{b.public_key} portal-user-{bob.pk}\n"
     bob.is_active = False
     bob.save(update_fields=["is_active"])
-    assert authorized_keys_text(alice_org) == f"{a.public_key} portal-user-{alice.pk}\n"
+    assert authorized_keys_text(box) == f"{a.public_key} portal-user-{alice.pk}\n"
     ssh_key_revoke(key=a, acting_user=alice)
-    assert authorized_keys_text(alice_org) == ""
+    assert authorized_keys_text(box) == ""

@@ -141,6 +141,8 @@ def test_attaching_a_volume_in_use_is_refused_nothing_half_made_nothing_billed(
     from instances.models import Instance, VolumeAttachment
     from instances.services import LaunchError, instance_stop
 
+    funded.members_enter_any_instance = True  # bob may use alice's volumes (test_access_doors.py: by default not)
+    funded.save(update_fields=["members_enter_any_instance"])
     first = launch(funded, alice, ["data"], django_capture_on_commit_callbacks)
     with pytest.raises(LaunchError) as refused:
         launch(funded, bob, ["data"], django_capture_on_commit_callbacks, name="second")

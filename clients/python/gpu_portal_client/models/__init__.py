@@ -74,6 +74,8 @@ from .revenue import Revenue
 from .role_enum import RoleEnum
 from .rollback_request import RollbackRequest
 from .scope_enum import ScopeEnum
+from .share import Share
+from .share_create_request import ShareCreateRequest
 from .source_enum import SourceEnum
 from .ssh_access import SshAccess
 from .ssh_key import SshKey
@@ -186,6 +188,8 @@ __all__ = (
     "RoleEnum",
     "RollbackRequest",
     "ScopeEnum",
+    "Share",
+    "ShareCreateRequest",
     "SourceEnum",
     "SshAccess",
     "SshKey",

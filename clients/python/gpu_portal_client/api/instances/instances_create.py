@@ -149,7 +149,8 @@ def sync_detailed(
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | Instance]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
@@ -186,7 +187,8 @@ def sync(
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | Instance | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
@@ -218,7 +220,8 @@ async def asyncio_detailed(
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | Instance]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
@@ -253,7 +256,8 @@ async def asyncio(
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | Instance | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):

@@ -100,7 +100,8 @@ def sync_detailed(
     page_size: int | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PaginatedInstanceList]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         cursor (str | Unset):
@@ -133,7 +134,8 @@ def sync(
     page_size: int | Unset = UNSET,
 ) -> ErrorEnvelope | PaginatedInstanceList | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         cursor (str | Unset):
@@ -161,7 +163,8 @@ async def asyncio_detailed(
     page_size: int | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PaginatedInstanceList]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         cursor (str | Unset):
@@ -192,7 +195,8 @@ async def asyncio(
     page_size: int | Unset = UNSET,
 ) -> ErrorEnvelope | PaginatedInstanceList | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         cursor (str | Unset):

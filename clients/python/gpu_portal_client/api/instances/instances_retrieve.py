@@ -91,7 +91,8 @@ def sync_detailed(
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         id (int):
@@ -121,7 +122,8 @@ def sync(
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         id (int):
@@ -146,7 +148,8 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         id (int):
@@ -174,7 +177,8 @@ async def asyncio(
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
     """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
-    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs).
+    ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
+    ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         id (int):
