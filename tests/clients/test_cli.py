@@ -645,6 +645,10 @@ class Cli:
 
 
 @pytest.mark.slow
+@pytest.mark.engine_independent(
+    "the CLI against the local backend's real torchrun: the API endpoints it calls are tested on PostgreSQL in "
+    "tests/instances/test_instances_api.py and tests/instances/test_checkpoints_and_logs.py"
+)
 def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     portal: Any, licensed: Any, alice_token: str, cli_env: dict[str, str]
 ) -> None:

@@ -166,6 +166,10 @@ def test_the_background_import_shows_progress_then_the_version(
 
 
 @pytest.mark.slow
+@pytest.mark.engine_independent(
+    "the large corpora's CPU-bound pipeline (de-identification, tokenizer, shards); the import's database writes "
+    "are those of the small corpora's import, which the tests above run on PostgreSQL"
+)
 def test_the_full_import_yields_every_documented_dataset(settings: Any, db: Any, tmp_path: Path) -> None:
     from datasets.corpora import DOCUMENTED_COUNTS
     from datasets.models import Dataset

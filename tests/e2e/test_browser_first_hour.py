@@ -44,6 +44,10 @@ VIEWPORT = {"width": 1280, "height": 800}
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.engine_independent(
+        "a browser journey: it proves pages, scripts and htmx swaps; the queries behind them run on PostgreSQL in "
+        "the view and API tests of the same pages"
+    ),
     pytest.mark.slow,
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(

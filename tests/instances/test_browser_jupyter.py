@@ -16,6 +16,10 @@ from test_browser_jobs import ARGS, ARTIFACTS, CHROMIUM
 
 pytestmark = [
     pytest.mark.browser,
+    pytest.mark.engine_independent(
+        "a browser journey: it proves pages, scripts and htmx swaps; the queries behind them run on PostgreSQL in "
+        "the view and API tests of the same pages"
+    ),
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         shutil.which(CHROMIUM) is None and not Path(CHROMIUM).exists(),

@@ -49,6 +49,10 @@ def _corpus(data_dir: Path) -> Any:
 
 
 @pytest.mark.slow
+@pytest.mark.engine_independent(
+    "the process-level half (SIGTERM, the checkpoint at the current step, exact resume under torchrun); the "
+    "scheduling, preemption and billing rows are proven on PostgreSQL by tests/instances/test_interruptible.py"
+)
 def test_an_on_demand_launch_preempts_an_interruptible_job_which_resumes_exactly_once_per_step(
     portal: PumpedPortal,  # noqa: F811
     alice: Any,
