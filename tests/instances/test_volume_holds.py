@@ -78,8 +78,13 @@ def _train(org: Any, user: Any, version: Any, capture: Any) -> Any:
 
 
 def _shell(org: Any, user: Any, capture: Any, name: str = "other") -> Any:
+    """``user`` launches an instance on the volume "data"; the organization lets members use each other's volumes
+    (by default only the creator, owners and admins attach one: tests/instances/test_access_doors.py), so that what
+    refuses bob here is the hold, not who made the volume."""
     from instances.services import LaunchSpec, instance_launch
 
+    org.members_enter_any_instance = True
+    org.save(update_fields=["members_enter_any_instance"])
     with capture(execute=True):
         return instance_launch(
             organization=org,
