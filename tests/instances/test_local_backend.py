@@ -232,8 +232,9 @@ def test_request_checkpoint_signals_only_the_rank_processes(backend: LocalBacken
     sent = backend.request_checkpoint(handle)
 
     assert sent == 1  # the worker, not the launcher (which shares the environment)
-    wait_for(lambda: (ws / "checkpoint-requested").exists(), "checkpoint request seen")
-    assert (ws / "checkpoint-requested").read_text() == "0\n"
+    seen = ws / "checkpoint-requested"  # created by open() before the handler's write lands: wait for the line
+    wait_for(lambda: seen.exists() and seen.read_text().endswith("\n"), "checkpoint request seen")
+    assert seen.read_text() == "0\n"
     assert backend.status(handle).state == "running"
     backend.stop(handle, grace_s=0.2)
 
