@@ -1,5 +1,5 @@
 """Where a test pass's time goes, from pytest's JUnit XML (``--junitxml``): the slowest tests and the time per
-test folder, as Markdown tables; with ``--write-weights`` also the per-file weights ``tests/conftest.py`` orders
+test folder, as Markdown tables; with ``--write-weights`` also the per-test weights ``tests/conftest.py`` orders
 the suite by (longest first, so the parallel workers finish together).
 
     .venv/bin/python .ci/timings.py var/ci/sqlite.xml [more.xml …] [--top 50] [--write-weights tests/weights.json]
@@ -35,7 +35,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("xml", nargs="+", type=Path)
     parser.add_argument("--top", type=int, default=50)
-    parser.add_argument("--write-weights", type=Path, help="write {test file: seconds} for the suite's ordering")
+    parser.add_argument("--write-weights", type=Path, help="write {test id: seconds} (tests over 2 s) for the order")
     args = parser.parse_args()
     rows = read(args.xml)
     total = sum(seconds for _, seconds, _ in rows)
@@ -44,18 +44,15 @@ def main() -> None:
     for rank, (test, seconds, outcome) in enumerate(sorted(rows, key=lambda r: -r[1])[: args.top], 1):
         print(f"| {rank} | {seconds:.1f} | `{test}`{'' if outcome == 'passed' else f' ({outcome})'} |")
     folders: dict[str, list[float]] = defaultdict(list)
-    files: dict[str, float] = defaultdict(float)
     for test, seconds, _ in rows:
-        path = test.split("::", 1)[0]
-        folders[str(Path(path).parent)].append(seconds)
-        files[path] += seconds
+        folders[str(Path(test.split("::", 1)[0]).parent)].append(seconds)
     print("\n| folder | tests | seconds | share |\n|---|---|---|---|")
     for folder, times in sorted(folders.items(), key=lambda kv: -sum(kv[1])):
         print(f"| `{folder}` | {len(times)} | {sum(times):.0f} | {sum(times) / total:.0%} |")
     if args.write_weights:
-        weights = {path: round(seconds, 1) for path, seconds in sorted(files.items()) if seconds >= 1.0}
+        weights = {test: round(seconds, 1) for test, seconds, _ in sorted(rows) if seconds >= 2.0}
         args.write_weights.write_text(json.dumps(weights, indent=1, sort_keys=True) + "\n")
-        print(f"\nwrote {len(weights)} file weights to {args.write_weights}")
+        print(f"\nwrote {len(weights)} test weights to {args.write_weights}")
 
 
 if __name__ == "__main__":

@@ -327,33 +327,51 @@ def _uses_database(item: Any) -> bool:
     )
 
 
-def _order_longest_files_first(items: list[Any]) -> None:
-    """Sort the tests by their file's recorded time, longest first (a stable sort: a file's own order is kept).
+_SHARED_SCOPES = frozenset({"module", "package", "class"})
 
-    ``.ci/test`` hands whole files to the workers (``--dist loadfile``: a module's fixtures are built once), in
-    this order: with the longest files first, the workers end together (longest-processing-time-first
-    scheduling) instead of one running a three-minute file alone at the end. The times are
-    ``tests/weights.json`` (seconds per file, written by ``.ci/timings.py --write-weights`` from a pass's JUnit
-    XML); a file not listed there counts as 1 s, so new files run among the short ones."""
+
+def _group_shared_fixtures(items: list[Any]) -> None:
+    """Mark the tests of a module that share a module-, package- or class-scoped fixture with
+    ``xdist_group(<module>)``: ``.ci/pytest-passes`` hands tests to the workers one by one (``--dist loadgroup``),
+    except a group, which goes whole to one worker, so a fixture built once per module (a reference torchrun run,
+    a trained model) is still built once. Session-scoped fixtures are built once per worker."""
+    for item in items:
+        info = getattr(item, "_fixtureinfo", None)
+        if info is None or item.get_closest_marker("xdist_group") is not None:
+            continue
+        shared = any(d.scope in _SHARED_SCOPES for defs in info.name2fixturedefs.values() for d in defs[-1:])
+        if shared:
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::", 1)[0]))
+
+
+def _order_longest_first(items: list[Any]) -> None:
+    """Sort the tests by their recorded time, longest first (a stable sort: the rest keep their order), a group
+    of :func:`_group_shared_fixtures` by the sum of its tests' times.
+
+    The workers take tests in this order, so the longest start first and the workers end together
+    (longest-processing-time-first scheduling) instead of one running a three-minute test alone at the end.
+    The times are ``tests/weights.json`` (seconds per test id, for the tests over 2 s; written by
+    ``.ci/timings.py --write-weights`` from a pass's JUnit XML); a test not listed there counts as 0."""
     import json
+    from collections import defaultdict
     from pathlib import Path
 
     path = Path(__file__).with_name("weights.json")
-    weights = json.loads(path.read_text()) if path.exists() else {}
-    root = Path(__file__).resolve().parent.parent
+    weights: dict[str, float] = json.loads(path.read_text()) if path.exists() else {}
 
-    def weight(item: Any) -> float:
-        try:
-            rel = str(Path(str(item.path)).resolve().relative_to(root))
-        except ValueError:
-            return 1.0
-        return float(weights.get(rel, 1.0))
+    def group(item: Any) -> str:
+        marker = item.get_closest_marker("xdist_group")
+        return str(marker.args[0] if marker.args else marker.kwargs.get("name")) if marker else item.nodeid
 
-    items.sort(key=lambda item: -weight(item))
+    totals: dict[str, float] = defaultdict(float)
+    for item in items:
+        totals[group(item)] += float(weights.get(item.nodeid, 0.0))
+    items.sort(key=lambda item: -totals[group(item)])
 
 
 def pytest_collection_modifyitems(session: Any, config: Any, items: list[Any]) -> None:
-    _order_longest_files_first(items)
+    _group_shared_fixtures(items)
+    _order_longest_first(items)
     for item in items:
         for name in _REASONED_MARKERS:
             marker = item.get_closest_marker(name)
