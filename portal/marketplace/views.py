@@ -173,6 +173,7 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
                 price_per_call_micros=to_micros(d["price_per_call"]),
                 visibility=d["visibility"],
                 price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
+                price_per_1k_prompt_tokens_micros=to_micros(d["price_per_1k_prompt_tokens"]),
             )
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))

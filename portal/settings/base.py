@@ -338,6 +338,9 @@ APP_MAX_RESPONSE_BYTES = env_int("APP_MAX_RESPONSE_BYTES", 1024 * 1024, minimum=
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
 # The most tokens one call is charged for at an app's price per 1,000 tokens (held while the call runs).
 APP_MAX_BILLED_TOKENS = env_int("APP_MAX_BILLED_TOKENS", 4096, minimum=1)
+# OpenAI-compatible streams (portal.marketplace.completions): while no token comes for this long the portal sends
+# an SSE comment, so a client that went away is noticed (and the model server told) within two of them.
+APP_STREAM_HEARTBEAT_MS = env_int("APP_STREAM_HEARTBEAT_MS", 100, minimum=10)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
 APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)  # development only: lifts the address rule too
 # Outgoing calls to URLs users give (webhooks, external app endpoints; portal.lib.egress): networks of the
