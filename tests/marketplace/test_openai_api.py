@@ -24,12 +24,12 @@ from billing.models import LedgerEntry, LedgerTransaction
 from billing.selectors import wallet_balance
 from billing.services import wallet_top_up
 from instances.serving.prompting import load_model_text
-from portal.choices import Role, TokenScope
+from portal.choices import TokenScope
 from portal.marketplace import services
 from portal.marketplace.choices import AppState, AppVisibility, CallStatus, ServingKind, VersionStatus
 from portal.marketplace.models import AppCall, AppVersion
 from portal.marketplace.publishing import TEXT_INPUT_SCHEMA, TEXT_OUTPUT_SCHEMA
-from portal.services import api_token_create, membership_add
+from portal.services import api_token_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -133,7 +133,11 @@ def wait_settled(call_id: int, timeout: float = 20.0) -> AppCall:
 
 def assert_charged(call: AppCall, caller: Any, alice_org: Any, before: dict[str, int], amount: int) -> None:
     """The call's one ledger transaction took ``amount`` from the caller and credited alice 70 % of it."""
-    assert (call.status, call.price_micros, call.publisher_share_micros) == (CallStatus.SUCCEEDED, amount, share(amount))
+    assert (call.status, call.price_micros, call.publisher_share_micros) == (
+        CallStatus.SUCCEEDED,
+        amount,
+        share(amount),
+    )
     txn = LedgerTransaction.objects.get(pk=call.ledger_transaction_id)
     assert txn.idempotency_key == f"app-call:{call.pk}" and txn.kind == "app_call"
     assert txn.metadata["tokens"] == call.billed_tokens and txn.metadata["prompt_tokens"] == call.prompt_tokens
@@ -244,3 +248,139 @@ def test_a_client_that_disconnects_after_three_tokens_pays_for_three_and_generat
         time.sleep(0.1)
     assert len(seen) == 1 and seen[0]["finish_reason"] == "cancelled"
     assert seen[0]["tokens_after_cancel"] <= 1 and seen[0]["completion_tokens"] <= 4  # at most one batch step more
+
+
+# --- bad input: an OpenAI-shaped 4xx, nothing reserved, nothing charged ------------------------------------------
+
+
+def test_bad_requests_get_openai_shaped_errors_and_nothing_is_charged(
+    live_server: Any, servers: Any, tiny_model: Any, alice: Any, alice_org: Any, charlie: Any, caller: Any
+) -> None:
+    export = tiny_model["export"]
+    app = model_app(alice, alice_org, servers["fast"], export)
+    dear = model_app(alice, alice_org, servers["fast"], export, name="Dear model", per_1k_completion=5_000_000)
+    private = model_app(alice, alice_org, servers["fast"], export, name="In house", visibility=AppVisibility.PRIVATE)
+    endpoint = services.app_create(
+        publisher=alice_org, user=alice, name="Echo", category="legal", description="",
+        input_schema={"type": "object"}, output_schema={"type": "object"}, price_per_call_micros=0,
+        visibility=AppVisibility.PRIVATE,
+    )  # fmt: skip
+    services.app_version_add(app=endpoint, user=alice, kind=ServingKind.ECHO)
+    oa = client_for(live_server, charlie, caller)
+    own = client_for(live_server, alice, alice_org)
+    before = balance(caller)
+    ok = {"role": "user", "content": "合同"}
+
+    def refused(error: type[Exception], call: Any, code: str, param: str | None, status: int) -> None:
+        with pytest.raises(error) as caught:
+            call()
+        exc = caught.value
+        assert isinstance(exc, openai.APIStatusError) and exc.status_code == status, exc
+        assert set(exc.body) == {"message", "type", "param", "code"} and exc.body["message"], exc.body
+        assert (exc.body["code"], exc.body["param"]) == (code, param), exc.body
+
+    complete, chat = oa.completions.create, oa.chat.completions.create
+    refused(openai.NotFoundError, lambda: complete(model="no-such-model", prompt="a"), "model_not_found", "model", 404)
+    refused(openai.NotFoundError, lambda: complete(model=private.slug, prompt="a"), "model_not_found", "model", 404)
+    refused(openai.NotFoundError, lambda: own.completions.create(model=endpoint.slug, prompt="a"), "model_not_found",
+            "model", 404)  # fmt: skip  # an app that is not a model
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt="a", max_tokens=4097),
+            "max_tokens_too_large", "max_tokens", 400)  # fmt: skip
+    refused(openai.APIStatusError, lambda: complete(model=dear.slug, prompt="a", max_tokens=2000),
+            "insufficient_funds", None, 402)  # fmt: skip  # 2,000 tokens at 5 CNY per 1,000: more than the 10 CNY
+    for messages, param in (
+        ([], "messages"),
+        ([{"role": "robot", "content": "x"}], "messages[0].role"),
+        ([ok, {"role": "user", "content": 5}], "messages[1].content"),
+        ([ok, "hello"], "messages[1]"),
+        ([{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}], "messages[0].content"),
+    ):
+        refused(openai.BadRequestError, lambda m=messages: chat(model=app.slug, messages=m), "invalid_messages",
+                param, 400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt=[5] * 2048), "context_length_exceeded",
+            "prompt", 400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt=[5] * 2000, max_tokens=49),
+            "context_length_exceeded", "max_tokens", 400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt="a", n=2), "unsupported_parameter", "n",
+            400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt="a", temperature=3), "invalid_request",
+            "temperature", 400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt="a", logprobs=2), "invalid_request",
+            "logprobs", 400)  # fmt: skip
+    refused(openai.BadRequestError, lambda: complete(model=app.slug, prompt={"a": 1}), "invalid_prompt", "prompt",
+            400)  # fmt: skip  # type: ignore[arg-type]
+    caller.app_monthly_cap_micros = 1_500  # below the hold of 100 tokens (1,000 + 778 + the prompt)
+    caller.save(update_fields=["app_monthly_cap_micros"])
+    refused(openai.APIStatusError, lambda: complete(model=app.slug, prompt="a", max_tokens=100),
+            "monthly_cap_reached", None, 402)  # fmt: skip
+    bad_key = openai.OpenAI(base_url=f"{live_server.url}/api/v1/openai/v1", api_key="gpp_nope_nope", max_retries=0)
+    refused(openai.AuthenticationError, lambda: bad_key.models.list(), "invalid_api_key", None, 401)
+    reader = client_for(live_server, charlie, caller, scope=TokenScope.READ)
+    refused(openai.PermissionDeniedError, lambda: reader.completions.create(model=app.slug, prompt="a"),
+            "permission_denied", None, 403)  # fmt: skip
+    assert [m.id for m in reader.models.list().data] == sorted([app.slug, dear.slug])  # reading is allowed
+
+    assert AppCall.objects.count() == 0
+    assert not LedgerTransaction.objects.filter(kind="app_call").exists()
+    assert balance(caller) == before
+
+
+def test_a_model_server_failing_mid_stream_charges_the_tokens_sent_and_one_that_is_down_charges_nothing(
+    live_server: Any, tiny_model: Any, tmp_path: Path, alice: Any, alice_org: Any, charlie: Any, caller: Any
+) -> None:
+    import os
+    import signal
+
+    from instances.serving import LocalDeployments
+
+    backend = LocalDeployments(tmp_path / "dying", min_step_ms=500)
+    deployment = backend.start(name="legal-dying", model_dir=tiny_model["export"])
+    try:
+        app = model_app(alice, alice_org, deployment, tiny_model["export"])
+        oa = client_for(live_server, charlie, caller)
+        before = {"caller": balance(caller), "alice": balance(alice_org)}
+        received = []
+        stream = oa.completions.create(model=app.slug, prompt=PROMPT, max_tokens=40, temperature=0, stream=True)
+        with pytest.raises(openai.APIError) as broke:  # noqa: PT012 - the error comes while iterating
+            for chunk in stream:
+                received.append(chunk.choices[0].text)
+                if len(received) == 2:
+                    os.killpg(deployment["pid"], signal.SIGKILL)  # the model server dies between two tokens
+        assert "model server failed" in str(broke.value)
+        call = wait_settled(AppCall.objects.get().pk)
+        assert call.billed_tokens == 2 and call.response["finish_reason"] == "error"
+        assert_charged(call, caller, alice_org, before, price(call.prompt_tokens or 0, 2))
+
+        before = {"caller": balance(caller), "alice": balance(alice_org)}
+        with pytest.raises(openai.InternalServerError) as down:
+            oa.completions.create(model=app.slug, prompt=PROMPT, max_tokens=5, stream=True)
+        assert down.value.status_code == 502 and down.value.body["code"] == "backend_error"
+        failed = AppCall.objects.order_by("-pk").first()
+        assert (failed.status, failed.error_code, failed.ledger_transaction_id) == (CallStatus.FAILED, "backend_error",
+                                                                                   None)  # fmt: skip
+        assert balance(caller) == before["caller"] and balance(alice_org) == before["alice"]
+    finally:
+        backend.stop(deployment)
+
+
+def test_an_idempotency_key_replays_the_first_answer_and_charges_once(
+    live_server: Any, servers: Any, tiny_model: Any, alice: Any, alice_org: Any, charlie: Any, caller: Any
+) -> None:
+    app = model_app(alice, alice_org, servers["fast"], tiny_model["export"])
+    oa = client_for(live_server, charlie, caller)
+    first = oa.completions.with_raw_response.create(
+        model=app.slug, prompt=PROMPT, max_tokens=6, temperature=0, extra_headers={"Idempotency-Key": "k-1"}
+    )
+    again = oa.completions.with_raw_response.create(
+        model=app.slug, prompt=PROMPT, max_tokens=6, temperature=0, extra_headers={"Idempotency-Key": "k-1"}
+    )
+    assert again.headers.get("X-Replayed") == "true" and first.headers.get("X-Replayed") is None
+    one, two = first.parse(), again.parse()
+    assert (two.id, two.choices[0].text, two.usage) == (one.id, one.choices[0].text, one.usage)
+    call = AppCall.objects.get()
+    assert LedgerTransaction.objects.filter(kind="app_call").count() == 1
+    assert balance(caller) == FUNDS - price(call.prompt_tokens or 0, call.billed_tokens or 0)
+    with pytest.raises(openai.ConflictError) as reused:
+        oa.completions.create(model=app.slug, prompt="另一个", max_tokens=6, extra_headers={"Idempotency-Key": "k-1"})
+    assert reused.value.body["code"] == "idempotency_key_reused"
+    assert AppCall.objects.count() == 1
