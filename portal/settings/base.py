@@ -360,7 +360,10 @@ APP_DEPLOYMENTS_OPTIONS: dict[str, object] = (
         "image": env_str("APP_K8S_IMAGE", ""),
         "model_claim": env_str("APP_K8S_MODEL_CLAIM", ""),
         "model_subpath": env_str("APP_K8S_MODEL_SUBPATH", ""),
-        "gpus": env_int("APP_K8S_GPUS", 0, minimum=0),
+        # vLLM's OpenAI-compatible server (official image, GPUs) or "portal" (the training image's own server)
+        "engine": env_str("APP_K8S_ENGINE", "vllm"),
+        "vllm_image": env_str("APP_K8S_VLLM_IMAGE", ""),  # "" = instances.serving.kubernetes.VLLM_IMAGE
+        "gpus": env_int("APP_K8S_GPUS", 1 if env_str("APP_K8S_ENGINE", "vllm") == "vllm" else 0, minimum=0),
     }
 )
 APP_SERVER_MAX_RESTARTS = env_int("APP_SERVER_MAX_RESTARTS", 3, minimum=1)  # failed in a row → "unhealthy"

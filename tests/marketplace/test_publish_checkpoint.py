@@ -390,6 +390,6 @@ def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, g
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][:4] == ["python", "-m", "instances.serving.server", "serve"]
-    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8080}
     assert ("nvidia.com/gpu" in container["resources"]["limits"]) is bool(gpus)
     assert manifests[1]["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 8080}]
