@@ -20,6 +20,7 @@ from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
+from portal.marketplace.openai_api import BASE_PATH
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
 from portal.marketplace.selectors import (
     app_for,
@@ -58,6 +59,9 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         "is_publisher": app.publisher_id == organization.pk,
         "version": app.versions.filter(active=True).first(),
     }
+    version = context["version"]
+    if version is not None and version.kind == ServingKind.CHECKPOINT:  # a model: the OpenAI-compatible API
+        context["openai"] = {"base_url": request.build_absolute_uri(BASE_PATH), "model": app.slug}
     if context["is_publisher"]:
         context["versions"] = app.versions.all()[:10]
         days = usage_per_day(app)
