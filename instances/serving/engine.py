@@ -1,11 +1,12 @@
 """The local model server's engine: continuous batching over a ``transformers`` causal LM with a KV cache.
 
 One thread (:meth:`Engine.run`) owns the model. Requests (:class:`Request`, a prompt as token ids and its
-:class:`SamplingParams`) are submitted from any thread and join the running batch at the next step: a new
-request is prefilled alone (its prompt in one forward pass, which gives its key/value cache and its first
-token), then its cache is merged into the batch's. Every decode step feeds the last token of every running
+:class:`SamplingParams`) are submitted from any thread and join the running batch at the next step: new
+requests are prefilled (their prompts in one forward pass, which gives their key/value caches and first
+tokens), then their caches are merged into the batch's. Every decode step feeds the last token of every running
 request in one forward pass ``[B, 1]`` over the batch's cache, so B requests cost about one request's step on a
-small model — the point of batching. The batch's cache is kept left-padded: per layer one key and one value
+small model — the point of batching. Requests that arrive together are prefilled together, their prompts
+left-padded to the longest in one forward pass. The batch's cache is kept left-padded: per layer one key and one value
 tensor ``[B, heads, T, head_dim]`` and an attention mask ``[B, T]`` (0 on padding); position ids are each
 request's own, so padding changes nothing a request sees. A request leaves the batch when it ends (end of
 sequence, ``max_tokens``, a stop string, the context's end) or is cancelled; columns that only padding uses
@@ -190,16 +191,18 @@ class Engine:
         return request
 
     def cancel(self, request: Request) -> None:
-        """Take ``request`` out before the next step (the client went away). Idempotent."""
+        """Take ``request`` out before the next step (the client went away); its reader gets a last event with
+        ``finish_reason`` ``cancelled`` at once. Idempotent."""
         if request.finish_reason is None and not request._cancel.is_set():
             request.cancelled_at_tokens = len(request.generated)
             request._cancel.set()
+            request.events.put(Event(text="", completion_tokens=len(request.generated), finish_reason=FINISH_CANCELLED))
             with self._cond:
                 self._cond.notify_all()
 
     def stats(self) -> dict[str, Any]:
-        """Counters: steps, generated tokens, running and waiting requests, the mean batch size of the last
-        1,000 steps, and the last finished requests' summaries."""
+        """Counters: steps, generated tokens, running and waiting requests, the mean and largest batch of the
+        last 1,000 decode steps, and the last finished requests' summaries."""
         sizes = list(self.batch_sizes)
         return {
             "steps": self.steps,
@@ -207,6 +210,7 @@ class Engine:
             "running": len(self._running),
             "waiting": len(self._waiting),
             "mean_batch": round(sum(sizes) / len(sizes), 2) if sizes else 0.0,
+            "largest_batch": max(sizes, default=0),
             "requests": [r.summary() for r in list(self.finished)],
         }
 
@@ -228,8 +232,9 @@ class Engine:
                     for request in admit:
                         if request._cancel.is_set():
                             self._finish_out_of_batch(request, FINISH_CANCELLED)
-                        else:
-                            self._prefill(request)
+                    fresh = [r for r in admit if r.finish_reason is None]
+                    if fresh:
+                        self._prefill(fresh)
                     if self._running:
                         self._decode_step()
                 except Exception as exc:  # a failed step ends every request of the batch with the error
@@ -263,46 +268,59 @@ class Engine:
     def _layers(cache: Any) -> tuple[list[Any], list[Any]]:
         return [layer.keys for layer in cache.layers], [layer.values for layer in cache.layers]
 
-    def _prefill(self, request: Request) -> None:
+    def _prefill(self, requests: list[Request]) -> None:
+        """One forward pass over the prompts of ``requests`` (left-padded to the longest), which gives their caches
+        and first tokens; their caches join the batch's."""
         torch = self.torch
-        ids = torch.tensor([request.prompt_ids], dtype=torch.long, device=self.device)
-        out = self.model(input_ids=ids, use_cache=True)
+        lengths = [len(r.prompt_ids) for r in requests]
+        width = max(lengths)
+        ids = torch.tensor(
+            [[0] * (width - len(r.prompt_ids)) + r.prompt_ids for r in requests], dtype=torch.long, device=self.device
+        )
+        if len(requests) == 1:  # alone: no padding, the very computation of a plain generate()
+            out = self.model(input_ids=ids, use_cache=True)
+            mask = torch.ones((1, width), dtype=torch.long, device=self.device)
+        else:
+            mask = torch.tensor([[0] * (width - n) + [1] * n for n in lengths], dtype=torch.long, device=self.device)
+            positions = (mask.cumsum(1) - 1).clamp(min=0)
+            out = self.model(input_ids=ids, attention_mask=mask, position_ids=positions, use_cache=True)
         keys, values = self._layers(out.past_key_values)
-        request._seen = torch.zeros(self.vocab, dtype=torch.bool, device=self.device)
-        request._seen[ids[0]] = True
-        if request.params.temperature > 0:
-            request._generator = torch.Generator(device=self.device)
-            if request.params.seed is not None:
-                request._generator.manual_seed(int(request.params.seed))
-            else:
-                request._generator.seed()
-        token = self._sample(request, out.logits[0, -1])
-        length = len(request.prompt_ids)
-        mask = torch.ones((1, length), dtype=torch.long, device=self.device)
+        for request in requests:
+            request._seen = torch.zeros(self.vocab, dtype=torch.bool, device=self.device)
+            request._seen[torch.tensor(request.prompt_ids, device=self.device)] = True
+            if request.params.temperature > 0:
+                request._generator = torch.Generator(device=self.device)
+                if request.params.seed is not None:
+                    request._generator.manual_seed(int(request.params.seed))
+                else:
+                    request._generator.seed()
+        tokens = self._sample(requests, out.logits[:, -1])
+        new_positions = torch.tensor(lengths, dtype=torch.long, device=self.device)
+        new_last = torch.tensor(tokens, dtype=torch.long, device=self.device)
         if not self._running:
             self._keys, self._values, self._mask = keys, values, mask
-            self._positions = torch.tensor([length], dtype=torch.long, device=self.device)
-            self._last = torch.tensor([token], dtype=torch.long, device=self.device)
+            self._positions, self._last = new_positions, new_last
         else:
-            width = self._mask.shape[1]
-            if length < width:  # left-pad the newcomer
-                pad = width - length
+            have = self._mask.shape[1]
+            if width < have:  # left-pad the newcomers
+                pad = have - width
                 keys = [torch.nn.functional.pad(k, (0, 0, pad, 0)) for k in keys]
                 values = [torch.nn.functional.pad(v, (0, 0, pad, 0)) for v in values]
                 mask = torch.nn.functional.pad(mask, (pad, 0))
-            elif length > width:  # left-pad the batch
-                pad = length - width
+            elif width > have:  # left-pad the batch
+                pad = width - have
                 self._keys = [torch.nn.functional.pad(k, (0, 0, pad, 0)) for k in self._keys]
                 self._values = [torch.nn.functional.pad(v, (0, 0, pad, 0)) for v in self._values]
                 self._mask = torch.nn.functional.pad(self._mask, (pad, 0))
             self._keys = [torch.cat([a, b]) for a, b in zip(self._keys, keys, strict=True)]
             self._values = [torch.cat([a, b]) for a, b in zip(self._values, values, strict=True)]
             self._mask = torch.cat([self._mask, mask])
-            self._positions = torch.cat([self._positions, torch.tensor([length], device=self.device)])
-            self._last = torch.cat([self._last, torch.tensor([token], device=self.device)])
-        self._running.append(request)
+            self._positions = torch.cat([self._positions, new_positions])
+            self._last = torch.cat([self._last, new_last])
+        self._running.extend(requests)
         self.steps += 1
-        self._emit(request, token)
+        for request, token in zip(requests, tokens, strict=True):
+            self._emit(request, token)
         self._sweep()
 
     def _decode_step(self) -> None:
@@ -320,38 +338,42 @@ class Engine:
         self._mask = mask
         self._positions = self._positions + 1
         logits = out.logits[:, -1]
-        tokens = [self._sample(request, logits[row]) for row, request in enumerate(self._running)]
+        tokens = self._sample(self._running, logits)
         self._last = torch.tensor(tokens, dtype=torch.long, device=self.device)
         self.steps += 1
         for request, token in zip(list(self._running), tokens, strict=True):
             self._emit(request, token)
         self._sweep()
 
-    def _sample(self, request: Request, logits: Any) -> int:
+    def _sample(self, requests: list[Request], logits: Any) -> list[int]:
+        """The next token of each of ``requests`` from its row of ``logits`` ``[k, vocab]``: the repetition penalty and
+        the end-of-sequence suppression for the whole batch at once, greedy rows by one ``argmax``, sampled rows
+        each from its own generator."""
         torch = self.torch
-        p = request.params
         logits = logits.float()
-        if p.repetition_penalty != 1.0:
-            seen = request._seen
-            picked = logits[seen]
-            logits[seen] = torch.where(picked > 0, picked / p.repetition_penalty, picked * p.repetition_penalty)
-        if self.eos_id is not None and len(request.generated) < p.min_tokens:
-            logits[self.eos_id] = float("-inf")
-        if p.temperature <= 0:
-            token = int(torch.argmax(logits))
-        else:
-            probs = torch.softmax(logits / p.temperature, dim=-1)
-            if p.top_p < 1.0:
-                ordered, index = torch.sort(probs, descending=True)
-                keep = torch.cumsum(ordered, 0) - ordered < p.top_p  # the smallest set reaching top_p
-                keep[0] = True
-                ordered = torch.where(keep, ordered, torch.zeros_like(ordered))
-                choice = int(torch.multinomial(ordered / ordered.sum(), 1, generator=request._generator))
-                token = int(index[choice])
-            else:
-                token = int(torch.multinomial(probs, 1, generator=request._generator))
-        request._seen[token] = True
-        return token
+        seen = torch.stack([r._seen for r in requests])
+        penalty = torch.tensor([[r.params.repetition_penalty] for r in requests], device=self.device)
+        logits = torch.where(seen, torch.where(logits > 0, logits / penalty, logits * penalty), logits)
+        if self.eos_id is not None:
+            early = [row for row, r in enumerate(requests) if len(r.generated) < r.params.min_tokens]
+            if early:
+                logits[early, self.eos_id] = float("-inf")
+        tokens = torch.argmax(logits, dim=-1).tolist()
+        for row, request in enumerate(requests):
+            p = request.params
+            if p.temperature > 0:
+                probs = torch.softmax(logits[row] / p.temperature, dim=-1)
+                if p.top_p < 1.0:
+                    ordered, index = torch.sort(probs, descending=True)
+                    keep = torch.cumsum(ordered, 0) - ordered < p.top_p  # the smallest set reaching top_p
+                    keep[0] = True
+                    ordered = torch.where(keep, ordered, torch.zeros_like(ordered))
+                    choice = int(torch.multinomial(ordered / ordered.sum(), 1, generator=request._generator))
+                    tokens[row] = int(index[choice])
+                else:
+                    tokens[row] = int(torch.multinomial(probs, 1, generator=request._generator))
+            request._seen[tokens[row]] = True
+        return [int(t) for t in tokens]
 
     def _emit(self, request: Request, token: int) -> None:
         """Record ``token`` for ``request`` and queue its event; marks the request finished when it ends."""
@@ -426,13 +448,15 @@ class Engine:
             self._sweep()
 
     def _mark_cancelled(self, request: Request) -> None:
-        request.finish_reason = FINISH_CANCELLED
-        request.events.put(Event(text="", completion_tokens=len(request.generated), finish_reason=FINISH_CANCELLED))
+        request.finish_reason = FINISH_CANCELLED  # its reader had its last event from cancel()
 
     def _finish_out_of_batch(self, request: Request, reason: str, error: str = "") -> None:
         if request.finish_reason is not None:
             return
         request.finish_reason = reason
         request.finished_at = time.monotonic()
-        request.events.put(Event(text="", completion_tokens=len(request.generated), finish_reason=reason, error=error))
+        if not (reason == FINISH_CANCELLED and request._cancel.is_set()):  # else cancel() sent the last event
+            request.events.put(
+                Event(text="", completion_tokens=len(request.generated), finish_reason=reason, error=error)
+            )
         self.finished.append(request)

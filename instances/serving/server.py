@@ -226,6 +226,9 @@ def make_server(
     """The HTTP server for ``model_dir`` bound to ``host:port`` (0 = any free port); not yet serving. Its
     ``model`` attribute is the loaded :class:`Model`."""
     model = Model(model_dir, served_name=served_name, max_batch=max_batch, min_step_s=min_step_s)
+    # The engine thread hands the GIL back and forth with the handler threads at every torch call; a shorter
+    # switch interval than CPython's 5 ms keeps it from waiting on them (steps are a few milliseconds).
+    sys.setswitchinterval(0.0005)
 
     class Handler(BaseHTTPRequestHandler):
         server_version = "gpu-portal-inference/2"
@@ -283,6 +286,7 @@ def make_server(
                 self._send(exc.status, _error(str(exc), code=exc.code, param=exc.param))
                 return
             answer = Answer(model, request, chat=chat, **options)
+            watcher.watch(self.connection, request)
             try:
                 if options["stream"]:
                     self._stream(answer)
@@ -290,16 +294,13 @@ def make_server(
                     self._whole(answer)
             except (BrokenPipeError, ConnectionResetError):
                 model.engine.cancel(request)  # the client went away mid-write
+            finally:
+                watcher.forget(self.connection)
 
         def _next(self, request: Request) -> Event | None:
-            """The request's next event, or None once the client went away (the request is then cancelled)."""
-            while True:
-                try:
-                    return request.events.get(timeout=POLL_S)
-                except queue.Empty:
-                    if _peer_gone(self.connection):
-                        model.engine.cancel(request)
-                        return None
+            """The request's next event, or None once the client went away (the watcher cancelled the request)."""
+            event = request.events.get()
+            return None if event.finish_reason == FINISH_CANCELLED else event
 
         def _whole(self, answer: Answer) -> None:
             while True:
@@ -323,41 +324,88 @@ def make_server(
             self.close_connection = True
             for chunk in answer.opening():
                 self._event(chunk)
-            while True:
+            finished = False
+            while not finished:
                 event = self._next(answer.request)
                 if event is None:
                     return
-                if event.finish_reason == FINISH_CANCELLED:
-                    return
-                if event.finish_reason == FINISH_ERROR:
-                    self._event(_error(f"Generation failed: {event.error}", code="server_error", kind="server_error"))
-                    break
-                for chunk in answer.chunks(event):
-                    self._event(chunk)
-                if event.finish_reason:
-                    break
+                events = [event]  # the tokens already waiting go out in one write
+                while not events[-1].finish_reason:
+                    try:
+                        events.append(answer.request.events.get_nowait())
+                    except queue.Empty:
+                        break
+                out = []
+                for event in events:
+                    if event.finish_reason == FINISH_CANCELLED:
+                        return
+                    if event.finish_reason == FINISH_ERROR:
+                        error = _error(f"Generation failed: {event.error}", code="server_error", kind="server_error")
+                        out.append(_sse(error))
+                    else:
+                        out.extend(_sse(chunk) for chunk in answer.chunks(event))
+                    finished = bool(event.finish_reason)
+                self.wfile.write(b"".join(out))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
 
         def _event(self, payload: dict[str, Any]) -> None:
-            self.wfile.write(b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n")
+            self.wfile.write(_sse(payload))
             self.wfile.flush()
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+    watcher = Watcher(model.engine)
+    ThreadingHTTPServer.request_queue_size = 128  # 16 clients connecting at once must not overflow the backlog
     httpd = ThreadingHTTPServer((host, port), Handler)
     httpd.daemon_threads = True
     httpd.model = model  # type: ignore[attr-defined]
     return httpd
 
 
+class Watcher:
+    """One thread that watches the connections of every request being answered (``select.poll``, every
+    ``POLL_S``) and cancels the request of a client that went away, so handler threads block on their events
+    instead of polling each on its own."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._watched: dict[int, tuple[socket.socket, Request]] = {}
+        self._lock = threading.Lock()
+        threading.Thread(target=self._run, name="disconnect-watcher", daemon=True).start()
+
+    def watch(self, sock: socket.socket, request: Request) -> None:
+        with self._lock:
+            self._watched[sock.fileno()] = (sock, request)
+
+    def forget(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._watched.pop(sock.fileno(), None)
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(POLL_S)
+            with self._lock:
+                watched = list(self._watched.values())
+            if not watched:
+                continue
+            try:
+                readable, _, _ = select.select([s for s, _ in watched], [], [], 0)
+            except (OSError, ValueError):  # a socket closed meanwhile: look at each one
+                readable = [s for s, _ in watched]
+            for sock, request in watched:
+                if sock in readable and _peer_gone(sock):
+                    self.engine.cancel(request)
+
+
+def _sse(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
+
+
 def _peer_gone(sock: socket.socket) -> bool:
     """Whether the client closed its side: the socket reads as end-of-file or was reset (data it sent is left)."""
     try:
-        readable, _, _ = select.select([sock], [], [], 0)
-        if not readable:
-            return False
         return sock.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
     except BlockingIOError:
         return False

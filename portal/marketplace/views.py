@@ -57,9 +57,9 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         "app": app,
         "form": TryForm(initial={"payload": app.example_request or {}}),
         "is_publisher": app.publisher_id == organization.pk,
-        "version": app.versions.filter(active=True).first(),
     }
-    version = context["version"]
+    version = app.versions.filter(active=True).first()
+    context["version"] = version
     if version is not None and version.kind == ServingKind.CHECKPOINT:  # a model: the OpenAI-compatible API
         context["openai"] = {"base_url": request.build_absolute_uri(BASE_PATH), "model": app.slug}
     if context["is_publisher"]:
