@@ -372,6 +372,7 @@ class Completions(_Completions):
     """OpenAI ``POST /v1/completions`` of a model app."""
 
     @extend_schema(
+        operation_id="openai_completions_create",
         request=CompletionRequest,
         parameters=[_IDEMPOTENCY],
         responses={200: dict[str, Any]},
@@ -388,6 +389,7 @@ class ChatCompletions(_Completions):
     request_serializer = ChatCompletionRequest
 
     @extend_schema(
+        operation_id="openai_chat_completions_create",
         request=ChatCompletionRequest,
         parameters=[_IDEMPOTENCY],
         responses={200: dict[str, Any]},
@@ -425,7 +427,7 @@ def _card(app: Any, version: Any) -> dict[str, Any]:
 class Models(OpenAIView):
     """OpenAI ``GET /v1/models``: the model apps your organization may call, with their prices (CNY)."""
 
-    @extend_schema(responses={200: dict[str, Any]})
+    @extend_schema(operation_id="openai_models_list", responses={200: dict[str, Any]})
     def get(self, request: Request) -> Response:
         org = request_organization(request)
         return Response({"object": "list", "data": [_card(a, v) for a, v in completions.model_apps(org)]})
@@ -434,7 +436,7 @@ class Models(OpenAIView):
 class ModelDetail(OpenAIView):
     """OpenAI ``GET /v1/models/{model}``."""
 
-    @extend_schema(responses={200: dict[str, Any]})
+    @extend_schema(operation_id="openai_models_retrieve", responses={200: dict[str, Any]})
     def get(self, request: Request, model: str) -> Response:
         app, version = completions.model_for(request_organization(request), model)
         return Response(_card(app, version))
