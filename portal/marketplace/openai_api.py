@@ -30,6 +30,7 @@ from typing import Any
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.request import Request
@@ -360,6 +361,8 @@ class _Completions(OpenAIView):
 _IDEMPOTENCY = OpenApiParameter(
     "Idempotency-Key", str, OpenApiParameter.HEADER, required=False, description="a retry answers the first result"
 )
+# JSON, or server-sent events with ``stream: true``
+_ANSWERS: dict[Any, Any] = {(200, "application/json"): dict[str, Any], (200, "text/event-stream"): OpenApiTypes.STR}
 _STREAM_NOTE = (
     " With `stream: true` the answer is `text/event-stream`: one chunk per token, the usage on the last one, then"
     " `data: [DONE]`. The hold for `max_tokens` is taken before the first byte; the call is charged for the"
@@ -375,7 +378,7 @@ class Completions(_Completions):
         operation_id="openai_completions_create",
         request=CompletionRequest,
         parameters=[_IDEMPOTENCY],
-        responses={200: dict[str, Any]},
+        responses=_ANSWERS,
         description="A text completion of a model app (OpenAI's completions API)." + _STREAM_NOTE,
     )
     def post(self, request: AuthedRequest) -> Any:
@@ -392,7 +395,7 @@ class ChatCompletions(_Completions):
         operation_id="openai_chat_completions_create",
         request=ChatCompletionRequest,
         parameters=[_IDEMPOTENCY],
-        responses={200: dict[str, Any]},
+        responses=_ANSWERS,
         description="A chat completion of a model app (OpenAI's chat completions API; the messages are rendered"
         " with the model's chat template)." + _STREAM_NOTE,
     )

@@ -20,8 +20,8 @@ from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
-from portal.marketplace.openai_api import BASE_PATH
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
+from portal.marketplace.openai_api import BASE_PATH
 from portal.marketplace.selectors import (
     app_for,
     app_of_publisher,

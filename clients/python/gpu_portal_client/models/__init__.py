@@ -60,6 +60,8 @@ from .mode_enum import ModeEnum
 from .model_preset_enum import ModelPresetEnum
 from .mount import Mount
 from .mount_create_request import MountCreateRequest
+from .open_ai_error import OpenAIError
+from .open_ai_error_error import OpenAIErrorError
 from .openai_chat_completions_create_response_200 import (
     OpenaiChatCompletionsCreateResponse200,
 )
@@ -182,6 +184,8 @@ __all__ = (
     "ModelPresetEnum",
     "Mount",
     "MountCreateRequest",
+    "OpenAIError",
+    "OpenAIErrorError",
     "OpenaiChatCompletionsCreateResponse200",
     "OpenaiCompletionsCreateResponse200",
     "OpenaiModelsListResponse200",

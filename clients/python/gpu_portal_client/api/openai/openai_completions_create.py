@@ -6,7 +6,7 @@ import httpx
 from ... import errors
 from ...client import AuthenticatedClient, Client
 from ...models.completion_request_request import CompletionRequestRequest
-from ...models.error_envelope import ErrorEnvelope
+from ...models.open_ai_error import OpenAIError
 from ...models.openai_completions_create_response_200 import (
     OpenaiCompletionsCreateResponse200,
 )
@@ -37,84 +37,84 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> ErrorEnvelope | OpenaiCompletionsCreateResponse200 | None:
+) -> OpenAIError | OpenaiCompletionsCreateResponse200 | None:
     if response.status_code == 200:
         response_200 = OpenaiCompletionsCreateResponse200.from_dict(response.json())
 
         return response_200
 
     if response.status_code == 400:
-        response_400 = ErrorEnvelope.from_dict(response.json())
+        response_400 = OpenAIError.from_dict(response.json())
 
         return response_400
 
     if response.status_code == 401:
-        response_401 = ErrorEnvelope.from_dict(response.json())
+        response_401 = OpenAIError.from_dict(response.json())
 
         return response_401
 
     if response.status_code == 402:
-        response_402 = ErrorEnvelope.from_dict(response.json())
+        response_402 = OpenAIError.from_dict(response.json())
 
         return response_402
 
     if response.status_code == 403:
-        response_403 = ErrorEnvelope.from_dict(response.json())
+        response_403 = OpenAIError.from_dict(response.json())
 
         return response_403
 
     if response.status_code == 404:
-        response_404 = ErrorEnvelope.from_dict(response.json())
+        response_404 = OpenAIError.from_dict(response.json())
 
         return response_404
 
     if response.status_code == 405:
-        response_405 = ErrorEnvelope.from_dict(response.json())
+        response_405 = OpenAIError.from_dict(response.json())
 
         return response_405
 
     if response.status_code == 406:
-        response_406 = ErrorEnvelope.from_dict(response.json())
+        response_406 = OpenAIError.from_dict(response.json())
 
         return response_406
 
     if response.status_code == 409:
-        response_409 = ErrorEnvelope.from_dict(response.json())
+        response_409 = OpenAIError.from_dict(response.json())
 
         return response_409
 
     if response.status_code == 413:
-        response_413 = ErrorEnvelope.from_dict(response.json())
+        response_413 = OpenAIError.from_dict(response.json())
 
         return response_413
 
     if response.status_code == 415:
-        response_415 = ErrorEnvelope.from_dict(response.json())
+        response_415 = OpenAIError.from_dict(response.json())
 
         return response_415
 
     if response.status_code == 422:
-        response_422 = ErrorEnvelope.from_dict(response.json())
+        response_422 = OpenAIError.from_dict(response.json())
 
         return response_422
 
     if response.status_code == 429:
-        response_429 = ErrorEnvelope.from_dict(response.json())
+        response_429 = OpenAIError.from_dict(response.json())
 
         return response_429
 
     if response.status_code == 502:
-        response_502 = ErrorEnvelope.from_dict(response.json())
+        response_502 = OpenAIError.from_dict(response.json())
 
         return response_502
 
     if response.status_code == 503:
-        response_503 = ErrorEnvelope.from_dict(response.json())
+        response_503 = OpenAIError.from_dict(response.json())
 
         return response_503
 
     if response.status_code == 504:
-        response_504 = ErrorEnvelope.from_dict(response.json())
+        response_504 = OpenAIError.from_dict(response.json())
 
         return response_504
 
@@ -126,7 +126,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorEnvelope | OpenaiCompletionsCreateResponse200]:
+) -> Response[OpenAIError | OpenaiCompletionsCreateResponse200]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -140,7 +140,7 @@ def sync_detailed(
     client: AuthenticatedClient,
     body: CompletionRequestRequest,
     idempotency_key: str | Unset = UNSET,
-) -> Response[ErrorEnvelope | OpenaiCompletionsCreateResponse200]:
+) -> Response[OpenAIError | OpenaiCompletionsCreateResponse200]:
     """A text completion of a model app (OpenAI's completions API). With `stream: true` the answer is
     `text/event-stream`: one chunk per token, the usage on the last one, then `data: [DONE]`. The hold
     for `max_tokens` is taken before the first byte; the call is charged for the tokens sent (prompt +
@@ -156,7 +156,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiCompletionsCreateResponse200]
+        Response[OpenAIError | OpenaiCompletionsCreateResponse200]
     """
 
     kwargs = _get_kwargs(
@@ -176,7 +176,7 @@ def sync(
     client: AuthenticatedClient,
     body: CompletionRequestRequest,
     idempotency_key: str | Unset = UNSET,
-) -> ErrorEnvelope | OpenaiCompletionsCreateResponse200 | None:
+) -> OpenAIError | OpenaiCompletionsCreateResponse200 | None:
     """A text completion of a model app (OpenAI's completions API). With `stream: true` the answer is
     `text/event-stream`: one chunk per token, the usage on the last one, then `data: [DONE]`. The hold
     for `max_tokens` is taken before the first byte; the call is charged for the tokens sent (prompt +
@@ -192,7 +192,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiCompletionsCreateResponse200
+        OpenAIError | OpenaiCompletionsCreateResponse200
     """
 
     return sync_detailed(
@@ -207,7 +207,7 @@ async def asyncio_detailed(
     client: AuthenticatedClient,
     body: CompletionRequestRequest,
     idempotency_key: str | Unset = UNSET,
-) -> Response[ErrorEnvelope | OpenaiCompletionsCreateResponse200]:
+) -> Response[OpenAIError | OpenaiCompletionsCreateResponse200]:
     """A text completion of a model app (OpenAI's completions API). With `stream: true` the answer is
     `text/event-stream`: one chunk per token, the usage on the last one, then `data: [DONE]`. The hold
     for `max_tokens` is taken before the first byte; the call is charged for the tokens sent (prompt +
@@ -223,7 +223,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiCompletionsCreateResponse200]
+        Response[OpenAIError | OpenaiCompletionsCreateResponse200]
     """
 
     kwargs = _get_kwargs(
@@ -241,7 +241,7 @@ async def asyncio(
     client: AuthenticatedClient,
     body: CompletionRequestRequest,
     idempotency_key: str | Unset = UNSET,
-) -> ErrorEnvelope | OpenaiCompletionsCreateResponse200 | None:
+) -> OpenAIError | OpenaiCompletionsCreateResponse200 | None:
     """A text completion of a model app (OpenAI's completions API). With `stream: true` the answer is
     `text/event-stream`: one chunk per token, the usage on the last one, then `data: [DONE]`. The hold
     for `max_tokens` is taken before the first byte; the call is charged for the tokens sent (prompt +
@@ -257,7 +257,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiCompletionsCreateResponse200
+        OpenAIError | OpenaiCompletionsCreateResponse200
     """
 
     return (

@@ -5,7 +5,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.error_envelope import ErrorEnvelope
+from ...models.open_ai_error import OpenAIError
 from ...models.openai_models_list_response_200 import OpenaiModelsListResponse200
 from ...types import Response
 
@@ -22,44 +22,44 @@ def _get_kwargs() -> dict[str, Any]:
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> ErrorEnvelope | OpenaiModelsListResponse200 | None:
+) -> OpenAIError | OpenaiModelsListResponse200 | None:
     if response.status_code == 200:
         response_200 = OpenaiModelsListResponse200.from_dict(response.json())
 
         return response_200
 
     if response.status_code == 400:
-        response_400 = ErrorEnvelope.from_dict(response.json())
+        response_400 = OpenAIError.from_dict(response.json())
 
         return response_400
 
     if response.status_code == 401:
-        response_401 = ErrorEnvelope.from_dict(response.json())
+        response_401 = OpenAIError.from_dict(response.json())
 
         return response_401
 
     if response.status_code == 403:
-        response_403 = ErrorEnvelope.from_dict(response.json())
+        response_403 = OpenAIError.from_dict(response.json())
 
         return response_403
 
     if response.status_code == 404:
-        response_404 = ErrorEnvelope.from_dict(response.json())
+        response_404 = OpenAIError.from_dict(response.json())
 
         return response_404
 
     if response.status_code == 405:
-        response_405 = ErrorEnvelope.from_dict(response.json())
+        response_405 = OpenAIError.from_dict(response.json())
 
         return response_405
 
     if response.status_code == 406:
-        response_406 = ErrorEnvelope.from_dict(response.json())
+        response_406 = OpenAIError.from_dict(response.json())
 
         return response_406
 
     if response.status_code == 429:
-        response_429 = ErrorEnvelope.from_dict(response.json())
+        response_429 = OpenAIError.from_dict(response.json())
 
         return response_429
 
@@ -71,7 +71,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorEnvelope | OpenaiModelsListResponse200]:
+) -> Response[OpenAIError | OpenaiModelsListResponse200]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -83,7 +83,7 @@ def _build_response(
 def sync_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorEnvelope | OpenaiModelsListResponse200]:
+) -> Response[OpenAIError | OpenaiModelsListResponse200]:
     """OpenAI ``GET /v1/models``: the model apps your organization may call, with their prices (CNY).
 
     Raises:
@@ -91,7 +91,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiModelsListResponse200]
+        Response[OpenAIError | OpenaiModelsListResponse200]
     """
 
     kwargs = _get_kwargs()
@@ -106,7 +106,7 @@ def sync_detailed(
 def sync(
     *,
     client: AuthenticatedClient,
-) -> ErrorEnvelope | OpenaiModelsListResponse200 | None:
+) -> OpenAIError | OpenaiModelsListResponse200 | None:
     """OpenAI ``GET /v1/models``: the model apps your organization may call, with their prices (CNY).
 
     Raises:
@@ -114,7 +114,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiModelsListResponse200
+        OpenAIError | OpenaiModelsListResponse200
     """
 
     return sync_detailed(
@@ -125,7 +125,7 @@ def sync(
 async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorEnvelope | OpenaiModelsListResponse200]:
+) -> Response[OpenAIError | OpenaiModelsListResponse200]:
     """OpenAI ``GET /v1/models``: the model apps your organization may call, with their prices (CNY).
 
     Raises:
@@ -133,7 +133,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiModelsListResponse200]
+        Response[OpenAIError | OpenaiModelsListResponse200]
     """
 
     kwargs = _get_kwargs()
@@ -146,7 +146,7 @@ async def asyncio_detailed(
 async def asyncio(
     *,
     client: AuthenticatedClient,
-) -> ErrorEnvelope | OpenaiModelsListResponse200 | None:
+) -> OpenAIError | OpenaiModelsListResponse200 | None:
     """OpenAI ``GET /v1/models``: the model apps your organization may call, with their prices (CNY).
 
     Raises:
@@ -154,7 +154,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiModelsListResponse200
+        OpenAIError | OpenaiModelsListResponse200
     """
 
     return (

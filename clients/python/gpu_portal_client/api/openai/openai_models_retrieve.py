@@ -6,7 +6,7 @@ import httpx
 
 from ... import errors
 from ...client import AuthenticatedClient, Client
-from ...models.error_envelope import ErrorEnvelope
+from ...models.open_ai_error import OpenAIError
 from ...models.openai_models_retrieve_response_200 import (
     OpenaiModelsRetrieveResponse200,
 )
@@ -29,44 +29,44 @@ def _get_kwargs(
 
 def _parse_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> ErrorEnvelope | OpenaiModelsRetrieveResponse200 | None:
+) -> OpenAIError | OpenaiModelsRetrieveResponse200 | None:
     if response.status_code == 200:
         response_200 = OpenaiModelsRetrieveResponse200.from_dict(response.json())
 
         return response_200
 
     if response.status_code == 400:
-        response_400 = ErrorEnvelope.from_dict(response.json())
+        response_400 = OpenAIError.from_dict(response.json())
 
         return response_400
 
     if response.status_code == 401:
-        response_401 = ErrorEnvelope.from_dict(response.json())
+        response_401 = OpenAIError.from_dict(response.json())
 
         return response_401
 
     if response.status_code == 403:
-        response_403 = ErrorEnvelope.from_dict(response.json())
+        response_403 = OpenAIError.from_dict(response.json())
 
         return response_403
 
     if response.status_code == 404:
-        response_404 = ErrorEnvelope.from_dict(response.json())
+        response_404 = OpenAIError.from_dict(response.json())
 
         return response_404
 
     if response.status_code == 405:
-        response_405 = ErrorEnvelope.from_dict(response.json())
+        response_405 = OpenAIError.from_dict(response.json())
 
         return response_405
 
     if response.status_code == 406:
-        response_406 = ErrorEnvelope.from_dict(response.json())
+        response_406 = OpenAIError.from_dict(response.json())
 
         return response_406
 
     if response.status_code == 429:
-        response_429 = ErrorEnvelope.from_dict(response.json())
+        response_429 = OpenAIError.from_dict(response.json())
 
         return response_429
 
@@ -78,7 +78,7 @@ def _parse_response(
 
 def _build_response(
     *, client: AuthenticatedClient | Client, response: httpx.Response
-) -> Response[ErrorEnvelope | OpenaiModelsRetrieveResponse200]:
+) -> Response[OpenAIError | OpenaiModelsRetrieveResponse200]:
     return Response(
         status_code=HTTPStatus(response.status_code),
         content=response.content,
@@ -91,7 +91,7 @@ def sync_detailed(
     model: str,
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorEnvelope | OpenaiModelsRetrieveResponse200]:
+) -> Response[OpenAIError | OpenaiModelsRetrieveResponse200]:
     """OpenAI ``GET /v1/models/{model}``.
 
     Args:
@@ -102,7 +102,7 @@ def sync_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiModelsRetrieveResponse200]
+        Response[OpenAIError | OpenaiModelsRetrieveResponse200]
     """
 
     kwargs = _get_kwargs(
@@ -120,7 +120,7 @@ def sync(
     model: str,
     *,
     client: AuthenticatedClient,
-) -> ErrorEnvelope | OpenaiModelsRetrieveResponse200 | None:
+) -> OpenAIError | OpenaiModelsRetrieveResponse200 | None:
     """OpenAI ``GET /v1/models/{model}``.
 
     Args:
@@ -131,7 +131,7 @@ def sync(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiModelsRetrieveResponse200
+        OpenAIError | OpenaiModelsRetrieveResponse200
     """
 
     return sync_detailed(
@@ -144,7 +144,7 @@ async def asyncio_detailed(
     model: str,
     *,
     client: AuthenticatedClient,
-) -> Response[ErrorEnvelope | OpenaiModelsRetrieveResponse200]:
+) -> Response[OpenAIError | OpenaiModelsRetrieveResponse200]:
     """OpenAI ``GET /v1/models/{model}``.
 
     Args:
@@ -155,7 +155,7 @@ async def asyncio_detailed(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        Response[ErrorEnvelope | OpenaiModelsRetrieveResponse200]
+        Response[OpenAIError | OpenaiModelsRetrieveResponse200]
     """
 
     kwargs = _get_kwargs(
@@ -171,7 +171,7 @@ async def asyncio(
     model: str,
     *,
     client: AuthenticatedClient,
-) -> ErrorEnvelope | OpenaiModelsRetrieveResponse200 | None:
+) -> OpenAIError | OpenaiModelsRetrieveResponse200 | None:
     """OpenAI ``GET /v1/models/{model}``.
 
     Args:
@@ -182,7 +182,7 @@ async def asyncio(
         httpx.TimeoutException: If the request takes longer than Client.timeout.
 
     Returns:
-        ErrorEnvelope | OpenaiModelsRetrieveResponse200
+        OpenAIError | OpenaiModelsRetrieveResponse200
     """
 
     return (
