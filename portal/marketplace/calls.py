@@ -9,7 +9,9 @@ retried call run and cost once: a succeeded call is replayed, a failed one runs 
 
 An app priced per 1,000 tokens as well (``price_per_1k_tokens_micros``) charges for the tokens its output
 reports in ``tokens`` (a model published from a checkpoint: the generated tokens), rounded up to the
-micro-CNY. The call holds the price of its token allowance — the request's ``max_new_tokens`` when it gives
+micro-CNY. The OpenAI-compatible API (``portal.marketplace.completions``) reserves and settles through the same
+``call_reserve`` / ``call_settle`` with prompt tokens too (``price_per_1k_prompt_tokens_micros``); one rule prices
+both, ``token_price_micros``. The call holds the price of its token allowance — the request's ``max_new_tokens`` when it gives
 one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many tokens; an output without an
 integer ``tokens`` is invalid output (nothing charged).
 

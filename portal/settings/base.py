@@ -194,7 +194,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpu-portal partner API",
     "DESCRIPTION": "Wallet, datasets, GPU instances and training jobs. Authenticate with "
-    "`Authorization: Bearer <token>` (create tokens in the console).",
+    "`Authorization: Bearer <token>` (create tokens in the console). Published models also answer the OpenAI "
+    "API shape under `/api/v1/openai/v1` (point the `openai` client's `base_url` there; errors in OpenAI's shape).",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

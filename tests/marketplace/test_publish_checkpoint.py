@@ -17,7 +17,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 from rest_framework.test import APIClient
-from serving_support import SHARDS_REL, STEPS
+from serving_support import LEGAL, SHARDS_REL, STEPS  # noqa: F401 - LEGAL: other tests import it from here
 
 ATTRIBUTION = "法律法规文本来自 LawRefBook 项目（公有领域）"
 PROMPT = "第一条 为了规范合同行为"
