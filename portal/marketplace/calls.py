@@ -11,9 +11,9 @@ An app priced per 1,000 tokens as well (``price_per_1k_tokens_micros``) charges 
 reports in ``tokens`` (a model published from a checkpoint: the generated tokens), rounded up to the
 micro-CNY. The OpenAI-compatible API (``portal.marketplace.completions``) reserves and settles through the same
 ``call_reserve`` / ``call_settle`` with prompt tokens too (``price_per_1k_prompt_tokens_micros``); one rule prices
-both, ``token_price_micros``. The call holds the price of its token allowance — the request's ``max_new_tokens`` when it gives
-one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many tokens; an output without an
-integer ``tokens`` is invalid output (nothing charged).
+both, ``token_price_micros``. The call holds the price of its token allowance — the request's
+``max_new_tokens`` when it gives one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many
+tokens; an output without an integer ``tokens`` is invalid output (nothing charged).
 
 A publisher's calls of its own app cost only the platform's part: the price less the share it would credit
 to itself. A reservation whose process died (no answer recorded ``APP_CALL_TIMEOUT_S`` + 2 minutes after it
