@@ -333,12 +333,15 @@ def completion_pieces(opened: Opened) -> Iterator[Piece]:
     """The model server's stream as :class:`Piece` objects, one per generated token. Raises ``TimeoutError``
     (silence longer than ``APP_CALL_TIMEOUT_S``, or the whole stream past its deadline), ``OSError`` (the stream
     broke) and ``instances.serving.client.UpstreamError`` (the model server reported an error)."""
+    count = 0
     for chunk in opened.stream:
         if time.monotonic() > opened.deadline:
             raise TimeoutError("the completion ran past its deadline")
         usage = chunk.get("usage") or {}
-        tokens = int(usage.get("completion_tokens") or 0)
         for choice in chunk.get("choices") or []:
+            count += 1  # one chunk per token, where the server reports no usage so far in its chunks
+            tokens = usage.get("completion_tokens")
+            tokens = int(tokens) if isinstance(tokens, int) and not isinstance(tokens, bool) else count
             yield Piece(str(choice.get("text") or ""), tokens, choice.get("finish_reason"))
 
 
