@@ -89,7 +89,7 @@ _SETTLE = """
 CREATE OR REPLACE FUNCTION billing_call_settle(
     p_call bigint, p_caller bigint, p_publisher bigint, p_price bigint, p_share bigint, p_key text, p_kind text,
     p_memo text, p_metadata jsonb, p_fingerprint text, p_now timestamptz, p_response jsonb, p_latency integer,
-    p_billed_tokens integer, p_revenue_code text
+    p_billed_tokens integer, p_revenue_code text, p_prompt_tokens integer
 ) RETURNS TABLE (outcome text, transaction_id bigint, available_micros bigint) LANGUAGE plpgsql AS $fn$
 DECLARE
     v_wallet bigint; v_paid_account bigint; v_paid bigint; v_publisher_account bigint; v_revenue bigint;
@@ -155,12 +155,20 @@ BEGIN
     END IF;
     UPDATE {call} SET status = {succeeded}, response = p_response, latency_ms = p_latency, finished_at = p_now,
         ledger_transaction_id = v_txn, price_micros = p_price, publisher_share_micros = p_share,
-        billed_tokens = p_billed_tokens
+        billed_tokens = p_billed_tokens, prompt_tokens = p_prompt_tokens
         WHERE id = p_call;
     RETURN QUERY SELECT 'ok'::text, v_txn, NULL::bigint;
 END
 $fn$;
 """
+
+
+# The settle function before it recorded prompt tokens (issue 29): a new argument list is another function in
+# PostgreSQL, so the old one is dropped rather than left beside it.
+_DROP_OLD_SETTLE = (
+    "DROP FUNCTION IF EXISTS billing_call_settle(bigint, bigint, bigint, bigint, bigint, text, text, text, jsonb,"
+    " text, timestamptz, jsonb, integer, integer, text)"
+)
 
 
 def _sql(template: str) -> str:
@@ -190,6 +198,7 @@ def install(using: str = "default", **_: Any) -> None:
         return
     with db.cursor() as cursor:
         cursor.execute(_sql(_RESERVE))
+        cursor.execute(_DROP_OLD_SETTLE)
         cursor.execute(_sql(_SETTLE))
 
 
@@ -213,7 +222,7 @@ def call_settle_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
     with _own_transaction(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT * FROM billing_call_settle(%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, %s,"
-            " %s, %s)",
+            " %s, %s, %s)",
             params,
         )
         outcome, txn_id, available = cursor.fetchone()

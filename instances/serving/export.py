@@ -14,10 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from instances.serving.base import EXPORT_FORMAT, EXPORT_INFO, TOKENIZER_FILE, ExportError
+from instances.serving.prompting import TOKENIZER_CONFIG, tokenizer_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+REPETITION_PENALTY = 1.3  # CTRL's penalty (Keskar et al., 2019), as the first model server applied it
 
 
 def _read_runtime_state(reader: Any) -> dict[str, Any]:
@@ -57,7 +60,11 @@ def export_checkpoint(
     tokenizer_file: str | None = None,
     progress: Callable[[int], None] | None = None,
 ) -> dict[str, Any]:
-    """Convert the complete DCP checkpoint in ``checkpoint_dir`` into a Hugging Face folder ``out_dir``.
+    """Convert the complete DCP checkpoint in ``checkpoint_dir`` into a Hugging Face folder ``out_dir`` that
+    ``transformers`` (``AutoConfig``, ``AutoTokenizer``, ``AutoModelForCausalLM``) and so vLLM load as they are:
+    ``config.json`` (``LlamaForCausalLM``), ``model.safetensors``, ``generation_config.json`` (greedy, the
+    repetition penalty), ``tokenizer.json`` with a ``tokenizer_config.json`` (a fast tokenizer, its
+    end-of-sequence token, the chat template of ``instances.serving.prompting``) and ``export.json``.
 
     The model is rebuilt from the config stored in the checkpoint (preset name or base-model folder, with
     the vocabulary read from the checkpoint's own tensor shapes), its weights loaded with
@@ -117,6 +124,8 @@ def export_checkpoint(
         model.generation_config.eos_token_id = eos_id
         model.generation_config.pad_token_id = eos_id
     model.generation_config.do_sample = False
+    # the local server's default and, through generation_config.json, vLLM's: small models loop without it
+    model.generation_config.repetition_penalty = REPETITION_PENALTY
 
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
@@ -126,6 +135,19 @@ def export_checkpoint(
             model.save_pretrained(tmp, safe_serialization=True)
         report(70)
         shutil.copyfile(tokenizer, tmp / TOKENIZER_FILE)
+        eos_token = ""
+        if eos_id is not None:
+            from tokenizers import Tokenizer
+
+            eos_token = Tokenizer.from_file(str(tokenizer)).id_to_token(eos_id) or ""
+        (tmp / TOKENIZER_CONFIG).write_text(
+            json.dumps(
+                tokenizer_config(eos_token=eos_token, context_length=int(model.config.max_position_embeddings)),
+                indent=1,
+                ensure_ascii=False,
+            ),
+            encoding="utf-8",
+        )
         info = {
             "format": EXPORT_FORMAT,
             "step": int(runtime.get("step", 0)),

@@ -1,5 +1,6 @@
 """Kubernetes deployments: one Deployment + Service per deployment name, built with the official client's
-models and applied with it; the pod starts the model server by module name."""
+models and applied with it; the pod runs vLLM's OpenAI-compatible server (the official image) or the product's own
+model server, which speak the same API."""
 
 from __future__ import annotations
 
@@ -10,6 +11,11 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from instances.serving.base import SERVER_MODULE, DeploymentError
+
+ENGINES = ("vllm", "portal")
+VLLM_IMAGE = "vllm/vllm-openai:v0.10.2"  # the official image of vLLM's OpenAI-compatible server
+VLLM_PORT = 8000  # vLLM's default
+VLLM_MODULE = "vllm.entrypoints.openai.api_server"
 
 
 def kubernetes_manifests(
@@ -24,46 +30,83 @@ def kubernetes_manifests(
     memory: str = "8Gi",
     port: int = 8080,
     replicas: int = 1,
+    engine: str = "portal",
+    vllm_image: str = VLLM_IMAGE,
 ) -> list[dict[str, Any]]:
-    """Deployment + Service serving the export at ``model_path`` inside the PVC ``model_claim`` (read-only).
+    """Deployment + Service serving the export at ``model_path`` inside the PVC ``model_claim`` (mounted read-only
+    at ``/models``), the model named ``name`` in requests (``served_model`` of the deployment dict).
 
-    Built with the official client's models and serialized by ``ApiClient.sanitize_for_serialization``.
-    The pod runs ``python -m instances.serving.server serve`` on ``port`` with readiness and liveness probes on
-    ``/healthz``; ``gpus`` > 0 requests ``nvidia.com/gpu``. The Service (ClusterIP, port 80) makes the
-    deployment's URL ``http://<name>.<namespace>.svc``. ``name`` must be a DNS-1035 label.
+    ``engine``: ``"vllm"`` — the official vLLM OpenAI-compatible server (``vllm_image``, ``python3 -m
+    vllm.entrypoints.openai.api_server --model /models/<path> --served-model-name <name>`` on port 8000, at least
+    one ``nvidia.com/gpu``, a memory-backed ``/dev/shm`` as vLLM's deployment guide asks, no usage reports; the
+    startup probe gives the model 10 minutes to load, then readiness and liveness probes ask vLLM's ``/health``);
+    ``"portal"`` — the product's own server (``image``: the training image, ``python -m instances.serving.server
+    serve`` on ``port``, probes on its ``/health``; ``gpus`` > 0 requests ``nvidia.com/gpu``). Both speak the same
+    OpenAI API shape. Built with the official client's models and serialized by
+    ``ApiClient.sanitize_for_serialization``. The Service (ClusterIP, port 80) makes the deployment's URL
+    ``http://<name>.<namespace>.svc``. ``name`` must be a DNS-1035 label. Raises ``ValueError`` for another
+    engine, or ``vllm`` without a GPU.
     """
     from kubernetes import client
 
+    if engine not in ENGINES:
+        raise ValueError(f"unknown serving engine {engine!r}; expected one of {', '.join(ENGINES)}")
     labels = {
         "app.kubernetes.io/managed-by": "gpu-portal",
         "app.kubernetes.io/component": "inference",
         "gpu-portal/deployment": name,
     }
+    model_dir = f"/models/{model_path.strip('/')}"
+    volumes = [
+        client.V1Volume(
+            name="models",
+            persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(claim_name=model_claim, read_only=True),
+        )
+    ]
+    mounts = [client.V1VolumeMount(name="models", mount_path="/models", read_only=True)]
+    if engine == "vllm":
+        if gpus < 1:
+            raise ValueError("vLLM serves on GPUs: give gpus >= 1 (or the engine 'portal' for CPU pods)")
+        port = VLLM_PORT
+        image = vllm_image
+        command = ["python3", "-m", VLLM_MODULE]
+        args = ["--model", model_dir, "--served-model-name", name, "--host", "0.0.0.0", "--port", str(port)]  # noqa: S104
+        env = [
+            client.V1EnvVar(name="HF_HUB_OFFLINE", value="1"),
+            client.V1EnvVar(name="VLLM_NO_USAGE_STATS", value="1"),
+            client.V1EnvVar(name="DO_NOT_TRACK", value="1"),
+        ]
+        volumes.append(client.V1Volume(name="dshm", empty_dir=client.V1EmptyDirVolumeSource(medium="Memory")))
+        mounts.append(client.V1VolumeMount(name="dshm", mount_path="/dev/shm"))  # noqa: S108 - the pod's shm
+    else:
+        command = [
+            "python", "-m", SERVER_MODULE, "serve", "--model-dir", model_dir,
+            "--host", "0.0.0.0",  # noqa: S104 - inside the pod, behind the Service
+            "--port", str(port), "--served-model-name", name,
+        ]  # fmt: skip
+        args = None
+        env = [client.V1EnvVar(name="HF_HUB_OFFLINE", value="1")]
     limits = {"cpu": cpu, "memory": memory, **({"nvidia.com/gpu": str(gpus)} if gpus else {})}
-    probe = client.V1Probe(http_get=client.V1HTTPGetAction(path="/healthz", port=port), period_seconds=10)
+
+    def health(period_seconds: int, failure_threshold: int | None = None) -> Any:
+        return client.V1Probe(
+            http_get=client.V1HTTPGetAction(path="/health", port=port),
+            period_seconds=period_seconds,
+            failure_threshold=failure_threshold,
+        )
+
     container = client.V1Container(
         name="server",
         image=image,
-        command=[
-            "python",
-            "-m",
-            SERVER_MODULE,
-            "serve",
-            "--model-dir",
-            f"/models/{model_path.strip('/')}",
-            "--host",
-            "0.0.0.0",  # noqa: S104 - inside the pod, behind the Service
-            "--port",
-            str(port),
-        ],
+        command=command,
+        args=args,
         ports=[client.V1ContainerPort(container_port=port, name="http")],
-        env=[client.V1EnvVar(name="HF_HUB_OFFLINE", value="1")],
+        env=env,
         resources=client.V1ResourceRequirements(requests={"cpu": cpu, "memory": memory}, limits=limits),
-        readiness_probe=probe,
-        liveness_probe=client.V1Probe(
-            http_get=client.V1HTTPGetAction(path="/healthz", port=port), initial_delay_seconds=60, period_seconds=20
-        ),
-        volume_mounts=[client.V1VolumeMount(name="models", mount_path="/models", read_only=True)],
+        startup_probe=health(period_seconds=10, failure_threshold=60),
+        readiness_probe=health(period_seconds=10),
+        liveness_probe=health(period_seconds=20, failure_threshold=3),
+        volume_mounts=mounts,
     )
     deployment = client.V1Deployment(
         api_version="apps/v1",
@@ -74,17 +117,7 @@ def kubernetes_manifests(
             selector=client.V1LabelSelector(match_labels={"gpu-portal/deployment": name}),
             template=client.V1PodTemplateSpec(
                 metadata=client.V1ObjectMeta(labels=labels),
-                spec=client.V1PodSpec(
-                    containers=[container],
-                    volumes=[
-                        client.V1Volume(
-                            name="models",
-                            persistent_volume_claim=client.V1PersistentVolumeClaimVolumeSource(
-                                claim_name=model_claim, read_only=True
-                            ),
-                        )
-                    ],
-                ),
+                spec=client.V1PodSpec(containers=[container], volumes=volumes),
             ),
         ),
     )
@@ -116,11 +149,13 @@ class KubernetesDeployments:
     that mount inside the claim ("" = the claim's root). An export at ``<model_root>/legal/v1`` is therefore
     ``<model_subpath>/legal/v1`` in the claim and ``/models/<model_subpath>/legal/v1`` in the pod.
 
-    A deployment dict (JSON-ready) holds ``backend`` ("kubernetes"), ``name``, ``namespace``, ``url`` (the
-    Service, port 80: ``url_template`` formatted with name and namespace), ``model_dir``, ``model_claim``,
-    ``model_path`` (inside the claim), ``image`` and ``started_at`` (unix seconds).
+    A deployment dict (JSON-ready) holds ``backend`` ("kubernetes"), ``name``, ``served_model`` (the name),
+    ``engine``, ``namespace``, ``url`` (the Service, port 80: ``url_template`` formatted with name and namespace),
+    ``model_dir``, ``model_claim``, ``model_path`` (inside the claim), ``image`` (the one the pods run) and
+    ``started_at`` (unix seconds).
 
-    Options: ``image`` and ``model_claim`` (required), ``model_root``, ``model_subpath``, ``namespace``
+    Options: ``image`` and ``model_claim`` (required), ``engine`` (``"portal"``, the default here, or ``"vllm"``
+    with ``vllm_image``: ``kubernetes_manifests``), ``model_root``, ``model_subpath``, ``namespace``
     (default ``"gpu-portal-apps"``), ``api_client`` / ``in_cluster`` / ``kubeconfig`` (as
     ``instances.backends.kubernetes.KubernetesBackend``: the one client loader, ``load_api_client``), ``gpus``, ``cpu``,
     ``memory``, ``port``, ``ready_timeout_s`` (default 600 s: image pull and model load), ``poll_s``
@@ -148,9 +183,17 @@ class KubernetesDeployments:
         ready_timeout_s: float = 600.0,
         poll_s: float = 2.0,
         url_template: str = "http://{name}.{namespace}.svc",
+        engine: str = "portal",
+        vllm_image: str = VLLM_IMAGE,
     ) -> None:
-        if not image or not model_claim:
+        if engine not in ENGINES:
+            raise DeploymentError(f"unknown serving engine {engine!r}; expected one of {', '.join(ENGINES)}")
+        if engine == "vllm" and gpus < 1:
+            raise DeploymentError("the vLLM engine serves on GPUs: set the option 'gpus' to 1 or more")
+        if not model_claim or (engine == "portal" and not image):
             raise DeploymentError("Kubernetes deployments need the options 'image' and 'model_claim'")
+        self.engine = engine
+        self.vllm_image = vllm_image or VLLM_IMAGE
         self.image = image
         self.model_claim = model_claim
         self.model_root = Path(model_root)
@@ -218,6 +261,8 @@ class KubernetesDeployments:
             cpu=self.cpu,
             memory=self.memory,
             port=self.port,
+            engine=self.engine,
+            vllm_image=self.vllm_image,
         )
         if restarted_at:
             manifests[0]["spec"]["template"]["metadata"]["annotations"] = {RESTART_ANNOTATION: restarted_at}
@@ -225,7 +270,7 @@ class KubernetesDeployments:
 
     # -- the interface ---------------------------------------------------------------------------------------
     def alive(self, deployment: dict[str, Any]) -> bool:
-        """Whether the deployment has a ready replica (pods pass the ``/healthz`` readiness probe). A deployment
+        """Whether the deployment has a ready replica (pods pass the ``/health`` readiness probe). A deployment
         of another backend, or one deleted from the cluster (404), is not alive. Raises ``DeploymentError``
         when the API server answers another error."""
         from kubernetes.client.exceptions import ApiException
@@ -299,7 +344,9 @@ class KubernetesDeployments:
             "model_dir": str(Path(model_dir).resolve()),
             "model_claim": self.model_claim,
             "model_path": self.model_path(model_dir),
-            "image": self.image,
+            "image": self.vllm_image if self.engine == "vllm" else self.image,
+            "engine": self.engine,
+            "served_model": name,
             "started_at": int(time.time()),
         }
         self._wait_ready(result)
@@ -326,7 +373,8 @@ class KubernetesDeployments:
             time.sleep(self.poll_s)
 
     def _not_ready_reason(self, obj: Any) -> str:
-        """The Deployment's false conditions and its pods' waiting or terminated reasons, in words."""
+        """The Deployment's false conditions and its pods' scheduling failures and waiting or terminated reasons, in
+        words."""
         parts = [
             f"{c.type}={c.status} ({c.reason}: {c.message})"
             for c in (obj.status.conditions or [])
@@ -343,6 +391,9 @@ class KubernetesDeployments:
         except Exception:  # the reason is best effort; the timeout itself is the error
             pods = []
         for pod in pods:
+            for cond in (pod.status.conditions or []) if pod.status else []:
+                if cond.type == "PodScheduled" and str(cond.status) == "False":  # e.g. no node with a free GPU
+                    parts.append(f"pod {pod.metadata.name}: {cond.reason} ({cond.message or ''})".replace(" ()", ""))
             for cs in (pod.status.container_statuses or []) if pod.status else []:
                 state = cs.state
                 detail = state.waiting if state and state.waiting else state.terminated if state else None

@@ -30,19 +30,30 @@ def _cmdline(pid: int) -> str:
 class LocalDeployments:
     """Model servers as local processes, one per deployment name, under ``root/<name>/``.
 
-    A deployment dict (JSON-ready, stored by the caller) holds ``backend`` ("local"), ``name``, ``pid``
-    (= process group id: the server leads its own session), ``port``, ``url``, ``model_dir``, ``log`` and
-    ``started_at`` (unix seconds). A pid is only trusted while ``/proc/<pid>/cmdline`` still names this
-    module and the deployment's model folder, so a reused pid is never signalled.
+    A deployment dict (JSON-ready, stored by the caller) holds ``backend`` ("local"), ``name``, ``served_model``
+    (the model's id in requests: the name), ``pid`` (= process group id: the server leads its own session),
+    ``port``, ``url``, ``model_dir``, ``log`` and ``started_at`` (unix seconds). ``max_batch`` and
+    ``min_step_ms`` go to the server (``python -m instances.serving.server serve --help``). A pid is only
+    trusted while ``/proc/<pid>/cmdline`` still names this module and the deployment's model folder, so a
+    reused pid is never signalled.
     """
 
     def __init__(
-        self, root: str | os.PathLike[str], *, python: str = sys.executable, host: str = "127.0.0.1", threads: int = 1
+        self,
+        root: str | os.PathLike[str],
+        *,
+        python: str = sys.executable,
+        host: str = "127.0.0.1",
+        threads: int = 1,
+        max_batch: int = 32,
+        min_step_ms: float = 0.0,
     ) -> None:
         self.root = Path(root)
         self.python = python
         self.host = host
         self.threads = threads
+        self.max_batch = max_batch
+        self.min_step_ms = min_step_ms
 
     def alive(self, deployment: dict[str, Any]) -> bool:
         """Whether the deployment's server process still runs (a zombie counts as gone)."""
@@ -70,7 +81,7 @@ class LocalDeployments:
         deployment: dict[str, Any] | None = None,
         ready_timeout_s: float = 120.0,
     ) -> dict[str, Any]:
-        """Start (or find) the server of ``name`` for ``model_dir`` and wait until it answers ``/healthz``.
+        """Start (or find) the server of ``name`` for ``model_dir`` and wait until it answers ``/health``.
 
         Idempotent: a ``deployment`` whose process is alive and healthy is returned unchanged. Raises
         ``RuntimeError`` (with the end of the server's log) when the process exits or is not ready within
@@ -110,6 +121,12 @@ class LocalDeployments:
             "0",
             "--ready-file",
             str(ready),
+            "--served-model-name",
+            name,
+            "--max-batch",
+            str(self.max_batch),
+            "--min-step-ms",
+            str(self.min_step_ms),
         ]
         with open(log, "ab") as fh:
             proc = subprocess.Popen(
@@ -125,6 +142,7 @@ class LocalDeployments:
         dep = {
             "backend": "local",
             "name": name,
+            "served_model": name,
             "pid": proc.pid,
             "port": None,
             "url": "",

@@ -1,4 +1,5 @@
-"""OpenAPI post-processing: every operation documents the error answers it can give, in the one envelope.
+"""OpenAPI post-processing: every operation documents the error answers it can give, in the one envelope (in
+OpenAI's error shape under ``/api/v1/openai/``).
 
 drf-spectacular documents success answers from the views; the refusals come from layers around them
 (authentication 401, role and scope 403, organization scoping 404, throttling 429, the strict JSON parser and
@@ -22,6 +23,26 @@ ERROR_ENVELOPE = {
                 "code": {"type": "string", "description": "machine-readable, e.g. not_found, insufficient_funds"},
                 "message": {"type": "string", "description": "a sentence for people"},
                 "details": {"nullable": True, "description": "field errors or extra facts; may be null"},
+            },
+        }
+    },
+}
+
+# The OpenAI-compatible API (``/api/v1/openai/``) answers errors in OpenAI's shape instead
+# (``portal.marketplace.openai_api.openai_error``), so clients built for OpenAI read them.
+OPENAI_PREFIX = "/api/v1/openai/"
+OPENAI_ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {
+        "error": {
+            "type": "object",
+            "required": ["message", "type", "param", "code"],
+            "properties": {
+                "message": {"type": "string", "description": "a sentence for people"},
+                "type": {"type": "string", "description": "OpenAI's error type, e.g. invalid_request_error"},
+                "param": {"type": "string", "nullable": True, "description": "the request field at fault"},
+                "code": {"type": "string", "description": "machine-readable, e.g. model_not_found"},
             },
         }
     },
@@ -76,8 +97,9 @@ def document_errors(result: dict[str, Any], generator: Any, request: Any, public
     """``POSTPROCESSING_HOOKS`` entry: add ``ErrorEnvelope`` and the error answers to every operation."""
     components = result.setdefault("components", {}).setdefault("schemas", {})
     components["ErrorEnvelope"] = ERROR_ENVELOPE
-    ref = {"$ref": "#/components/schemas/ErrorEnvelope"}
-    for item in result.get("paths", {}).values():
+    components["OpenAIError"] = OPENAI_ERROR
+    for path, item in result.get("paths", {}).items():
+        ref = {"$ref": f"#/components/schemas/{'OpenAIError' if path.startswith(OPENAI_PREFIX) else 'ErrorEnvelope'}"}
         for method, operation in item.items():
             if method not in {"get", "post", "put", "patch", "delete"}:
                 continue

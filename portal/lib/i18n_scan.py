@@ -61,6 +61,10 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
         "Stripe",
         "Llama",
         "OpenAPI",
+        "OpenAI",  # the API shape and its client package (openai) that model apps speak
+        "openai",
+        "vLLM",
+        "curl",
         "Python",
         "CLI",
         "HTTP",

@@ -29,6 +29,7 @@ class AppSerializer(serializers.ModelSerializer[App]):
     publisher = serializers.CharField(source="publisher.slug")
     price_per_call = serializers.SerializerMethodField()
     price_per_1k_tokens = serializers.SerializerMethodField()
+    price_per_1k_prompt_tokens = serializers.SerializerMethodField()
 
     class Meta:
         model = App
@@ -40,6 +41,7 @@ class AppSerializer(serializers.ModelSerializer[App]):
             "publisher",
             "price_per_call",
             "price_per_1k_tokens",
+            "price_per_1k_prompt_tokens",
             "visibility",
             "state",
             "input_schema",
@@ -53,8 +55,13 @@ class AppSerializer(serializers.ModelSerializer[App]):
         return str(from_micros(obj.price_per_call_micros))
 
     def get_price_per_1k_tokens(self, obj: App) -> str:
-        """CNY per 1,000 tokens the app's output reports (``tokens``), on top of the price per call."""
+        """CNY per 1,000 completion tokens (the ``tokens`` an invoke's output reports, the ``completion_tokens`` of
+        the OpenAI-compatible API's usage), on top of the price per call."""
         return str(from_micros(obj.price_per_1k_tokens_micros))
+
+    def get_price_per_1k_prompt_tokens(self, obj: App) -> str:
+        """CNY per 1,000 prompt tokens of the OpenAI-compatible API (``usage.prompt_tokens``)."""
+        return str(from_micros(obj.price_per_1k_prompt_tokens_micros))
 
 
 class CallSerializer(serializers.ModelSerializer[AppCall]):
@@ -70,6 +77,7 @@ class CallSerializer(serializers.ModelSerializer[AppCall]):
             "cost",
             "price_micros",
             "billed_tokens",
+            "prompt_tokens",
             "latency_ms",
             "error_code",
             "created_at",
@@ -241,6 +249,13 @@ class PublishSerializer(serializers.Serializer[dict[str, Any]]):
         default="0",  # type: ignore[arg-type]
         help_text="CNY per 1,000 generated tokens, on top of the price per call",
     )
+    price_per_1k_prompt_tokens = serializers.DecimalField(
+        max_digits=12,
+        decimal_places=6,
+        min_value=0,
+        default="0",  # type: ignore[arg-type]
+        help_text="CNY per 1,000 prompt tokens of the OpenAI-compatible API, on top of the price per call",
+    )
     visibility = serializers.ChoiceField(choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
 
 
@@ -288,6 +303,7 @@ class AppPublish(APIView):
                 description=d["description"],
                 price_per_call_micros=to_micros(d["price_per_call"]),
                 price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
+                price_per_1k_prompt_tokens_micros=to_micros(d["price_per_1k_prompt_tokens"]),
                 visibility=d["visibility"],
                 app_slug=d.get("app", ""),
             )

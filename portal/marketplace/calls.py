@@ -9,9 +9,11 @@ retried call run and cost once: a succeeded call is replayed, a failed one runs 
 
 An app priced per 1,000 tokens as well (``price_per_1k_tokens_micros``) charges for the tokens its output
 reports in ``tokens`` (a model published from a checkpoint: the generated tokens), rounded up to the
-micro-CNY. The call holds the price of its token allowance — the request's ``max_new_tokens`` when it gives
-one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many tokens; an output without an
-integer ``tokens`` is invalid output (nothing charged).
+micro-CNY. The OpenAI-compatible API (``portal.marketplace.completions``) reserves and settles through the same
+``call_reserve`` / ``call_settle`` with prompt tokens too (``price_per_1k_prompt_tokens_micros``); one rule prices
+both, ``token_price_micros``. The call holds the price of its token allowance — the request's
+``max_new_tokens`` when it gives one, at most ``APP_MAX_BILLED_TOKENS`` — and is charged for at most that many
+tokens; an output without an integer ``tokens`` is invalid output (nothing charged).
 
 A publisher's calls of its own app cost only the platform's part: the price less the share it would credit
 to itself. A reservation whose process died (no answer recorded ``APP_CALL_TIMEOUT_S`` + 2 minutes after it
@@ -94,12 +96,23 @@ def token_allowance(app: App, payload: Any) -> int:
     return cap
 
 
-def call_price_micros(app: App, tokens: int, caller: Organization) -> int:
-    """Price of one call of ``app`` by ``caller`` that is charged for ``tokens`` tokens, in micro-CNY: the price
-    per call plus ``price_per_1k_tokens_micros × tokens / 1000`` rounded up — less the publisher's share
-    (``publisher_share_bps``, rounded down) when the caller is the publisher itself."""
-    full = app.price_per_call_micros + -(-app.price_per_1k_tokens_micros * tokens // 1000)
+def token_price_micros(app: App, *, prompt_tokens: int, completion_tokens: int, caller: Organization) -> int:
+    """Price of one call of ``app`` by ``caller`` with ``prompt_tokens`` in and ``completion_tokens`` out, in
+    micro-CNY — the one pricing rule of app calls: the price per call plus
+    ``(price_per_1k_prompt_tokens_micros × prompt_tokens + price_per_1k_tokens_micros × completion_tokens) / 1000``
+    rounded up once (to the micro-CNY) — less the publisher's share (``publisher_share_bps``, rounded down) when
+    the caller is the publisher itself."""
+    per_tokens = (
+        app.price_per_1k_prompt_tokens_micros * prompt_tokens + app.price_per_1k_tokens_micros * completion_tokens
+    )
+    full = app.price_per_call_micros + -(-per_tokens // 1000)
     return full - full * app.publisher_share_bps // 10_000 if caller.pk == app.publisher_id else full
+
+
+def call_price_micros(app: App, tokens: int, caller: Organization) -> int:
+    """Price of one call of ``app`` by ``caller`` that is charged for ``tokens`` completion tokens and no prompt
+    tokens (``invoke``), in micro-CNY (``token_price_micros``)."""
+    return token_price_micros(app, prompt_tokens=0, completion_tokens=tokens, caller=caller)
 
 
 def publisher_share_micros(app: App, caller: Organization, price_micros: int) -> int:
@@ -401,13 +414,20 @@ def _reserved_call(
 
 
 def call_settle(
-    *, call: AppCall, app: App, output: dict[str, Any], started: float, billed_tokens: int | None = None
+    *,
+    call: AppCall,
+    app: App,
+    output: dict[str, Any],
+    started: float,
+    billed_tokens: int | None = None,
+    prompt_tokens: int | None = None,
 ) -> AppCall:
     """Post a succeeded call's price and mark it ``succeeded`` in one transaction; updates ``call``.
 
-    The price is the held ``call.price_micros`` for an app priced per call only; with ``billed_tokens`` (at
-    most the allowance the hold was computed for) it is ``call_price_micros(app, billed_tokens)``, and the
-    publisher's share follows it.
+    The price is the held ``call.price_micros`` for an app priced per call only; with ``billed_tokens``
+    (completion tokens, at most the allowance the hold was computed for) and ``prompt_tokens`` it is
+    ``token_price_micros(app, prompt_tokens, billed_tokens)``, and the publisher's share follows it. Both counts
+    are recorded on the call and in the posting's metadata (``tokens``, ``prompt_tokens``).
 
     The posting's idempotency key is ``app-call:<call id>``. If the wallet no longer covers the price (a
     grant expired, or GPU metering spent it meanwhile) the call is released and ``CallRefused`` raised:
@@ -416,12 +436,17 @@ def call_settle(
     latency_ms = int((time.perf_counter() - started) * 1000)
     finished = timezone.now()
     price, share = call.price_micros, call.publisher_share_micros
-    if billed_tokens is not None:
-        price = call_price_micros(app, billed_tokens, call.caller)
+    if billed_tokens is not None or prompt_tokens is not None:
+        price = token_price_micros(
+            app, prompt_tokens=prompt_tokens or 0, completion_tokens=billed_tokens or 0, caller=call.caller
+        )
         share = publisher_share_micros(app, call.caller, price)
+    metadata: dict[str, Any] = {"app": app.slug, "call": call.pk, "tokens": billed_tokens}
+    if prompt_tokens is not None:
+        metadata["prompt_tokens"] = prompt_tokens
     if connection.vendor == "postgresql" and _settle_sql(
         call=call, app=app, output=output, started=started, finished=finished, latency_ms=latency_ms,
-        price=price, share=share, billed_tokens=billed_tokens,
+        price=price, share=share, billed_tokens=billed_tokens, prompt_tokens=prompt_tokens, metadata=metadata,
     ):  # fmt: skip
         return call
     try:
@@ -434,7 +459,7 @@ def call_settle(
                     kind=TransactionKind.APP_CALL,
                     memo=f"App call: {app.name}",
                     credit_wallets=[(app.publisher_id, share)] if share else (),
-                    metadata={"app": app.slug, "call": call.pk, "tokens": billed_tokens},
+                    metadata=metadata,
                 )
                 if price
                 else None
@@ -443,7 +468,7 @@ def call_settle(
                 cursor.execute(
                     f"UPDATE {quoted_table(AppCall)} SET status = %s, response = %s, latency_ms = %s,"
                     " finished_at = %s, ledger_transaction_id = %s, price_micros = %s,"
-                    " publisher_share_micros = %s, billed_tokens = %s WHERE id = %s",
+                    " publisher_share_micros = %s, billed_tokens = %s, prompt_tokens = %s WHERE id = %s",
                     [
                         CallStatus.SUCCEEDED.value,
                         db_value(AppCall, "response", output),
@@ -453,6 +478,7 @@ def call_settle(
                         price,
                         share,
                         billed_tokens,
+                        prompt_tokens,
                         call.pk,
                     ],
                 )
@@ -461,6 +487,7 @@ def call_settle(
         raise CallRefused(_("The wallet no longer covers this call; nothing was charged.")) from exc
     call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
     call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
+    call.prompt_tokens = prompt_tokens
     call.ledger_transaction_id = txn.pk if txn else None
     return call
 
@@ -476,6 +503,8 @@ def _settle_sql(
     price: int,
     share: int,
     billed_tokens: int | None,
+    prompt_tokens: int | None,
+    metadata: dict[str, Any],
 ) -> bool:
     """``call_settle`` in one round trip (``billing_call_settle``); updates ``call`` and returns True, or False
     when a wallet or account must first be created by the Python path. Raises as ``call_settle`` does."""
@@ -491,7 +520,7 @@ def _settle_sql(
             key,
             TransactionKind.APP_CALL.value,
             f"App call: {app.name}"[:300],
-            db_value(LedgerTransaction, "metadata", {"app": app.slug, "call": call.pk, "tokens": billed_tokens}),
+            db_value(LedgerTransaction, "metadata", metadata),
             spend_fingerprint(
                 kind=TransactionKind.APP_CALL,
                 organization_id=call.caller_id,
@@ -504,6 +533,7 @@ def _settle_sql(
             latency_ms,
             billed_tokens,
             SystemAccount.REVENUE.value,
+            prompt_tokens,
         ]
     )
     if outcome == "no_wallet":
@@ -516,6 +546,7 @@ def _settle_sql(
         raise IdempotencyKeyReused(f"idempotency key {key!r} was already used for a different transaction")
     call.status, call.response, call.latency_ms, call.finished_at = CallStatus.SUCCEEDED, output, latency_ms, finished
     call.price_micros, call.publisher_share_micros, call.billed_tokens = price, share, billed_tokens
+    call.prompt_tokens = prompt_tokens
     call.ledger_transaction_id = txn_id
     return True
 

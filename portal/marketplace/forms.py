@@ -94,11 +94,24 @@ class PublishForm(forms.Form):
         required=False,
         help_text=_("Charged on top of the price per call, for the tokens the model generates."),
     )
+    price_per_1k_prompt_tokens = forms.DecimalField(
+        label=_("Price per 1,000 prompt tokens (CNY)"),
+        min_value=Decimal(0),
+        decimal_places=6,
+        max_digits=12,
+        initial=Decimal(0),
+        required=False,
+        help_text=_("Charged on top of the price per call, for the prompt tokens of OpenAI-compatible calls."),
+    )
     visibility = forms.ChoiceField(label=_("Visibility"), choices=AppVisibility.choices)
 
     def clean_price_per_1k_tokens(self) -> Decimal:
         """Empty means no price per token."""
         return self.cleaned_data.get("price_per_1k_tokens") or Decimal(0)
+
+    def clean_price_per_1k_prompt_tokens(self) -> Decimal:
+        """Empty means no price per prompt token."""
+        return self.cleaned_data.get("price_per_1k_prompt_tokens") or Decimal(0)
 
 
 class CallCapForm(forms.Form):

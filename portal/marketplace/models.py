@@ -24,6 +24,9 @@ from portal.marketplace.choices import (
 class App(models.Model):
     """An AI app a publisher organization offers per call; prices in micro-CNY.
 
+    The price book of a call: ``price_per_call_micros``, plus ``price_per_1k_tokens_micros`` per 1,000 completion
+    (generated) tokens and ``price_per_1k_prompt_tokens_micros`` per 1,000 prompt tokens (the OpenAI-compatible
+    API counts both; ``portal.marketplace.calls.token_price_micros`` is the one rule).
     ``publisher_share_bps`` is the publisher's revenue share in basis points (7000 = 70 %), credited to
     the publisher's wallet in the same ledger transaction as the caller's charge.
     """
@@ -38,7 +41,8 @@ class App(models.Model):
     example_request = models.JSONField(default=dict, blank=True)
     example_response = models.JSONField(default=dict, blank=True)
     price_per_call_micros = models.BigIntegerField(default=0)
-    price_per_1k_tokens_micros = models.BigIntegerField(default=0)
+    price_per_1k_tokens_micros = models.BigIntegerField(default=0, help_text="per 1,000 completion tokens")
+    price_per_1k_prompt_tokens_micros = models.BigIntegerField(default=0, help_text="per 1,000 prompt tokens")
     publisher_share_bps = models.PositiveIntegerField(default=7000)
     visibility = models.CharField(max_length=10, choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
     state = models.CharField(max_length=12, choices=AppState.choices, default=AppState.DRAFT)
@@ -53,6 +57,15 @@ class App(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def is_paid(self) -> bool:
+        """Whether a call costs anything (the licenses of a paid app's training data must allow commercial use)."""
+        return bool(
+            self.price_per_call_micros > 0
+            or self.price_per_1k_tokens_micros > 0
+            or self.price_per_1k_prompt_tokens_micros > 0
+        )
 
 
 class AppVersion(models.Model):
@@ -111,7 +124,10 @@ class AppCall(models.Model):
     price_micros = models.BigIntegerField(help_text="held while reserved; what was charged once succeeded")
     publisher_share_micros = models.BigIntegerField(default=0)
     billed_tokens = models.PositiveIntegerField(
-        null=True, blank=True, help_text="tokens charged at the app's price per 1,000 tokens"
+        null=True, blank=True, help_text="completion tokens charged at the app's price per 1,000 tokens"
+    )
+    prompt_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="prompt tokens charged at the app's price per 1,000 prompt tokens"
     )
     attempts = models.PositiveIntegerField(default=1)
     latency_ms = models.PositiveIntegerField(null=True, blank=True)

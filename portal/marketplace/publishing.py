@@ -103,6 +103,7 @@ def app_publish_from_checkpoint(
     visibility: str = AppVisibility.PRIVATE,
     app_slug: str = "",
     price_per_1k_tokens_micros: int = 0,
+    price_per_1k_prompt_tokens_micros: int = 0,
 ) -> App:
     """Publish checkpoint ``checkpoint_id`` of the organization's job ``job_id`` as an app served by the model.
 
@@ -129,6 +130,7 @@ def app_publish_from_checkpoint(
         visibility=visibility,
         app_slug=app_slug,
         price_per_1k_tokens_micros=price_per_1k_tokens_micros,
+        price_per_1k_prompt_tokens_micros=price_per_1k_prompt_tokens_micros,
     )
     return app
 
@@ -147,6 +149,7 @@ def app_publish_from_checkpoint_once(
     visibility: str = AppVisibility.PRIVATE,
     app_slug: str = "",
     price_per_1k_tokens_micros: int = 0,
+    price_per_1k_prompt_tokens_micros: int = 0,
 ) -> PublishResult:
     """``app_publish_from_checkpoint`` under an ``Idempotency-Key`` (the API's publish endpoint).
 
@@ -169,6 +172,7 @@ def app_publish_from_checkpoint_once(
         "description": description,
         "price_per_call_micros": price_per_call_micros,
         "price_per_1k_tokens_micros": price_per_1k_tokens_micros,
+        "price_per_1k_prompt_tokens_micros": price_per_1k_prompt_tokens_micros,
         "visibility": visibility,
         "app_slug": app_slug,
     }
@@ -220,6 +224,7 @@ def _publish(
     visibility: str,
     app_slug: str,
     price_per_1k_tokens_micros: int = 0,
+    price_per_1k_prompt_tokens_micros: int = 0,
 ) -> tuple[App, AppVersion]:
     authorize(user=user, organization=organization, action=Action.APPS_PUBLISH)
     checkpoint = _checkpoint_of(organization, job_id, checkpoint_id)
@@ -229,11 +234,7 @@ def _publish(
             app = App.objects.filter(publisher=organization, slug=app_slug).first()
             if app is None:
                 raise CheckpointNotFound("no such app of your organization")
-            commercial = (
-                app.visibility == AppVisibility.PUBLIC
-                or app.price_per_call_micros > 0
-                or app.price_per_1k_tokens_micros > 0
-            )
+            commercial = app.visibility == AppVisibility.PUBLIC or app.is_paid
             problems = license_problems(lineage) if commercial else []
             if problems:  # the new version would serve a public or paid app: the same rule as app_transition
                 raise LicenseForbidsPublishing(
@@ -254,6 +255,7 @@ def _publish(
                 price_per_call_micros=price_per_call_micros,
                 visibility=visibility,
                 price_per_1k_tokens_micros=price_per_1k_tokens_micros,
+                price_per_1k_prompt_tokens_micros=price_per_1k_prompt_tokens_micros,
                 example_request={"text": "第一条", "max_new_tokens": 32},
                 example_response={"output": "…", "tokens": 32},
             )

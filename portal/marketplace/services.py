@@ -112,12 +112,13 @@ def app_create(
     example_request: dict[str, Any] | None = None,
     example_response: dict[str, Any] | None = None,
     price_per_1k_tokens_micros: int = 0,
+    price_per_1k_prompt_tokens_micros: int = 0,
 ) -> App:
     """Create a draft app. Raises ``MarketplaceError`` for an invalid schema or a negative price."""
     authorize(user=user, organization=publisher, action=Action.APPS_PUBLISH)
     _validate_schema(input_schema)
     _validate_schema(output_schema)
-    if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0:
+    if price_per_call_micros < 0 or price_per_1k_tokens_micros < 0 or price_per_1k_prompt_tokens_micros < 0:
         raise MarketplaceError(_("Prices cannot be negative."))
     base = ascii_slug(name, max_length=60, fallback="app")
     if base in RESERVED_SLUGS:
@@ -137,6 +138,7 @@ def app_create(
             output_schema=output_schema,
             price_per_call_micros=price_per_call_micros,
             price_per_1k_tokens_micros=price_per_1k_tokens_micros,
+            price_per_1k_prompt_tokens_micros=price_per_1k_prompt_tokens_micros,
             visibility=visibility,
             example_request=example_request or {},
             example_response=example_response or {},
@@ -271,11 +273,7 @@ def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | N
             version = app.versions.filter(active=True).first()
             if version is None:
                 raise MarketplaceError(_("The app has no ready version to serve calls."))
-            commercial = (
-                app.visibility == AppVisibility.PUBLIC
-                or app.price_per_call_micros > 0
-                or app.price_per_1k_tokens_micros > 0
-            )
+            commercial = app.visibility == AppVisibility.PUBLIC or app.is_paid
             problems = license_problems(version.lineage) if commercial else []
             if problems:
                 raise LicenseForbidsPublishing(

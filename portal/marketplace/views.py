@@ -21,6 +21,7 @@ from portal.lib.http import AuthedHttpRequest
 from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
+from portal.marketplace.openai_api import BASE_PATH
 from portal.marketplace.selectors import (
     app_for,
     app_of_publisher,
@@ -56,8 +57,11 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         "app": app,
         "form": TryForm(initial={"payload": app.example_request or {}}),
         "is_publisher": app.publisher_id == organization.pk,
-        "version": app.versions.filter(active=True).first(),
     }
+    version = app.versions.filter(active=True).first()
+    context["version"] = version
+    if version is not None and version.kind == ServingKind.CHECKPOINT:  # a model: the OpenAI-compatible API
+        context["openai"] = {"base_url": request.build_absolute_uri(BASE_PATH), "model": app.slug}
     if context["is_publisher"]:
         context["versions"] = app.versions.all()[:10]
         days = usage_per_day(app)
@@ -173,6 +177,7 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
                 price_per_call_micros=to_micros(d["price_per_call"]),
                 visibility=d["visibility"],
                 price_per_1k_tokens_micros=to_micros(d["price_per_1k_tokens"]),
+                price_per_1k_prompt_tokens_micros=to_micros(d["price_per_1k_prompt_tokens"]),
             )
         except services.MarketplaceError as exc:
             form.add_error(None, str(exc))

@@ -195,7 +195,8 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpu-portal partner API",
     "DESCRIPTION": "Wallet, datasets, GPU instances and training jobs. Authenticate with "
-    "`Authorization: Bearer <token>` (create tokens in the console).",
+    "`Authorization: Bearer <token>` (create tokens in the console). Published models also answer the OpenAI "
+    "API shape under `/api/v1/openai/v1` (point the `openai` client's `base_url` there; errors in OpenAI's shape).",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",
@@ -347,6 +348,9 @@ APP_MAX_RESPONSE_BYTES = env_int("APP_MAX_RESPONSE_BYTES", 1024 * 1024, minimum=
 APP_MAX_REQUEST_BYTES = env_int("APP_MAX_REQUEST_BYTES", 64 * 1024, minimum=1024)
 # The most tokens one call is charged for at an app's price per 1,000 tokens (held while the call runs).
 APP_MAX_BILLED_TOKENS = env_int("APP_MAX_BILLED_TOKENS", 4096, minimum=1)
+# OpenAI-compatible streams (portal.marketplace.completions): while no token comes for this long the portal sends
+# an SSE comment, so a client that went away is noticed (and the model server told) within two of them.
+APP_STREAM_HEARTBEAT_MS = env_int("APP_STREAM_HEARTBEAT_MS", 100, minimum=10)
 APP_MONTHLY_CAP_MICROS = env_int("APP_MONTHLY_CAP_CNY", 0, minimum=0) * 1_000_000  # 0 = no cap
 APP_ALLOW_HTTP_ENDPOINTS = env_bool("APP_ALLOW_HTTP_ENDPOINTS", False)  # development only: lifts the address rule too
 # Outgoing calls to URLs users give (webhooks, external app endpoints; portal.lib.egress): networks of the
@@ -366,7 +370,10 @@ APP_DEPLOYMENTS_OPTIONS: dict[str, object] = (
         "image": env_str("APP_K8S_IMAGE", ""),
         "model_claim": env_str("APP_K8S_MODEL_CLAIM", ""),
         "model_subpath": env_str("APP_K8S_MODEL_SUBPATH", ""),
-        "gpus": env_int("APP_K8S_GPUS", 0, minimum=0),
+        # vLLM's OpenAI-compatible server (official image, GPUs) or "portal" (the training image's own server)
+        "engine": env_str("APP_K8S_ENGINE", "vllm"),
+        "vllm_image": env_str("APP_K8S_VLLM_IMAGE", ""),  # "" = instances.serving.kubernetes.VLLM_IMAGE
+        "gpus": env_int("APP_K8S_GPUS", 1 if env_str("APP_K8S_ENGINE", "vllm") == "vllm" else 0, minimum=0),
     }
 )
 APP_SERVER_MAX_RESTARTS = env_int("APP_SERVER_MAX_RESTARTS", 3, minimum=1)  # failed in a row → "unhealthy"

@@ -4,7 +4,7 @@ The API server is replaced by a local HTTP stand-in (pytest-httpserver) spoken t
 as the compute backend's tests do (``tests/instances/test_kubernetes_backend.py``); the bodies the client sends
 are validated strictly against the Kubernetes OpenAPI schema (``kubernetes-validate``). A real cluster adds
 what the stand-in only reports: scheduling the pod, pulling the image, mounting the model claim, running the
-readiness probe against ``/healthz`` and the Deployment controller's rollout; and the portal would reach the
+readiness probe against ``/health`` and the Deployment controller's rollout; and the portal would reach the
 Service by cluster DNS (``http://<name>.<namespace>.svc``).
 """
 
@@ -110,6 +110,8 @@ def test_start_applies_the_deployment_and_service_waits_for_a_ready_replica_and_
         "model_claim": "app-models",
         "model_path": "apps/legal/v1",
         "image": IMAGE,
+        "engine": "portal",
+        "served_model": NAME,
     }
     sent = [json.loads(req.get_data()) for req, _ in httpserver.log[:2]]
     assert sent == deployments.manifests(name=NAME, model_dir=export)

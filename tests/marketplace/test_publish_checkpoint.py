@@ -10,23 +10,15 @@ A real deployment adds: a GPU (the tiny model runs on the CPU here), a worker pr
 from __future__ import annotations
 
 import json
-import os
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
 import pytest
 from rest_framework.test import APIClient
+from serving_support import LEGAL, SHARDS_REL, STEPS  # noqa: F401 - LEGAL: other tests import it from here
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
-from runtime_support import Job  # the runtime tests' torchrun launcher
-
-CORPORA = Path(os.environ.get("PORTAL_CORPORA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "corpora")
-LEGAL = CORPORA / "legal" / "legal_zh_lawrefbook.jsonl"
-STEPS = 40
-SHARDS_REL = "datasets/legal-laws/v1/shards"
 ATTRIBUTION = "法律法规文本来自 LawRefBook 项目（公有领域）"
 PROMPT = "第一条 为了规范合同行为"
 
@@ -35,68 +27,10 @@ PROMPT = "第一条 为了规范合同行为"
 
 
 @pytest.fixture(scope="module")
-def trained(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Byte-level BPE tokenizer (1,024 ids) and token shards of ~300 kB of the legal corpus under
-    ``<root>/<SHARDS_REL>``, and a tiny Llama trained on them for ``STEPS`` steps (DDP, one process),
-    checkpointed at the last step. Returns root, checkpoint folder, step and loss."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
-    from instances.runtime.shards import ShardWriter
-
-    if not LEGAL.exists():
-        pytest.skip(f"corpus {LEGAL} not found (set PORTAL_CORPORA_DIR)")
-    texts, size = [], 0
-    with open(LEGAL, encoding="utf-8") as fh:
-        for line in fh:
-            texts.append(json.loads(line)["text"][:20_000])
-            size += len(texts[-1].encode())
-            if size >= 300_000:
-                break
-    root = tmp_path_factory.mktemp("publish")
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        texts,
-        trainers.BpeTrainer(
-            vocab_size=1024, special_tokens=["<eos>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-        ),
-    )
-    shards = root / SHARDS_REL
-    shards.mkdir(parents=True)
-    tok.save(str(shards / "tokenizer.json"))
-    with ShardWriter(
-        shards,
-        vocab_size=tok.get_vocab_size(),
-        eos_id=tok.token_to_id("<eos>"),
-        shard_tokens=50_000,
-        tokenizer_file="tokenizer.json",
-    ) as w:
-        for enc in tok.encode_batch(texts):
-            w.add_document(enc.ids)
-    cfg = {
-        "model": "tiny",
-        "data": [str(shards)],
-        "checkpoint_dir": str(root / "checkpoints"),
-        "seq_len": 64,
-        "micro_batch": 8,
-        "max_steps": STEPS,
-        "seed": 7,
-        "lr": 3e-3,
-        "warmup_steps": 4,
-        "engine": "ddp",
-        "checkpoint_every_minutes": 0,
-        "checkpoint_every_steps": STEPS,
-        "keep_last": 1,
-        "log_every_steps": 10,
-        "async_save": False,
-    }
-    job = Job(cfg, root / "work", nproc=1)
-    assert job.wait(timeout=180) == 0, job.output()
-    events = [json.loads(line) for line in (root / "work" / "events.jsonl").read_text().splitlines()]
-    saved = [e for e in events if e["type"] == "checkpoint"]
-    assert [e["step"] for e in saved] == [STEPS]
-    return {"root": root, "checkpoint": saved[0]["path"], "step": STEPS, "loss": saved[0]["loss"]}
+def trained(tiny_model: dict[str, Any]) -> dict[str, Any]:
+    """The tiny model trained by the runtime (``conftest.tiny_model``: tokenizer, shards under ``SHARDS_REL`` of
+    ``root``, the checkpoint at the last step), shared with the other serving tests of this process."""
+    return tiny_model
 
 
 # --- database rows: a licensed dataset version, a training job that mounted it, its checkpoint ---------------
@@ -456,6 +390,6 @@ def test_the_kubernetes_deployment_and_service_validate_strictly(version: str, g
         assert kubernetes_validate.validate(manifest, version, strict=True) == version[:4]
     container = manifests[0]["spec"]["template"]["spec"]["containers"][0]
     assert container["command"][:4] == ["python", "-m", "instances.serving.server", "serve"]
-    assert container["readinessProbe"]["httpGet"] == {"path": "/healthz", "port": 8080}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": 8080}
     assert ("nvidia.com/gpu" in container["resources"]["limits"]) is bool(gpus)
     assert manifests[1]["spec"]["ports"] == [{"name": "http", "port": 80, "targetPort": 8080}]

@@ -16,7 +16,15 @@ from .blank_enum import BlankEnum
 from .call import Call
 from .call_status_enum import CallStatusEnum
 from .category_enum import CategoryEnum
+from .chat_completion_request_request import ChatCompletionRequestRequest
+from .chat_completion_request_request_stream_options_type_0 import (
+    ChatCompletionRequestRequestStreamOptionsType0,
+)
 from .checkpoint import Checkpoint
+from .completion_request_request import CompletionRequestRequest
+from .completion_request_request_stream_options_type_0 import (
+    CompletionRequestRequestStreamOptionsType0,
+)
 from .dataset import Dataset
 from .dataset_latest_version_type_0 import DatasetLatestVersionType0
 from .dataset_version import DatasetVersion
@@ -52,6 +60,14 @@ from .mode_enum import ModeEnum
 from .model_preset_enum import ModelPresetEnum
 from .mount import Mount
 from .mount_create_request import MountCreateRequest
+from .open_ai_error import OpenAIError
+from .open_ai_error_error import OpenAIErrorError
+from .openai_chat_completions_create_response_200 import (
+    OpenaiChatCompletionsCreateResponse200,
+)
+from .openai_completions_create_response_200 import OpenaiCompletionsCreateResponse200
+from .openai_models_list_response_200 import OpenaiModelsListResponse200
+from .openai_models_retrieve_response_200 import OpenaiModelsRetrieveResponse200
 from .outcome_enum import OutcomeEnum
 from .paginated_agreement_list import PaginatedAgreementList
 from .paginated_api_token_list import PaginatedApiTokenList
@@ -130,7 +146,11 @@ __all__ = (
     "Call",
     "CallStatusEnum",
     "CategoryEnum",
+    "ChatCompletionRequestRequest",
+    "ChatCompletionRequestRequestStreamOptionsType0",
     "Checkpoint",
+    "CompletionRequestRequest",
+    "CompletionRequestRequestStreamOptionsType0",
     "Dataset",
     "DatasetLatestVersionType0",
     "DatasetVersion",
@@ -166,6 +186,12 @@ __all__ = (
     "ModelPresetEnum",
     "Mount",
     "MountCreateRequest",
+    "OpenAIError",
+    "OpenAIErrorError",
+    "OpenaiChatCompletionsCreateResponse200",
+    "OpenaiCompletionsCreateResponse200",
+    "OpenaiModelsListResponse200",
+    "OpenaiModelsRetrieveResponse200",
     "OutcomeEnum",
     "PaginatedAgreementList",
     "PaginatedApiTokenList",

@@ -26,8 +26,11 @@ class App:
             * `general` - General
         publisher (str):
         price_per_call (str):
-        price_per_1k_tokens (str): CNY per 1,000 tokens the app's output reports (``tokens``), on top of the price per
-            call.
+        price_per_1k_tokens (str): CNY per 1,000 completion tokens (the ``tokens`` an invoke's output reports, the
+            ``completion_tokens`` of
+            the OpenAI-compatible API's usage), on top of the price per call.
+        price_per_1k_prompt_tokens (str): CNY per 1,000 prompt tokens of the OpenAI-compatible API
+            (``usage.prompt_tokens``).
         description (str | Unset):
         visibility (AppVisibilityEnum | Unset): * `private` - Private to the organization
             * `public` - Public in the marketplace
@@ -48,6 +51,7 @@ class App:
     publisher: str
     price_per_call: str
     price_per_1k_tokens: str
+    price_per_1k_prompt_tokens: str
     description: str | Unset = UNSET
     visibility: AppVisibilityEnum | Unset = UNSET
     state: AppStateEnum | Unset = UNSET
@@ -70,6 +74,8 @@ class App:
         price_per_call = self.price_per_call
 
         price_per_1k_tokens = self.price_per_1k_tokens
+
+        price_per_1k_prompt_tokens = self.price_per_1k_prompt_tokens
 
         description = self.description
 
@@ -101,6 +107,7 @@ class App:
                 "publisher": publisher,
                 "price_per_call": price_per_call,
                 "price_per_1k_tokens": price_per_1k_tokens,
+                "price_per_1k_prompt_tokens": price_per_1k_prompt_tokens,
             }
         )
         if description is not UNSET:
@@ -137,6 +144,8 @@ class App:
 
         price_per_1k_tokens = d.pop("price_per_1k_tokens")
 
+        price_per_1k_prompt_tokens = d.pop("price_per_1k_prompt_tokens")
+
         description = d.pop("description", UNSET)
 
         _visibility = d.pop("visibility", UNSET)
@@ -170,6 +179,7 @@ class App:
             publisher=publisher,
             price_per_call=price_per_call,
             price_per_1k_tokens=price_per_1k_tokens,
+            price_per_1k_prompt_tokens=price_per_1k_prompt_tokens,
             description=description,
             visibility=visibility,
             state=state,

@@ -24,7 +24,8 @@ class Call:
         status (CallStatusEnum | Unset): * `reserved` - Reserved
             * `succeeded` - Succeeded
             * `failed` - Failed
-        billed_tokens (int | None | Unset): tokens charged at the app's price per 1,000 tokens
+        billed_tokens (int | None | Unset): completion tokens charged at the app's price per 1,000 tokens
+        prompt_tokens (int | None | Unset): prompt tokens charged at the app's price per 1,000 prompt tokens
         latency_ms (int | None | Unset):
         error_code (str | Unset):
         created_at (datetime.datetime | Unset):
@@ -36,6 +37,7 @@ class Call:
     price_micros: int
     status: CallStatusEnum | Unset = UNSET
     billed_tokens: int | None | Unset = UNSET
+    prompt_tokens: int | None | Unset = UNSET
     latency_ms: int | None | Unset = UNSET
     error_code: str | Unset = UNSET
     created_at: datetime.datetime | Unset = UNSET
@@ -59,6 +61,12 @@ class Call:
             billed_tokens = UNSET
         else:
             billed_tokens = self.billed_tokens
+
+        prompt_tokens: int | None | Unset
+        if isinstance(self.prompt_tokens, Unset):
+            prompt_tokens = UNSET
+        else:
+            prompt_tokens = self.prompt_tokens
 
         latency_ms: int | None | Unset
         if isinstance(self.latency_ms, Unset):
@@ -86,6 +94,8 @@ class Call:
             field_dict["status"] = status
         if billed_tokens is not UNSET:
             field_dict["billed_tokens"] = billed_tokens
+        if prompt_tokens is not UNSET:
+            field_dict["prompt_tokens"] = prompt_tokens
         if latency_ms is not UNSET:
             field_dict["latency_ms"] = latency_ms
         if error_code is not UNSET:
@@ -122,6 +132,15 @@ class Call:
 
         billed_tokens = _parse_billed_tokens(d.pop("billed_tokens", UNSET))
 
+        def _parse_prompt_tokens(data: object) -> int | None | Unset:
+            if data is None:
+                return data
+            if isinstance(data, Unset):
+                return data
+            return cast(int | None | Unset, data)
+
+        prompt_tokens = _parse_prompt_tokens(d.pop("prompt_tokens", UNSET))
+
         def _parse_latency_ms(data: object) -> int | None | Unset:
             if data is None:
                 return data
@@ -147,6 +166,7 @@ class Call:
             price_micros=price_micros,
             status=status,
             billed_tokens=billed_tokens,
+            prompt_tokens=prompt_tokens,
             latency_ms=latency_ms,
             error_code=error_code,
             created_at=created_at,

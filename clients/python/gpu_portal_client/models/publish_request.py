@@ -29,6 +29,8 @@ class PublishRequest:
         price_per_call (str | Unset):  Default: '0.000000'.
         price_per_1k_tokens (str | Unset): CNY per 1,000 generated tokens, on top of the price per call Default:
             '0.000000'.
+        price_per_1k_prompt_tokens (str | Unset): CNY per 1,000 prompt tokens of the OpenAI-compatible API, on top of
+            the price per call Default: '0.000000'.
         visibility (AppVisibilityEnum | Unset): * `private` - Private to the organization
             * `public` - Public in the marketplace Default: AppVisibilityEnum.PRIVATE.
     """
@@ -41,6 +43,7 @@ class PublishRequest:
     description: str | Unset = ""
     price_per_call: str | Unset = "0.000000"
     price_per_1k_tokens: str | Unset = "0.000000"
+    price_per_1k_prompt_tokens: str | Unset = "0.000000"
     visibility: AppVisibilityEnum | Unset = AppVisibilityEnum.PRIVATE
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
 
@@ -62,6 +65,8 @@ class PublishRequest:
         price_per_call = self.price_per_call
 
         price_per_1k_tokens = self.price_per_1k_tokens
+
+        price_per_1k_prompt_tokens = self.price_per_1k_prompt_tokens
 
         visibility: str | Unset = UNSET
         if not isinstance(self.visibility, Unset):
@@ -87,6 +92,8 @@ class PublishRequest:
             field_dict["price_per_call"] = price_per_call
         if price_per_1k_tokens is not UNSET:
             field_dict["price_per_1k_tokens"] = price_per_1k_tokens
+        if price_per_1k_prompt_tokens is not UNSET:
+            field_dict["price_per_1k_prompt_tokens"] = price_per_1k_prompt_tokens
         if visibility is not UNSET:
             field_dict["visibility"] = visibility
 
@@ -116,6 +123,8 @@ class PublishRequest:
 
         price_per_1k_tokens = d.pop("price_per_1k_tokens", UNSET)
 
+        price_per_1k_prompt_tokens = d.pop("price_per_1k_prompt_tokens", UNSET)
+
         _visibility = d.pop("visibility", UNSET)
         visibility: AppVisibilityEnum | Unset
         if isinstance(_visibility, Unset):
@@ -132,6 +141,7 @@ class PublishRequest:
             description=description,
             price_per_call=price_per_call,
             price_per_1k_tokens=price_per_1k_tokens,
+            price_per_1k_prompt_tokens=price_per_1k_prompt_tokens,
             visibility=visibility,
         )
 
