@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .checks import id_check_char, id_number_valid, luhn_valid
+from .names import detect_name
 from .normalize import Normalized, normalize
 from .numbers import (
     Hit,
@@ -43,7 +44,7 @@ from .numbers import (
     detect_passport,
     detect_phone,
 )
-from .text import detect_address, detect_birth_date, detect_name
+from .text import detect_address, detect_birth_date
 
 __all__ = [
     "PII_TYPES",
