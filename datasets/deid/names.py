@@ -59,6 +59,8 @@ SINGLE_SURNAMES = frozenset(
     "盛曲翁冉骆蓝路游辛靳管柴蒙鲍华喻祁蒲房滕屈饶解牟艾尤阳时穆农司卓古吉缪简车项连芦麦褚娄窦戚岑景党宫费卜冷"
     "晏席卫米柏宗瞿桂全佟应臧闵苟邬边卞姬师和仇栾隋商刁沙荣巫寇桑郎甄丛仲虞敖巩明佘池查麻苑迟邝"
     "萧廉祖房郎谈傅赖阎胥储闻逄綦訾郜扈宦冀郏浦晁阚鞠蒯竺逯桓揭宿荀邸邴於臧嵇濮隗钮蔺昝贲帅廉蔚佟元"
+    "洪辜丘晋畅奚屠郁糜鄢稽冼栗谌植燕匡"
+    "位来木花计乐封原官衣楚台僧银扬伏习保强井练敬母乌诸薄"
 )
 COMPOUND_SURNAMES = _words(
     """
@@ -77,11 +79,11 @@ NAME_CHARS = frozenset(
     "淑惠贤慧娇婉媛婵娥秀巧美珠翠琼瑾瑜璇璟琰瑛瑶玲珊珂琦琳琬卿清澜澄洁滢潇湘漪沁泓洪涛波浪"
     "永长正振兴国民华中立延廷彦义仁礼智信忠孝勇毅诚实守仲伯叔季元亨利贞福禄寿喜财金银"
     "小大晓少思梦若如紫雅诗书画琴棋心怡静宁和顺"
-    "雷鹰鹤虎彪豹熊鹏燕莺鸣岚岩峻崇嵩川江河湖溪涌浩淼源润泉汉洲渊沛霖露霜霞虹彩蓝青碧翠红丹朱紫"
+    "雷鹰鹤虎彪豹熊鹏燕莺鸣岚岩峻崇嵩川江溪涌浩淼源润泉汉洲渊沛霖露霜霞虹彩蓝青碧翠红丹朱紫"
     "俭勋杭桐楷榕槐樟梧棠桦柳杨桃李杏梨芹芷苇荣蔚蓬萱蕾艾茵苗莺婧娟嫣婕婉媚婷娅娜姗妤姝娴霓晴晶昭晨曦映"
     "舒畅达通顺利胜强刚毅威武雄豪杰俊英贤良才艺术学敬钦宗耀光辉煌亮鑫铭钧锐钰铎锦镇磊"
     "冰凝菁蓓莹萌萍茂芸菊蓉荔莉蒙欢想帅群超越迪卫东宝珍荣华富贵"
-    "花香枝娣妹凤菊秀"
+    "花香枝娣妹凤菊秀贝鹃昕晗玥淇炜烨珏琛瑄舟骁珺钊沫"
 )
 # Words that start with a surname character and follow a role word in ordinary prose; the dictionary's
 # own everyday words tagged ``nr``.
@@ -118,7 +120,9 @@ _STOP = frozenset(
     "「」『』“”\"'《》<>[]【】 \t\r\n/\\|-—·…之其该此某\ue000"
 )
 # Single surnames that are also everyday function words or verb starts (和正在, 许可, 向法庭, 时报告 …).
-_WEAK_SURNAMES = frozenset("和于向时应任全查许解付康申及以从关常元党")
+_WEAK_SURNAMES = frozenset(
+    "和于向时应任全查许解付康申及以从关常元党位来木花计乐封原官衣楚台僧银扬伏习保强井练敬母乌诸薄"
+)
 _HONORIFIC = r"(?:先生|女士|同志|小姐)"
 _TITLES = _words(
     """
@@ -155,7 +159,7 @@ _LIGHT_ROLES = _words("联系 致电 感谢 通知 转给 找 约了")  # need t
 # What follows a name at the head of a record or in a sentence about the person.
 _AFTER_NAME_RE = re.compile(
     r"[，,]\s*(?:男|女|工号|身份证|性别|出生|现住|住|汉族|年龄|电话|手机|联系|证件|护照|邮箱|职务|岗位|\d{1,3}岁)"
-    r"|(?:说|表示|称|反映|反馈|同意|来电|致电|签字|签名|到庭|出庭|作证|入职|离职|打卡|回复|批准|请假|报名|确认|提交|"
+    r"|(?:说|表示|称|反映|反馈|同意|来电|致电|签字|签名|到庭|出庭|作证|入职|离职|打卡|回复|请假|报名|确认|提交|"
     r"已转|收到|发来|打电话|的电话|的手机|的身份证|的银行卡|名下|本人|体温|神志|术后)"
 )
 # An organisation or place word right after a candidate: the candidate is part of its name.
@@ -165,9 +169,11 @@ _ORG_AFTER_RE = re.compile(
     r"研究|实验|科技|电子|信息|传媒|网络|软件|国际|贸易|文化|教育|基金|资本|控股|证券|保险)"
 )
 _CJK_CHAR = re.compile(r"[\u4e00-\u9fff]")
+_CELL_RE = re.compile(r"(?:^|(?<=[｜|\t]))[ \u3000]*(?P<cell>[\u4e00-\u9fff]{2,4})[ \u3000]*(?=[｜|\t]|$)")
 _RECORD_HEAD_RE = re.compile(r"(?:^|(?<=[：:。；;\t|｜]))\s*")
 _RECORD_AFTER_RE = re.compile(
-    r"[，,（(]\s*(?:男|女|工号|身份证|性别|出生|现住|汉族|年龄|电话|手机|证件|护照|\d{1,3}岁|\d{4}年\d{1,2}月)"
+    r"[，,（(]\s*(?:男|女|工号|身份证|性别|出生|现住|汉族|年龄|电话|手机|证件|护照|个人编号|\d{1,3}岁|\d{4}年\d{1,2}月)"
+    r"|于\s?\d|将"
 )
 
 
@@ -192,6 +198,7 @@ def _shape_ok(cand: str) -> bool:
         and cand not in PUBLIC_FIGURES
         and cand not in _PLACEHOLDER_NAMES
         and _TITLE_RE.match(cand, sl) is None  # 王老师, 李医生: a surname and a title
+        and cand[-1] not in "湖镇村乡县市区省庄屯寨湾岛港桥路街"  # 邱家湖, 金泽镇: places
     )
 
 
@@ -252,7 +259,24 @@ class _Line:
         if i in self.bounds or i <= 0 or i >= len(self.text):
             return True
         outside = self.text[i - 1] if side == "start" else self.text[i]
-        return outside in _STOP or not _CJK_CHAR.match(outside)
+        if side == "end" and (_AFTER_NAME_RE.match(self.text, i) or _TITLE_RE.match(self.text, i)):
+            return True  # 李芳|名下: the tagger read 芳名
+        return outside in _CLOSING or outside in _CLAUSE_END or not _CJK_CHAR.match(outside)
+
+    def org_follows(self, e: int) -> bool:
+        """An organisation's name continues after ``e`` (``万迅电脑传媒有限公司``): an organisation word in
+        the words that follow, up to a verb, preposition, conjunction or punctuation (``叶超现委托…公司``)."""
+        ends = sorted(self.bounds)
+        i, run = e, ""
+        while i < len(self.text) and len(run) < 12:
+            nxt = next((b for b in ends if b > i), len(self.text))
+            tag = self.tag_at.get(i, "n")
+            word = self.text[i:nxt]
+            if tag[:1] in ("p", "c", "u", "x", "m") or not _CJK_CHAR.match(word[:1]) or word[0] in _CLOSING:
+                break
+            run += word
+            i = nxt
+        return _ORG_WORDS_RE.search(run) is not None
 
     def follower_ok(self, e: int) -> bool:
         """What follows ``e`` may follow a person's name: punctuation, a function word, a verb, a title."""
@@ -300,7 +324,9 @@ class _Line:
         return -1
 
 
-_CLAUSE_END = frozenset("，,。；;：:、（(）)\n\r\t 　\ue000")
+# Function words after which a name has ended (的, 于, 与, 诉, 现 委托 …).
+_CLOSING = frozenset("的于在与和及诉述辩等称向对因为是系被已将现就")
+_CLAUSE_END = frozenset("，,。；;：:、（(）)｜|\n\r\t 　\ue000")
 
 
 def _accept(line: _Line, s: int, e: int, *, strong: bool, role: bool = False) -> bool:
@@ -309,7 +335,7 @@ def _accept(line: _Line, s: int, e: int, *, strong: bool, role: bool = False) ->
     speech or record …) unless the tagger's HMM found it, or it follows a ``role`` word and is no word of
     the dictionary (``快递员叶洁态度差``; but ``被执行人迟延履行``)."""
     cand = line.text[s:e]
-    if not _shape_ok(cand) or _org_follows(line.text, e) or line.text[s - 1 : s] == "@":
+    if not _shape_ok(cand) or line.org_follows(e) or line.text[s - 1 : s] == "@":
         return False  # @张伟: an account's handle
     tagged = line.nr.get(s) == e
     if strong:
@@ -317,33 +343,30 @@ def _accept(line: _Line, s: int, e: int, *, strong: bool, role: bool = False) ->
     closed = (
         e >= len(line.text)
         or line.text[e] in _CLAUSE_END
-        or line.text[e] in "的于在与和及诉等称向对因为是系被已将"
+        or line.text[e] in _CLOSING
         or _TITLE_RE.match(line.text, e) is not None
         or _AFTER_NAME_RE.match(line.text, e) is not None
     )
-    if cand[0] in _WEAK_SURNAMES and _surname_len(cand) == 1:  # 和正在, 于是: not after 的/于/在
-        return (tagged or (role and _given_ok(cand))) and closed and line.text[e : e + 1] not in ("的", "于", "在")
+    weak = cand[0] in _WEAK_SURNAMES and _surname_len(cand) == 1
+    if weak and len(cand) == 3 and _given_ok(cand) and (tagged or not _in_dictionary()(cand[1:])):
+        weak = False  # 诸秀云, 许海燕: two given-name characters leave no everyday word (but 向中国)
+    if weak:  # 和正在, 于是, 来源: tagged or after a role, closed, not before 的/于/在
+        ok = tagged or (role and _given_ok(cand) and not _in_dictionary()(cand))
+        return ok and closed and line.text[e : e + 1] not in ("的", "于", "在")
+    if _in_dictionary()(cand) and not (tagged and len(cand) == 3):
+        # A word of the dictionary (迟延, 游乐, 文书, but also 张飞, 苏丹) is a name only as a field's value:
+        # before a comma, a full stop, a bracket or an identifier (车主张飞，; not 收货人迟延、拒绝, 乘客游乐的).
+        return e >= len(line.text) or line.text[e] in "，,。；;（(）):：｜|\n\t \ue000"
     if s in line.nr_oov and tagged:
-        return closed or line.follower_ok(e)  # a name the tagger's HMM found: any word a name can precede
-    if role and _given_ok(cand) and not _in_dictionary()(cand):
-        return True
+        return role or closed or line.follower_ok(e)  # a name the tagger's HMM found: any word a name can precede
+    if role and _given_ok(cand):
+        return True  # after a role word, no dictionary word: 快递员叶洁态度差
     return (tagged or _given_ok(cand)) and closed
 
 
 _ORG_WORDS_RE = re.compile(
     r"有限|股份|公司|集团|银行|医院|大学|学院|事务所|研究院|研究所|委员会|政府|法院|检察院|派出所|看守所|协会|商会|基金会"
 )
-
-
-def _org_follows(text: str, e: int) -> bool:
-    """An organisation's name continues after ``e`` (``万迅电脑传媒有限公司``): an organisation word in the
-    unbroken Han run that follows."""
-    run = ""
-    for c in text[e : e + 12]:
-        if not "\u4e00" <= c <= "\u9fff" or c in "与和及诉的对向":
-            break
-        run += c
-    return _ORG_WORDS_RE.search(run) is not None
 
 
 def _speaker_spans(line: _Line) -> Iterator[tuple[int, int]]:
@@ -366,6 +389,15 @@ def _speaker_spans(line: _Line) -> Iterator[tuple[int, int]]:
     rest = text[e:]
     if rest[:1] in ":：" or not rest.strip() or (datetime_spans(rest[:30])[:1] and rest[:1] == " "):
         yield head, e
+
+
+def _two_char_alone(raw: str, s: int, e: int) -> bool:
+    """A two-character name without any other evidence stands as a clause of its own: after a clause start
+    and before a clause end, a title or a verb of speech (``…一下邓超群和孟婷``, not ``加强师德修养``)."""
+    before_ok = s == 0 or (raw[s - 1] in _CLAUSE_END and raw[s - 1] != "、") or raw[s - 1] in "和与及"
+    after_ok = e >= len(raw) or (raw[e] in _CLAUSE_END and raw[e] != "、")
+    after_ok = after_ok or bool(_AFTER_NAME_RE.match(raw, e) or _TITLE_RE.match(raw, e))
+    return before_ok and after_ok
 
 
 # Rules whose names are looked for again in the rest of the text (strong evidence only).
@@ -401,20 +433,32 @@ def _chinese_names(work: str) -> Iterator[Hit]:
             e = line.candidate_at(i, loose=colon and role in _FIELD_LABELS | _ROLE_WORDS - _LIGHT_ROLES)
             if not e:
                 continue
-            start_ok = line.boundary(m.start(), side="start")
+            start_ok = m.start() in line.bounds or not _CJK_CHAR.match(raw[m.start() - 1])
             if not start_ok and not colon:
                 continue
-            if role in _LIGHT_ROLES and line.nr.get(i) != e and (e < len(raw) and raw[e] not in _CLAUSE_END):
-                continue
+            end_ok = m.end() in line.bounds or i in line.nr or e >= len(raw) or raw[e] in _CLAUSE_END
+            if not end_ok and not colon:
+                continue  # 不同学段学生: the role word is part of other words
+            if (
+                role in _LIGHT_ROLES
+                and i not in line.nr_oov
+                and not ((e >= len(raw) or raw[e] in _CLAUSE_END) and not _in_dictionary()(raw[i:e]))
+            ):
+                continue  # 感谢/通知/转给 …: a name the tagger's HMM found, or no word before a clause end
             if not colon and role not in _LIGHT_ROLES and line.tag_before.get(m.end(), "n")[:1] in ("v", "p", "d"):
                 continue  # the role word is a verb here: 销售牟利, 审核通过
             if _accept(line, i, e, strong=colon and role not in _LIGHT_ROLES, role=role not in _LIGHT_ROLES):
-                keep(i, e, "name:label" if colon or role in _FIELD_LABELS else "name:role", 0.9 if colon else 0.85)
+                keep(i, e, "name:label" if colon else "name:role", 0.9 if colon else 0.85)
         for m in _RECORD_HEAD_RE.finditer(raw):  # the head of a record: 高远，男，… / 龙阳，工号…
             i = m.end()
             e = line.candidate_at(i)
             if e and _RECORD_AFTER_RE.match(raw, e) and _accept(line, i, e, strong=False):
                 keep(i, e, "name:record-head", 0.85)
+        for m in _CELL_RE.finditer(raw):  # a table cell holding a name alone: ｜莫小贝｜
+            i = m.start("cell")
+            e = line.candidate_at(i)
+            if e == m.end("cell") and _accept(line, i, e, strong=False):
+                keep(i, e, "name:cell", 0.8)
         for m in _TITLE_RE.finditer(raw):
             s = line.candidate_ending(m.start())
             if s >= 0 and _accept(line, s, m.start(), strong=False):
@@ -438,10 +482,11 @@ def _chinese_names(work: str) -> Iterator[Hit]:
                 and _given_ok(raw[s:e])
                 and raw[s] not in _WEAK_SURNAMES
                 and line.follower_ok(e)
+                and (e - s >= 3 or _two_char_alone(raw, s, e))
                 and raw[s - 1 : s] != "@"
                 and not _ORG_AFTER_RE.match(raw, e)
                 and not _TITLE_RE.match(raw, e - 1)
-                and not _org_follows(raw, e)
+                and not line.org_follows(e)
             ):
                 keep(s, e, "name:tagger", 0.75)
         # names listed with one already found: 姚文、陈雷 / 王芳和李娜
@@ -472,7 +517,7 @@ def _chinese_names(work: str) -> Iterator[Hit]:
                     line.offset + pos not in taken
                     and line.boundary(pos, side="start")
                     and line.boundary(end, side="end")
-                    and not _org_follows(line.text, end)
+                    and not line.org_follows(end)
                 ):
                     hits.append(Hit("NAME", line.offset + pos, line.offset + end, "name:same-name", 0.8))
                 pos = line.text.find(name, end)
@@ -500,15 +545,19 @@ _EN_CONTEXT = (
     r"|Mit freundlichen Grüßen|Viele Grüße|Beste Grüße|Mit kollegialen Grüßen|Signed|Thanks),?\s*\n\s*"
     r"|\b(?:patient|customer|tenant|owner|landlord|employee|cardholder|[Oo]fficer|complainant|witness|candidate"
     r"|manager|[Cc]onsultant|chaired by|referred by|seen by|signed by|spoke (?:to|with)|itinerary for|between|"
-    r"Tenant|Landlord|Cardholder|Complainant|Patient|Student name|[SDWC]/o)\s+(?=\S+ [A-Z])|(?:^|(?<=[.\n]))\s*I,\s+"
+    r"Tenant|Landlord|Cardholder|Complainant|Patient|Student name|Father's name|Mother's name|[SDWC]/o)\s+"
+    r"(?=\S+ [A-Z])|(?:^|(?<=[.\n,]))\s*I,\s+"
     r"|Signed,\s+|\bReferral for\s+)"
 )
 _EN_RE = re.compile(rf"{_EN_CONTEXT}(?:{_HON}\s+)?{_EN_NAME}")
 # A full name followed by what a form or statement says of a person (``Margaret Dunn, born …``).
 _EN_AFTER_RE = re.compile(
     rf"(?<![\w'’-]){_NAME_WORD} {_NAME_WORD}(?: {_NAME_WORD}){{0,2}}(?=,? \(?(?:(?:born|geboren|DOB|aged|Aadhaar|SSN"
-    r"|NI number|National Insurance)\b|geb\.|D\.O\.B|[SDW]/o))"
+    r"|NI number|National Insurance|phone|tel|mobile|e-?mail)\b|geb\.|D\.O\.B|[SDW]/o"
+    r"|(?<=\() ?(?:Owner|Tenant|Landlord|Licensee|Licensor|spouse|wife|husband|son|daughter|chair|Applicant)\)"
+    r"|is an? \d{1,3}-year-old))"
 )
+_EN_LIST_LABEL_RE = re.compile(r"(?:Present|Anwesend|Entschuldigt|Apologies from)\s*:")
 _EN_HON_RE = re.compile(rf"\b{_HON}\s+{_EN_NAME}")
 _EN_LIST_RE = re.compile(rf"(?:\s*\([^)\n]{{1,20}}\))?,\s+(?:{_HON}\s+)?{_EN_NAME}")
 _EN_NOT_NAMES = _words(
@@ -523,6 +572,7 @@ _EN_NOT_NAMES = _words(
     Yours Sincerely Mit Grüßen Viele Beste Bewerbung Rechnung Protokoll Anmeldung Termin Subject Respected Station
     House Branch Admission Minutes Incident Lease Payment Progress Emergency Ship Deliver Order Total Vehicle
     Travel Employment HIPAA Visa Mastercard Amex Herrn Mx Kumari Sri Wir Ich
+    Complainant Cardholder Witness Candidate Employee Student Father Mother Consultant Spouse
     """
 )
 _EN_TAIL_NOT = _words(
@@ -562,7 +612,7 @@ def _english_names(work: str) -> Iterator[Hit]:
                 continue
             s = m.start("name") + span[0]
             yield Hit("NAME", s, m.start("name") + span[1], rule, 0.85)
-            if work[m.start() : m.start("name")].rstrip().endswith(":"):  # a list: "Present: A (chair), B, C"
+            if _EN_LIST_LABEL_RE.match(work, m.start()):  # a list: "Present: A (chair), B, C"
                 pos = m.end("name")
                 while (n := _EN_LIST_RE.match(work, pos)) is not None:
                     span = _en_clean(n.group("name"))

@@ -144,7 +144,8 @@ def detect_ip(work: str) -> Iterator[Hit]:
     for m in _IPV4_RE.finditer(work):
         value = m.group()
         try:
-            ipaddress.IPv4Address(value)
+            if ipaddress.IPv4Address(value).is_loopback or value == "0.0.0.0":  # noqa: S104 - compared, not bound
+                continue  # identifies no machine but the reader's own
         except ValueError:
             continue
         ctx = before(work, m.start(), 12)
@@ -232,13 +233,18 @@ _KRRN_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}-[1-4]\d{6}" + _R)
 # any number's.
 _SI_LABEL_RE = re.compile(
     r"(?:(?:社会保障|社保|医保|医疗保险|参保)(?:卡|个人)?(?:号码|编号|卡号|电脑号|号)|个人电脑号|电脑号"
-    r"|(?<=[社医参]保)[^，。；;\n]{0,6}?个人编号|(?<=参保)人?编号)[\s:：]{0,3}(?=[0-9A-Z])"
+    r"|(?<=参保)人?编号)[\s:：]{0,3}(?=[0-9A-Z])"
 )
+# A record's own number field (个人编号, 人员编号) is a social-insurance number in a 社保/医保 record.
+_SI_FIELD_RE = re.compile(r"(?:个人编号|人员编号|参保编号)[\s:：]{0,3}(?=[0-9A-Z])")
+_SI_CONTEXT_RE = re.compile(r"社保|社会保险|社会保障|医保|医疗保险|参保")
 _SI_VALUE_RE = re.compile(r"[A-Z]?\d{4}(?: ?\d{4}){1,2}(?:\d{1,3})?|[A-Z]?\d{8,12}")
 
 
 def _social_insurance(work: str) -> Iterator[Hit]:
-    for lab in _SI_LABEL_RE.finditer(work):
+    labels = list(_SI_LABEL_RE.finditer(work))
+    labels += [m for m in _SI_FIELD_RE.finditer(work) if _has(_SI_CONTEXT_RE, before(work, m.start(), 40))]
+    for lab in labels:
         m = _SI_VALUE_RE.match(work, lab.end())
         if m is None or (m.end() < len(work) and work[m.end()].isalnum() and work[m.end()].isascii()):
             continue
@@ -357,12 +363,15 @@ _UNIT_AFTER = re.compile(
 )
 _MONEY_BEFORE = re.compile(r"(?:¥|￥|\$|€|£|人民币|金额|价款|合计|总计|共计|数量|股份|股数|余额|RMB|CNY|USD)\s*$")
 _CN_MOBILE_SHAPE = re.compile(r"1[3-9]\d[ \-]?\d{4}[ \-]?\d{4}$")
+_GERMAN = re.compile(r"[äöüß]|\b(?:Telefon|Straße|Herr|Frau|Sehr geehrte|Mit freundlichen|Anschrift|Rufnummer)\b")
 _CN_LOCAL_RE = re.compile(r"[2-8]\d{2,3}[ \-]?\d{4}")
 _EXT_RE = re.compile(r"(?:\s?(?:转|分机|ext\.?|x)\s?|-)\d{1,6}$")
 _NOT_PHONE_LABEL = re.compile(
     r"ISBN|ISSN|[Oo]rder|[Bb]atch|[Ll]ot|[Ii]nvoice|[Ss]erial|[Pp]art|SKU|订单|批号|批次|编号|流水|序列号|单号|代码|备案|备|文号"
 )
-_PHONE_LABEL = re.compile(r"电话|手机|联系|热线|传真|致电|拨打|座机|Tel|TEL|tel|[Pp]hone|[Mm]obile|[Cc]all|[Ff]ax")
+_PHONE_LABEL = re.compile(
+    r"电话|手机|联系|热线|传真|致电|拨打|座机|Tel|TEL|tel|[Pp]hone|[Mm]obile|[Cc]all|[Ff]ax|Mobil|Handy|Rufnummer"
+)
 _TRANS = str.maketrans("（）", "()")
 
 
@@ -405,7 +414,10 @@ def detect_phone(work: str) -> Iterator[Hit]:
             # phone word; phonenumbers cannot validate it without the area code.
             yield Hit("PHONE", m.start(), m.end(), "phone:CN-local+label", 0.9)
             continue
-        for i, region in enumerate(_REGIONS_ZH if zh else _REGIONS_EN):
+        regions = _REGIONS_ZH if zh else _REGIONS_EN
+        if not zh and _has(_GERMAN, work[max(0, m.start() - 200) : m.end() + 200]):
+            regions = ("DE", *(r for r in regions if r != "DE"))  # a German letter's 030 … is Berlin, not UK 03
+        for i, region in enumerate(regions):
             if i > 0 and not foreign_ok:
                 break
             found = list(PhoneNumberMatcher(text, region, leniency=Leniency.VALID))

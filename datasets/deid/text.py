@@ -64,14 +64,16 @@ _ADDR_LABELS = (
     "联系地址",
 )
 _ADDR_RE = re.compile(
-    r"(?:(?:" + "|".join(sorted(_ADDR_LABELS, key=len, reverse=True)) + r"|(?<=[，,。；;\s])住)[\s:：]{0,2}"
+    r"(?:(?:"
+    + "|".join(sorted(_ADDR_LABELS, key=len, reverse=True))
+    + r"|(?<=[，,。；;\s])住)[\s:：]{0,2}(?:为|是|在)?"
     r"|(?=" + "|".join(_PROVINCES) + "))"
     r"(?P<addr>(?:" + _CN + r"{2,4}?(?:省|自治区|特别行政区))?"
     r"(?:" + _CN + r"{2,5}?(?:市|自治州|地区|盟))?"
     r"(?:" + _CN + r"{1,6}?(?:区|县|旗|市))?"
     r"(?:" + _CN + r"{1,6}?(?:镇|乡|街道))?"
     r"(?:" + _CN + r"{1,8}?(?:村|社区|小区|开发区|园区))?"
-    r"[\u4e00-\u9fff0-9]{1,10}?(?:路|街|大道|道|巷|胡同|弄|里|村)[0-9]{1,5}(?:-[0-9]{1,5})?号"
+    r"[\u4e00-\u9fff0-9]{1,10}?(?:路|街|大道|道|巷|胡同|弄|里|村)(?:[一二三四五六七八九十]段)?[0-9]{1,5}(?:-[0-9]{1,5})?号"
     r"(?:院|大院)?(?:[0-9A-Z]{1,4}(?:栋|幢|座|号楼|楼))?(?:[0-9]{1,3}单元)?(?:[0-9]{1,5}(?:室|房|号))?)"
 )
 _EN_ADDR_RE = re.compile(
@@ -109,14 +111,19 @@ _IN_ADDR_RE = re.compile(
     r"(?<![\w])(?:(?:H\. ?No\.|House No\.|Flat No\.|Plot No\.|Door No\.|No\.) ?)?\d[\dA-Z/\-]{0,12},"
     rf"(?: {_PART},){{0,4}} {_PART} ?- ?\d{{6}}(?![\d])"
 )
-_DE_STREET = (
-    r"[A-ZÄÖÜ][\wäöüß.\-]*(?i:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer|chaussee|steig|pfad|markt|hof"
+_DE_SUFFIX = (
+    r"(?i:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer|chaussee|steig|pfad|markt|hof"
     r"|berg|tor|promenade|stieg|zeile|garten|park|kai|wall|graben|feld|bogen|anger|winkel|twiete|kamp)"
 )
+# A street: one word ending in a street word (``Lindenstraße``, ``Walter-Beyer-Ring``); right after a field
+# separator also two words (``Alte Landstraße``, ``Koch IIgasse``) — elsewhere a German noun may stand before it.
+_DE_STREET = rf"[A-ZÄÖÜ][\wäöüß.\-]*{_DE_SUFFIX}"
 _DE_ADDR_RE = re.compile(
-    rf"(?<![\w])(?:(?:Am|An der|Im|In der|Auf der|Unter den) [A-ZÄÖÜ][\wäöüß.\-]*|{_DE_STREET}) "
-    r"\d{1,4}[a-z]?(?:[-/]\d{1,4}[a-z]?)?, \d{5} [A-ZÄÖÜ][\wäöüß.\-]+"
-    r"(?:(?: (?:am|an der|im|in der|ob der|bei|vor der)) [A-ZÄÖÜ][\wäöüß.\-]+| \([A-ZÄÖÜ][\wäöüß.\-]+\))?"
+    rf"(?<![\w])(?:(?:Am|An der|Im|In der|Auf der|Unter den) [A-ZÄÖÜ][\wäöüß.\-]*|{_DE_STREET}"
+    rf"|(?:(?<=, )|(?<=: )|(?<=\n))[A-ZÄÖÜ][\wäöüß\-]* [\wäöüß.\-]*{_DE_SUFFIX}) "
+    r"\d{1,4}[a-z]?(?:[-/]\d{1,4}[a-z]?)?, \d{5} (?:Bad )?[A-ZÄÖÜ][\wäöüß\-]*(?:\.(?=\w))?[\wäöüß\-]*"
+    r"(?:(?: (?:am|an der|im|in der|ob der|bei|vor der)) [A-ZÄÖÜ][\wäöüß\-]+| \([A-ZÄÖÜ][\wäöüß.\-]+\)"
+    r"|(?<=er) [A-ZÄÖÜ][\wäöüß\-]+)?"
 )
 
 
