@@ -436,7 +436,11 @@ def _chinese_names(work: str) -> Iterator[Hit]:
             start_ok = m.start() in line.bounds or not _CJK_CHAR.match(raw[m.start() - 1])
             if not start_ok and not colon:
                 continue
-            end_ok = m.end() in line.bounds or i in line.nr or e >= len(raw) or raw[e] in _CLAUSE_END
+            # The role ends a word, or the name does (快递|员叶洁|态度: the tagger glued 员 to the name; but
+            # 不|同学|段|学生: 段学 would cut 学生).
+            end_ok = (
+                m.end() in line.bounds or i in line.nr or e in line.bounds or e >= len(raw) or raw[e] in _CLAUSE_END
+            )
             if not end_ok and not colon:
                 continue  # 不同学段学生: the role word is part of other words
             if (
@@ -546,7 +550,7 @@ _EN_CONTEXT = (
     r"|\b(?:patient|customer|tenant|owner|landlord|employee|cardholder|[Oo]fficer|complainant|witness|candidate"
     r"|manager|[Cc]onsultant|chaired by|referred by|seen by|signed by|spoke (?:to|with)|itinerary for|between|"
     r"Tenant|Landlord|Cardholder|Complainant|Patient|Student name|Father's name|Mother's name|[SDWC]/o)\s+"
-    r"(?=\S+ [A-Z])|(?:^|(?<=[.\n,]))\s*I,\s+"
+    rf"(?={_NAME_WORD} {_NAME_WORD})|(?:^|(?<=[.\n,]))\s*I,\s+"
     r"|Signed,\s+|\bReferral for\s+)"
 )
 _EN_RE = re.compile(rf"{_EN_CONTEXT}(?:{_HON}\s+)?{_EN_NAME}")

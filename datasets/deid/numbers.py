@@ -414,7 +414,7 @@ def detect_phone(work: str) -> Iterator[Hit]:
             # phone word; phonenumbers cannot validate it without the area code.
             yield Hit("PHONE", m.start(), m.end(), "phone:CN-local+label", 0.9)
             continue
-        regions = _REGIONS_ZH if zh else _REGIONS_EN
+        regions: tuple[str, ...] = _REGIONS_ZH if zh else _REGIONS_EN
         if not zh and _has(_GERMAN, work[max(0, m.start() - 200) : m.end() + 200]):
             regions = ("DE", *(r for r in regions if r != "DE"))  # a German letter's 030 … is Berlin, not UK 03
         for i, region in enumerate(regions):

@@ -111,6 +111,13 @@ _IN_ADDR_RE = re.compile(
     r"(?<![\w])(?:(?:H\. ?No\.|House No\.|Flat No\.|Plot No\.|Door No\.|No\.) ?)?\d[\dA-Z/\-]{0,12},"
     rf"(?: {_PART},){{0,4}} {_PART} ?- ?\d{{6}}(?![\d])"
 )
+# What makes a comma-separated run ending in 6 digits an Indian address: a house-number label or a locality
+# word in it, or an address label before it (``Volume 2 - 123456`` is none).
+_IN_HINT_RE = re.compile(
+    r"\b(?:H\. ?No|House No|Flat No|Plot No|Door No|No\.)|\b(?:Nagar|Road|Marg|Street|Cross|Colony|Layout|Lane|Chowk"
+    r"|Ganj|Zila|Path|Sector|Main|Circle|Bagh|Puram|Vihar|Enclave|Halli|Pally|Gali|Mohalla|Block|Phase|Market)\b"
+)
+_IN_LABEL_RE = re.compile(r"[Aa]ddress|residing at|resident of|R/o")
 _DE_SUFFIX = (
     r"(?i:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer|chaussee|steig|pfad|markt|hof"
     r"|berg|tor|promenade|stieg|zeile|garten|park|kai|wall|graben|feld|bogen|anger|winkel|twiete|kamp)"
@@ -147,7 +154,9 @@ def detect_address(work: str) -> Iterator[Hit]:
                 yield Hit("ADDRESS", m.start(), m.end(), "address:us-zip", 0.85)
         if "-" in work:
             for m in _IN_ADDR_RE.finditer(work):
-                yield Hit("ADDRESS", m.start(), m.end(), "address:in-pin", 0.8)
+                ctx = work[max(0, m.start() - 30) : m.start()]
+                if _IN_HINT_RE.search(m.group()) or _IN_LABEL_RE.search(ctx):
+                    yield Hit("ADDRESS", m.start(), m.end(), "address:in-pin", 0.8)
         for m in _DE_ADDR_RE.finditer(work):
             yield Hit("ADDRESS", m.start(), m.end(), "address:de-plz", 0.85)
 

@@ -57,3 +57,65 @@ def test_the_generator_leaves_the_frozen_part_alone(tmp_path: Path, monkeypatch:
     assert generate.main([]) == 0
     assert (tmp_path / "test.jsonl").read_bytes() == before
     assert (tmp_path / "dev.jsonl").read_bytes() == DEV.read_bytes()  # dev is reproducible from the seed
+
+
+def _threshold_ok(scores: dict[str, tuple[int, int, int]]) -> dict[str, tuple[float, float]]:
+    """Types below 99 % recall or 97 % precision, with their figures."""
+    low = {}
+    for t, (tp, fp, fn) in scores.items():
+        recall = tp / (tp + fn) if tp + fn else 1.0
+        precision = tp / (tp + fp) if tp + fp else 1.0
+        if recall < 0.99 or precision < 0.97:
+            low[t] = (round(recall, 4), round(precision, 4))
+    return low
+
+
+def test_the_frozen_test_part_scores_with_exact_counts_per_type() -> None:
+    """Recall and precision per type on the frozen part only (the dev part tuned the detector). The first
+    score of this part, before changes informed by it, is in ``deid_heldout/FIRST_LOOK.txt``; what happened
+    after, and the misses left, in ``deid_heldout/ADJUDICATION.md``. No label of the frozen part was changed."""
+    from datasets.deid.evaluate import score, table
+
+    scores, errors = score(_records(TEST))
+    print("\n" + table(scores))
+    assert scores == {
+        "EMAIL": (89, 0, 0),
+        "IP": (50, 0, 0),
+        "ID_NUMBER": (18, 0, 0),
+        "NATIONAL_ID": (43, 0, 0),
+        "BANK_CARD": (40, 0, 0),
+        "PASSPORT": (16, 0, 0),
+        "PHONE": (178, 0, 0),
+        "NAME": (583, 0, 5),
+        "ADDRESS": (47, 0, 0),
+        "BIRTH_DATE": (37, 0, 0),
+        "LICENSE_PLATE": (16, 0, 0),
+    }
+    assert _threshold_ok(scores) == {}
+    assert sorted((e["error"], e["type"], e["span"]) for e in errors) == [
+        ("FN", "NAME", "严冬"),
+        ("FN", "NAME", "敬杨"),
+        ("FN", "NAME", "方正"),
+        ("FN", "NAME", "申丹"),
+        ("FN", "NAME", "雷雨"),
+    ]
+
+
+def test_the_dev_part_scores_with_exact_counts_per_type() -> None:
+    from datasets.deid.evaluate import score
+
+    scores, _ = score(_records(DEV))
+    assert scores == {
+        "EMAIL": (13, 0, 0),
+        "IP": (20, 0, 0),
+        "ID_NUMBER": (37, 0, 0),
+        "NATIONAL_ID": (28, 0, 0),
+        "BANK_CARD": (30, 0, 0),
+        "PASSPORT": (5, 0, 0),
+        "PHONE": (123, 0, 0),
+        "NAME": (387, 0, 3),
+        "ADDRESS": (70, 0, 0),
+        "BIRTH_DATE": (55, 0, 0),
+        "LICENSE_PLATE": (16, 0, 0),
+    }
+    assert _threshold_ok(scores) == {}
