@@ -39,6 +39,7 @@ capitalised words (``O'Brien``, ``Hoffmann-Reiter``, ``Jürgen``); the honorific
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Iterator
 from functools import cache
 
@@ -226,7 +227,7 @@ class _Line:
     """One line of text with the tagger's tokens: ``bounds`` (token starts and ends, line offsets) and
     ``nr`` (``{start: end}`` of tokens tagged a person name)."""
 
-    __slots__ = ("bounds", "nr", "nr_oov", "offset", "tag_at", "tag_before", "text")
+    __slots__ = ("_ends", "bounds", "nr", "nr_oov", "offset", "tag_at", "tag_before", "text")
 
     def __init__(self, text: str, offset: int) -> None:
         self.text, self.offset = text, offset
@@ -235,6 +236,7 @@ class _Line:
         self.nr_oov: set[int] = set()
         self.tag_at: dict[int, str] = {}  # the tag of the token starting at an offset
         self.tag_before: dict[int, str] = {}  # ... and of the one ending there
+        self._ends: list[int] | None = None  # sorted bounds, made on first use
         pos = 0
         has_word = _in_dictionary()
         for word, tag in _tagger()(text):
@@ -266,10 +268,13 @@ class _Line:
     def org_follows(self, e: int) -> bool:
         """An organisation's name continues after ``e`` (``万迅电脑传媒有限公司``): an organisation word in
         the words that follow, up to a verb, preposition, conjunction or punctuation (``叶超现委托…公司``)."""
-        ends = sorted(self.bounds)
+        if self._ends is None:
+            self._ends = sorted(self.bounds)
+        ends = self._ends
         i, run = e, ""
         while i < len(self.text) and len(run) < 12:
-            nxt = next((b for b in ends if b > i), len(self.text))
+            k = bisect_right(ends, i)
+            nxt = ends[k] if k < len(ends) else len(self.text)
             tag = self.tag_at.get(i, "n")
             word = self.text[i:nxt]
             if tag[:1] in ("p", "c", "u", "x", "m") or not _CJK_CHAR.match(word[:1]) or word[0] in _CLOSING:
@@ -373,7 +378,9 @@ def _speaker_spans(line: _Line) -> Iterator[tuple[int, int]]:
     """A chat line's speaker: the line starts (after a timestamp, brackets or a tag) with a name that is
     followed by a colon, the end of the line or a timestamp."""
     text = line.text
-    stamps = datetime_spans(text[:40])
+    if not text[:1].isdigit() and text[:1] not in "[【(（" and not _CJK_CHAR.match(text[:1]):
+        return
+    stamps = datetime_spans(text[:40]) if text[:1].isdigit() or text[1:2].isdigit() else []
     head = 0
     if stamps and stamps[0][0] <= 2:
         head = stamps[0][1]
@@ -387,7 +394,7 @@ def _speaker_spans(line: _Line) -> Iterator[tuple[int, int]]:
     if not e:
         return
     rest = text[e:]
-    if rest[:1] in ":：" or not rest.strip() or (datetime_spans(rest[:30])[:1] and rest[:1] == " "):
+    if rest[:1] in ":：" or not rest.strip() or (rest[:1] == " " and datetime_spans(rest[:30])[:1]):
         yield head, e
 
 
@@ -404,15 +411,33 @@ def _two_char_alone(raw: str, s: int, e: int) -> bool:
 _PROPAGATED = frozenset({"name:label", "name:speaker", "name:record-head", "name:next-to-identifier"})
 
 
-def _chinese_names(work: str) -> Iterator[Hit]:
+_MASK_RUN_RE = re.compile("\ue000+")
+_SEGMENT = 2000  # characters the tagger reads at once: a very long line is cut after a sentence end
+_SENTENCE_END_RE = re.compile(r"[。！？；!?;]")
+
+
+def _segments(work: str) -> Iterator[tuple[str, int]]:
+    """``(text, offset)`` of every line of ``work`` holding Han characters, a line longer than ``_SEGMENT``
+    cut after its last sentence end within each ``_SEGMENT`` characters (so memory stays bounded)."""
     offset = 0
+    for raw in work.split("\n"):
+        if _CJK_CHAR.search(raw):
+            start = 0
+            while len(raw) - start > _SEGMENT:
+                window = raw[start : start + _SEGMENT]
+                ends = [m.end() for m in _SENTENCE_END_RE.finditer(window)]
+                cut = start + (ends[-1] if ends else _SEGMENT)
+                yield raw[start:cut], offset + start
+                start = cut
+            yield raw[start:], offset + start
+        offset += len(raw) + 1
+
+
+def _chinese_names(work: str) -> Iterator[Hit]:
     hits: list[Hit] = []
     names: set[str] = set()
-    lines: list[_Line] = []
-    for raw in work.split("\n"):
-        if not _CJK_CHAR.search(raw):
-            offset += len(raw) + 1
-            continue
+    lines: list[tuple[str, int]] = []
+    for raw, offset in _segments(work):
         line = _Line(raw, offset)
         found: dict[int, tuple[int, str, float]] = {}
 
@@ -467,10 +492,8 @@ def _chinese_names(work: str) -> Iterator[Hit]:
             s = line.candidate_ending(m.start())
             if s >= 0 and _accept(line, s, m.start(), strong=False):
                 keep(s, m.start(), "name:title", 0.85)
-        for i, ch in enumerate(raw):  # next to an identifier already found (masked)
-            if ch != "\ue000" or (i and raw[i - 1] == "\ue000"):
-                continue
-            j = i
+        for run in _MASK_RUN_RE.finditer(raw):  # next to an identifier already found (masked)
+            j = run.start()
             while j > 0 and raw[j - 1] in " （(":
                 j -= 1
             s = line.candidate_ending(j)
@@ -508,12 +531,15 @@ def _chinese_names(work: str) -> Iterator[Hit]:
             hits.append(Hit("NAME", offset + s, offset + e, rule, confidence))
             if rule in _PROPAGATED:
                 names.add(raw[s:e])
-        lines.append(line)
-        offset += len(raw) + 1
+        lines.append((raw, offset))
     # A name found once is the same person's name wherever else it stands in the text (at a word edge).
     taken = {h.start for h in hits}
-    for line in lines:
-        for name in names:
+    for raw, offset in lines if names else ():
+        present = [name for name in names if name in raw]
+        if not present:
+            continue
+        line = _Line(raw, offset)  # tagged again: only the segments that hold a name found elsewhere
+        for name in present:
             pos = line.text.find(name)
             while pos >= 0:
                 end = pos + len(name)
@@ -550,7 +576,7 @@ _EN_CONTEXT = (
     r"|\b(?:patient|customer|tenant|owner|landlord|employee|cardholder|[Oo]fficer|complainant|witness|candidate"
     r"|manager|[Cc]onsultant|chaired by|referred by|seen by|signed by|spoke (?:to|with)|itinerary for|between|"
     r"Tenant|Landlord|Cardholder|Complainant|Patient|Student name|Father's name|Mother's name|[SDWC]/o)\s+"
-    rf"(?={_NAME_WORD} {_NAME_WORD})|(?:^|(?<=[.\n,]))\s*I,\s+"
+    rf"(?={_NAME_WORD} {_NAME_WORD})|(?:^|(?<=[.\n,])|(?<=[.\n,] ))I,\s+"
     r"|Signed,\s+|\bReferral for\s+)"
 )
 _EN_RE = re.compile(rf"{_EN_CONTEXT}(?:{_HON}\s+)?{_EN_NAME}")
@@ -560,6 +586,10 @@ _EN_AFTER_RE = re.compile(
     r"|NI number|National Insurance|phone|tel|mobile|e-?mail)\b|geb\.|D\.O\.B|[SDW]/o"
     r"|(?<=\() ?(?:Owner|Tenant|Landlord|Licensee|Licensor|spouse|wife|husband|son|daughter|chair|Applicant)\)"
     r"|is an? \d{1,3}-year-old))"
+)
+_EN_AFTER_MARKER_RE = re.compile(
+    r"born|geb\.|geboren|DOB|D\.O\.B|aged|Aadhaar|SSN|NI number|National Insurance|phone|tel|mobile|mail|[SDW]/o"
+    r"|\((?:Owner|Tenant|Landlord|Licensee|Licensor|spouse|wife|husband|son|daughter|chair|Applicant)\)|year-old"
 )
 _EN_LIST_LABEL_RE = re.compile(r"(?:Present|Anwesend|Entschuldigt|Apologies from)\s*:")
 _EN_HON_RE = re.compile(rf"\b{_HON}\s+{_EN_NAME}")
@@ -604,13 +634,49 @@ def _en_clean(name: str) -> tuple[int, int] | None:
     return start, start + len(" ".join(words))
 
 
+# The literal words that every context of ``_EN_RE`` starts with: found by ``str.find`` (fast), the full
+# pattern is then tried only there (trying it at every position of a long text cost 1 s per MB).
+_EN_KEYWORDS = _words(
+    """
+    Patient Full name Name name Student Father's Mother's Contact Emergency Signed Signature Recipient Plaintiff
+    Defendant Applicant Claimant Employee Tenant Landlord Owner Cardholder Consultant GP Hausarzt Hausärztin
+    Referred Deliver Ship Bill Re Kunde Kundin Ansprechpartner Countersignatory Witness Complainant Customer
+    Candidate Present Anwesend Entschuldigt Apologies Dear Sehr Liebe Respected Yours Kind Best Regards
+    Sincerely Mit Viele Beste Thanks patient customer tenant owner landlord employee cardholder Officer officer
+    complainant witness candidate manager consultant chaired referred seen signed spoke itinerary between S/o
+    D/o W/o C/o I, Referral
+    """
+)
+
+
+def _context_matches(work: str) -> Iterator[re.Match[str]]:
+    starts: set[int] = set()
+    for word in _EN_KEYWORDS:
+        i = work.find(word)
+        while i >= 0:
+            starts.add(i)
+            i = work.find(word, i + 1)
+    end = -1
+    for i in sorted(starts):
+        if i < end:
+            continue
+        m = _EN_RE.match(work, i)
+        if m is not None:
+            end = m.end()
+            yield m
+
+
 def _english_names(work: str) -> Iterator[Hit]:
-    for m in _EN_AFTER_RE.finditer(work):
-        span = _en_clean(m.group())
-        if span is not None and " " in m.group()[span[0] : span[1]]:
-            yield Hit("NAME", m.start() + span[0], m.start() + span[1], "name:en-described", 0.8)
+    done = -1
+    for marker in _EN_AFTER_MARKER_RE.finditer(work):  # the full pattern only just before its markers
+        lo = max(0, marker.start() - 80, done)
+        for m in _EN_AFTER_RE.finditer(work, lo, marker.end()):
+            span = _en_clean(m.group())
+            if span is not None and " " in m.group()[span[0] : span[1]]:
+                yield Hit("NAME", m.start() + span[0], m.start() + span[1], "name:en-described", 0.8)
+            done = max(done, m.end())
     for pattern, rule in ((_EN_RE, "name:en-context"), (_EN_HON_RE, "name:en-honorific")):
-        for m in pattern.finditer(work):
+        for m in _context_matches(work) if pattern is _EN_RE else pattern.finditer(work):
             span = _en_clean(m.group("name"))
             if span is None:
                 continue

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import cache
 
 from .numbers import _DIGIT, Hit
 
@@ -118,6 +119,10 @@ _IN_HINT_RE = re.compile(
     r"|Ganj|Zila|Path|Sector|Main|Circle|Bagh|Puram|Vihar|Enclave|Halli|Pally|Gali|Mohalla|Block|Phase|Market)\b"
 )
 _IN_LABEL_RE = re.compile(r"[Aa]ddress|residing at|resident of|R/o")
+_UK_POSTCODE_RE = re.compile(r"[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}(?![\w])")
+_US_ZIP_RE = re.compile(r"\b[A-Z]{2} \d{5}(?:-\d{4})?(?![\w-])")
+_IN_PIN_RE = re.compile(r" ?- ?\d{6}(?![\d])")
+_DE_PLZ_RE = re.compile(r", \d{5} [A-ZÄÖÜ]")
 _DE_SUFFIX = (
     r"(?i:straße|strasse|str\.|weg|platz|allee|gasse|ring|damm|ufer|chaussee|steig|pfad|markt|hof"
     r"|berg|tor|promenade|stieg|zeile|garten|park|kai|wall|graben|feld|bogen|anger|winkel|twiete|kamp)"
@@ -147,18 +152,38 @@ def detect_address(work: str) -> Iterator[Hit]:
     if _DIGIT.search(work) is not None:
         for m in _EN_ADDR_RE.finditer(work):
             yield Hit("ADDRESS", m.start(), m.end(), "address:en-pattern", 0.85)
-        for m in _UK_ADDR_RE.finditer(work):
-            yield Hit("ADDRESS", m.start(), m.end(), "address:uk-postcode", 0.85)
-        for m in _US_ADDR_RE.finditer(work):
+        for s, e, _ in _ending_at(_UK_ADDR_RE, _UK_POSTCODE_RE, work):
+            yield Hit("ADDRESS", s, e, "address:uk-postcode", 0.85)
+        for s, e, m in _ending_at(_US_ADDR_RE, _US_ZIP_RE, work):
             if m.group("state") in _US_STATES:
-                yield Hit("ADDRESS", m.start(), m.end(), "address:us-zip", 0.85)
-        if "-" in work:
-            for m in _IN_ADDR_RE.finditer(work):
-                ctx = work[max(0, m.start() - 30) : m.start()]
-                if _IN_HINT_RE.search(m.group()) or _IN_LABEL_RE.search(ctx):
-                    yield Hit("ADDRESS", m.start(), m.end(), "address:in-pin", 0.8)
-        for m in _DE_ADDR_RE.finditer(work):
-            yield Hit("ADDRESS", m.start(), m.end(), "address:de-plz", 0.85)
+                yield Hit("ADDRESS", s, e, "address:us-zip", 0.85)
+        for s, e, m in _ending_at(_IN_ADDR_RE, _IN_PIN_RE, work):
+            if _IN_HINT_RE.search(m.group()) or _IN_LABEL_RE.search(work[max(0, s - 30) : s]):
+                yield Hit("ADDRESS", s, e, "address:in-pin", 0.8)
+        if _DE_PLZ_RE.search(work) is not None:
+            for m in _DE_ADDR_RE.finditer(work):
+                yield Hit("ADDRESS", m.start(), m.end(), "address:de-plz", 0.85)
+
+
+def _ending_at(
+    pattern: re.Pattern[str], anchor: re.Pattern[str], work: str
+) -> Iterator[tuple[int, int, re.Match[str]]]:
+    """``(start, end, match)`` of the longest match of ``pattern`` that ends where a match of ``anchor`` (the
+    postcode) ends, looked for only in the 200 characters before each anchor (the full patterns are slow to
+    try at every position of a long text)."""
+    last_end = -1
+    for a in anchor.finditer(work):
+        lo = max(0, a.start() - 200, last_end)
+        window = work[lo : a.end()]
+        m = _at_end(pattern).search(window)
+        if m is not None and (m.start() or lo == 0 or not work[lo - 1].isalnum()):
+            last_end = a.end()
+            yield lo + m.start(), lo + m.end(), m
+
+
+@cache
+def _at_end(pattern: re.Pattern[str]) -> re.Pattern[str]:
+    return re.compile(f"(?:{pattern.pattern})\\Z", pattern.flags)
 
 
 # --- dates of birth ------------------------------------------------------------------------------------------
@@ -176,6 +201,7 @@ _DOB_BEFORE_RE = re.compile(
     r"|[Bb]orn(?: on)?|Geburtsdatum|Geb\.-Datum|[Gg]eb\.|[Gg]eboren(?: am)?)"
     r"\s*[:：]?\s*(?P<date>" + _DATE + ")"
 )
+_DOB_HINT_RE = re.compile(r"生|DOB|D\.O\.B|irth|orn|eburt|eb\.")  # cheap: the labels' letters
 _DOB_AFTER_RE = re.compile(r"(?P<date>" + _DATE + r")\s*(?:出生|生人|生)(?![产效活存命])")
 
 
@@ -185,6 +211,8 @@ def detect_birth_date(work: str) -> Iterator[Hit]:
     stays. Formats: ``1990年3月7日`` (day optional), ``1990-03-07`` / ``/`` / ``.``, ``07/03/1990``,
     ``March 7, 1990``, ``7 March 1990``."""
     if not _DIGIT.search(work) is not None:
+        return
+    if _DOB_HINT_RE.search(work) is None:
         return
     for m in _DOB_BEFORE_RE.finditer(work):
         yield Hit("BIRTH_DATE", m.start("date"), m.end("date"), "dob:label", 0.95)

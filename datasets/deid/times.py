@@ -33,7 +33,7 @@ _SHAPES = (
     rf"{_D}/{_MON}/{_Y}(?::\d{{2}}){{3}}(?:\s[+-]\d{{4}})?",
     rf"{_H}[时点](?:[0-5]?\d分?)?",
 )
-_DATETIME_RE = re.compile(r"(?<![0-9])(?:" + "|".join(_SHAPES) + r")(?![0-9])")
+_DATETIME_RE = re.compile(r"(?=[0-9])(?<![0-9])(?:" + "|".join(_SHAPES) + r")(?![0-9])")  # digits first: fast
 
 
 def datetime_spans(work: str) -> list[tuple[int, int]]:
