@@ -387,7 +387,10 @@ def detect_phone(work: str) -> Iterator[Hit]:
     its country code goes with it. Not personal, so kept: toll-free, premium-rate and shared-cost numbers
     (US 1-800, CN 400/800); digit runs with a unit or money sign around them (``15000000000元``,
     ``12345678901 股``) unless a phone word is within 8 characters before; numbers after ISBN, order,
-    batch, serial and similar labels."""
+    batch, serial and similar labels; date and time shapes (``2024-03-15 14``, ``14:02:11``, ISO 8601, log
+    prefixes: ``times.py``) are never candidates. In Chinese text a landline written without its area code
+    (7–8 digits) counts after a phone word (``座机：87654321``), and a text with German words reads its
+    national numbers as German first (``030 61203344`` is Berlin, not a UK 03 number)."""
     if not _DIGIT.search(work) is not None:
         return
     scan = mask_datetimes(work)  # a timestamp is never a phone number (times.py)
