@@ -117,6 +117,17 @@ def _context_matches(work: str) -> Iterator[re.Match[str]]:
             yield m
 
 
+def _role_only(m: re.Match[str]) -> bool:
+    """Whether the context of an ``_EN_RE`` match is a bare role word (no colon, salutation, sign-off or
+    honorific), after which only a name of two or more words counts."""
+    ctx = m.string[m.start() : m.start("name")]
+    return not (":" in ctx or "\n" in ctx or _SALUTATION_RE.match(ctx) or _HON_RE.search(ctx))
+
+
+_SALUTATION_RE = re.compile(r"\s*(?:Dear|Sehr geehrte|Liebe|Respected|I,|Signed,)")
+_HON_RE = re.compile(rf"\b{_HON}\s+$")
+
+
 def english_names(work: str) -> Iterator[Hit]:
     done = -1
     for marker in _EN_AFTER_MARKER_RE.finditer(work):  # the full pattern only just before its markers
@@ -131,6 +142,8 @@ def english_names(work: str) -> Iterator[Hit]:
             span = _en_clean(m.group("name"))
             if span is None:
                 continue
+            if pattern is _EN_RE and " " not in m.group("name")[span[0] : span[1]] and _role_only(m):
+                continue  # "Patient Registry These …": a role word needs a full name after it
             s = m.start("name") + span[0]
             yield Hit("NAME", s, m.start("name") + span[1], rule, 0.85)
             if _EN_LIST_LABEL_RE.match(work, m.start()):  # a list: "Present: A (chair), B, C"
