@@ -4,13 +4,16 @@ evidence of labels, roles, titles, speakers and neighbouring identifiers.
 **The tagger.** ``rjieba`` (PyPI; the Python binding of ``jieba-rs``, jieba's Rust port, MIT): its
 part-of-speech tagger marks person names ``nr`` / ``nrfg``, from jieba's dictionary (built into the wheel)
 and, for words not in it, from jieba's HMM; nothing is downloaded, ever. Loaded once per process on first
-use (~0.3 s; the dictionary is compiled into the extension). Measured on this project's corpora (2 shared
-cores): tagging runs at ~4 MB/s of Chinese text, the whole de-identifier went from ~2.5 to ~1.7 MB/s (see
-``benchmarks/deid_bench.py``; the upload pipeline's throughput in ``benchmarks/dataset_pipeline.py``).
-Rejected: jieba's own ``posseg`` (pure Python, 0.13 MB/s); ``pkuseg``/``spacy-pkuseg`` (their tagging
-models download at first use); ``names-dataset`` (gigabytes of memory for its tables); Faker's name tables
-(they generate the held-out evaluation set, ``tests/datasets/deid_heldout``: a detector built on them would
-be scored on its own list); ``nameparser`` (splits a name already found, finds none).
+use: 0.3–0.4 s on a quiet machine (1.4 s under load), +39 MiB of memory (peak RSS of the de-identify stage
+25 → 64 MiB). Cost, measured on the legal corpus (26.7 MB, 2 shared cores, ``benchmarks/deid_bench.py`` and
+CPU seconds of the stages run back to back): the tagger alone reads ~4 MB/s; ``find_pii`` went from
+2.5–7.0 to 0.9–1.7 MB/s (wall time; load 6–8), the de-identify stage from 3.5 to 10.9 CPU seconds, the
+upload pipeline (validate + de-identify + tokenize/shard) from 16.7 to 24.0 CPU seconds (x1.44).
+Rejected: jieba's own ``posseg`` (pure Python, measured 0.13 MB/s; same dictionary and tags); Faker's name
+tables (they fill the held-out evaluation set, ``tests/datasets/deid_heldout``: a detector built on them would
+be scored on its own list); ``nameparser`` (splits a name already found, finds none). Not tried, by their
+documentation: ``pkuseg``/``spacy-pkuseg`` (tagging models fetched at first use) and ``names-dataset`` (its
+tables take gigabytes of memory once loaded).
 
 **What the tag is worth.** jieba's dictionary tags tens of thousands of entries ``nr``, among them everyday
 words (``许可``, ``陈述``, ``迟延``, ``文明``, ``申请人``) and public figures (``毛泽东``, ``邓小平``); its HMM finds
