@@ -76,9 +76,7 @@ _STOP = frozenset(
     "「」『』“”\"'《》<>[]【】 \t\r\n/\\|-—·…之其该此某\ue000"
 )
 # Single surnames that are also everyday function words or verb starts (和正在, 许可, 向法庭, 时报告 …).
-_HONORIFIC = r"(?:先生|女士|同志|小姐)"
 _TITLE_RE = re.compile("|".join(sorted(_TITLES, key=len, reverse=True)))
-_HONORIFIC_RE = re.compile(_HONORIFIC)
 _ROLES_RE = re.compile(
     "(?:" + "|".join(sorted(_FIELD_LABELS | _ROLE_WORDS, key=len, reverse=True)) + r")(?:[（(](?:签名|签字|盖章)[)）])?"
 )

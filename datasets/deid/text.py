@@ -143,9 +143,12 @@ def detect_address(work: str) -> Iterator[Hit]:
     """Postal addresses down to a house number: a Chinese address starts at a province name or right after
     an address label (``住址``, ``住所地``, ``现住`` …) and runs through optional province / city / district /
     town / village levels to a road (路, 街, 大道, 巷, 胡同, 弄 …) with a number and ``号``, then optional
-    building, unit and room; region names alone (``北京市海淀区``) and document numbers stay. An English
-    address is a house number, one to three capitalised words and a street type, optional unit, city and
-    ``ST 12345`` state + ZIP."""
+    building, unit and room (also after ``地址是``, with a road section ``二段``); region names alone
+    (``北京市海淀区``) and document numbers stay. An English address is a house number, one to three
+    capitalised words and a street type, optional unit, city and ``ST 12345`` state + ZIP. UK, US, Indian
+    and German addresses are anchored at their postcodes (Royal Mail postcode, USPS state + ZIP, PIN code
+    with a locality word or an address label, street + number + Postleitzahl + town) and run back to the
+    house number."""
     if "号" in work:
         for m in _ADDR_RE.finditer(work):
             yield Hit("ADDRESS", m.start("addr"), m.end("addr"), "address:cn-pattern", 0.9)
