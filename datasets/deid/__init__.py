@@ -14,7 +14,9 @@ How it works:
 2. Detectors run in ``DETECTOR_ORDER``; the span each one finds is masked before the next runs, so an ID
    number is never also a phone or a card. Each detector's rules and sources are in its docstring
    (``numbers.py``: e-mail, IP, ID numbers, national IDs, cards, passports, phones via ``phonenumbers``,
-   licence plates; ``text.py``: names, addresses, dates of birth).
+   licence plates, Chinese social-insurance numbers; ``names.py``: people's names by a statistical tagger
+   weighed with their context; ``text.py``: addresses, dates of birth; ``times.py``: the timestamps that
+   are never phone numbers).
 3. Findings whose value is on the ``allow`` list (e.g. the organisation's own hotline) are kept in the
    text and counted as allowed.
 4. Each finding is replaced in the chosen ``style``: ``typed`` (``[PHONE]``), ``pseudonym`` (``[PHONE_1]``,
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from .checks import id_check_char, id_number_valid, luhn_valid
+from .names import detect_name
 from .normalize import Normalized, normalize
 from .numbers import (
     Hit,
@@ -43,7 +46,7 @@ from .numbers import (
     detect_passport,
     detect_phone,
 )
-from .text import detect_address, detect_birth_date, detect_name
+from .text import detect_address, detect_birth_date
 
 __all__ = [
     "PII_TYPES",

@@ -4,7 +4,8 @@ Evasions and notations that hide an identifier from a pattern are undone first: 
 characters (zero-width space/joiners, word joiner, BOM, soft hyphen, bidi marks — Unicode category
 ``Cf`` and U+034F) are dropped; every decimal digit of another script (full-width ``１``, Arabic-Indic
 ``٣``, Devanagari ``३``, mathematical ``𝟑`` … — category ``Nd``) becomes its ASCII digit; full-width
-Latin letters and ``＋ － ． ＠`` become ASCII. Chinese punctuation (``，：（）``) is kept as it is.
+Latin letters and ``＋ － ． ＠`` become ASCII; no-break, figure and ideographic spaces (``\u3000``) become a
+space and hyphens, en dashes and minus signs a ``-``. Chinese punctuation (``，：（）``) is kept as it is.
 
 Only 1→1 substitutions and deletions happen, so the map is a short list of breakpoints: a normalised
 offset ``i`` is original offset ``i + delta`` where ``delta`` is the number of characters dropped before
@@ -22,15 +23,21 @@ from dataclasses import dataclass, field
 # letters and the few full-width signs that occur inside identifiers.
 _NEEDS = re.compile(
     "[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b-\u200f\u202a-\u202e\u2060-\u206f"
-    "\ufe00-\ufe0f\ufeff\ufff9-\ufffb\uff0b\uff0d\uff0e\uff20\uff21-\uff3a\uff41-\uff5a]|(?![0-9])\\d"
+    "\ufe00-\ufe0f\ufeff\ufff9-\ufffb\uff0b\uff0d\uff0e\uff20\uff21-\uff3a\uff41-\uff5a"
+    "\u00a0\u2007\u202f\u3000\u2010-\u2013\u2212\ufe63]|(?![0-9])\\d"
 )
 _FULLWIDTH_SIGNS = {"\uff0b": "+", "\uff0d": "-", "\uff0e": ".", "\uff20": "@"}
+# Spaces and dashes people type between digit groups (no-break and ideographic spaces, hyphens, en dash,
+# minus sign): the ASCII space and hyphen-minus that the patterns know. The em dash (``——``) stays.
+_SPACES_DASHES = dict.fromkeys("\xa0\u2007\u202f\u3000", " ") | dict.fromkeys("‐‑‒–−﹣", "-")
 
 
 def _replacement(ch: str) -> str:
     """The normalised form of one character that ``_NEEDS`` matched ("" = drop it)."""
     if ch in _FULLWIDTH_SIGNS:
         return _FULLWIDTH_SIGNS[ch]
+    if ch in _SPACES_DASHES:
+        return _SPACES_DASHES[ch]
     o = ord(ch)
     if 0xFF21 <= o <= 0xFF3A or 0xFF41 <= o <= 0xFF5A:
         return chr(o - 0xFEE0)

@@ -28,6 +28,7 @@ from .checks import (
     ssn_valid,
     twid_valid,
 )
+from .times import mask_datetimes
 
 
 class Hit(NamedTuple):
@@ -143,7 +144,8 @@ def detect_ip(work: str) -> Iterator[Hit]:
     for m in _IPV4_RE.finditer(work):
         value = m.group()
         try:
-            ipaddress.IPv4Address(value)
+            if ipaddress.IPv4Address(value).is_loopback or value == "0.0.0.0":  # noqa: S104 - compared, not bound
+                continue  # identifies no machine but the reader's own
         except ValueError:
             continue
         ctx = before(work, m.start(), 12)
@@ -224,12 +226,43 @@ _AADHAAR_LABEL = re.compile(r"[Aa]adhaar|UIDAI|आधार")
 _KRRN_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)\d{5}-[1-4]\d{6}" + _R)
 
 
+# Chinese social-insurance numbers. Since 2011 the national number (社会保障号码) is the resident ID number
+# (found by ``detect_id_number``); cities still print their own: Shenzhen's 社保电脑号 (9 digits), Guangzhou's
+# 个人电脑号 (10), the card number of the social-security card (社会保障卡卡号: a letter + 8 digits), medical
+# insurance numbers (医保号, 8–12 digits, also in groups of 4). Only after such a label: the shapes alone are
+# any number's.
+_SI_LABEL_RE = re.compile(
+    r"(?:(?:社会保障|社保|医保|医疗保险|参保)(?:卡|个人)?(?:号码|编号|卡号|电脑号|号)|个人电脑号|电脑号"
+    r"|(?<=参保)人?编号)[\s:：]{0,3}(?=[0-9A-Z])"
+)
+# A record's own number field (个人编号, 人员编号) is a social-insurance number in a 社保/医保 record.
+_SI_FIELD_RE = re.compile(r"(?:个人编号|人员编号|参保编号)[\s:：]{0,3}(?=[0-9A-Z])")
+_SI_CONTEXT_RE = re.compile(r"社保|社会保险|社会保障|医保|医疗保险|参保")
+_SI_VALUE_RE = re.compile(r"[A-Z]?\d{4}(?: ?\d{4}){1,2}(?:\d{1,3})?|[A-Z]?\d{8,12}")
+
+
+def _social_insurance(work: str) -> Iterator[Hit]:
+    labels = list(_SI_LABEL_RE.finditer(work))
+    labels += [m for m in _SI_FIELD_RE.finditer(work) if _has(_SI_CONTEXT_RE, before(work, m.start(), 40))]
+    for lab in labels:
+        m = _SI_VALUE_RE.match(work, lab.end())
+        if m is None or (m.end() < len(work) and work[m.end()].isalnum() and work[m.end()].isascii()):
+            continue
+        digits = sum(c.isdigit() for c in m.group())
+        if 8 <= digits <= 12:
+            yield Hit("NATIONAL_ID", m.start(), m.end(), "cn-social-insurance:label", 0.9)
+
+
 def detect_national_id(work: str) -> Iterator[Hit]:
     """US SSN (SSA validity rules; ``AAA-GG-SSSS`` unless a part/order/phone word is near, or 9 bare digits
     after an SSN label), UK National Insurance numbers (HMRC prefix rules), Korean resident registration
-    numbers (birth date + check digit) and Indian Aadhaar numbers (Verhoeff, after an Aadhaar label)."""
+    numbers (birth date + check digit), Indian Aadhaar numbers (Verhoeff, after an Aadhaar label) and
+    Chinese social-insurance numbers in their city formats, after their labels (``社保电脑号``, ``医保号``,
+    ``社保卡号``, ``个人编号`` of a 社保 record …; 8–12 digits, optionally a leading letter, in groups of 4)."""
     if not _DIGIT.search(work) is not None:
         return
+    if "保" in work or "电脑号" in work:
+        yield from _social_insurance(work)
     for m in _SSN_RE.finditer(work):
         ctx = before(work, m.start(), 24)
         if ssn_valid(m.group()) and (_has(_SSN_LABEL, ctx) or not _has(_SSN_NOT, ctx)):
@@ -255,18 +288,23 @@ _CARD_RE = re.compile(
     r"|\d{3}(?P<s2>[ \-])\d{6}(?P=s2)\d{4,5})" + _R
 )
 _CARD_LABEL = re.compile(
-    r"卡号|银行卡|信用卡|借记卡|储蓄卡|贷记卡|银联卡|[Cc]ard|CARD|Visa|VISA|Mastercard|MasterCard|Amex|持卡|刷卡|开户行|卡\s*[:：]"
+    r"卡号|银行卡|信用卡|借记卡|储蓄卡|贷记卡|银联卡|工资卡|[Cc]ard|CARD|Visa|VISA|Mastercard|MasterCard|Amex|持卡|刷卡|开户行"
+    r"|卡\s*[:：]"
 )
+# 13–19 digits in any grouping of spaces or dashes (``6222 021000 1234 5678 1``, ``622202-1000123456781``).
+_CARD_LOOSE_RE = re.compile(r"\d(?<![0-9A-Za-z]\d)(?<!\d[ \-]\d)(?:[ \-]?\d){12,18}" + _R)
 
 
 def detect_bank_card(work: str) -> Iterator[Hit]:
     """Payment card numbers (ISO/IEC 7812-1 PAN), 13–19 digits, contiguous or grouped 4-4-4-4[-n], 4-6-4/5.
 
-    After a card word within 16 characters (``卡号``, ``信用卡``, ``card``, ``Visa`` …; also directly after
-    Chinese text) a Luhn-valid number is a card, and a Luhn-invalid 16–19-digit one is still replaced with
-    the note ``"fails Luhn"``. Without such a word the number must pass Luhn *and* lie in a card scheme's
-    issuer range with a length that scheme issues (``checks.card_issuer``), so Luhn-passing account and
-    order numbers outside those ranges stay."""
+    After a card word within 16 characters (``卡号``, ``信用卡``, ``工资卡``, ``card``, ``Visa`` …) a
+    Luhn-valid number is a card, and a Luhn-invalid 16–19-digit one in an issuer's range is still replaced
+    with the note ``"fails Luhn"``; after a card word a number in an issuer's range is a card in any other
+    grouping of spaces or dashes too (``6222 021000 1234 5678 1``), with or without a valid check digit.
+    Without such a word the number must pass Luhn *and* lie in a card scheme's issuer range with a length
+    that scheme issues (``checks.card_issuer``), so Luhn-passing account and order numbers outside those
+    ranges stay."""
     if not _DIGIT.search(work) is not None:
         return
     for m in _CARD_RE.finditer(work):
@@ -279,6 +317,12 @@ def detect_bank_card(work: str) -> Iterator[Hit]:
             yield Hit("BANK_CARD", m.start(), m.end(), f"card:luhn+bin({card_issuer(digits)})", 0.9)
         elif labelled and len(digits) >= 16 and card_issuer(digits):
             yield Hit("BANK_CARD", m.start(), m.end(), "card:label", 0.6, "fails Luhn")
+    if _has(_CARD_LABEL, work):
+        for m in _CARD_LOOSE_RE.finditer(work):  # any other grouping: only after a card word, in an issuer's range
+            digits = m.group().replace(" ", "").replace("-", "")
+            if card_issuer(digits) and _has(_CARD_LABEL, before(work, m.start(), 16)):
+                note = "" if luhn_valid(digits) else "fails Luhn"
+                yield Hit("BANK_CARD", m.start(), m.end(), "card:label+bin", 0.8 if not note else 0.6, note)
 
 
 # --- passports -------------------------------------------------------------------------------------------
@@ -306,20 +350,28 @@ _PHONE_CAND = re.compile(
     r"(?<![0-9A-Za-z.\-+/_])(?:\+|[(（]\+?)?\d[\d \-.()（）]{5,24}\d"
     r"(?:\s?(?:转|分机|ext\.?|x)\s?\d{1,6})?(?![0-9A-Za-z]|[.\-][0-9A-Za-z])"
 )
-_CJK = re.compile(r"[\u4e00-\u9fff]")
+_CJK = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff01-\uff0f\uff1a-\uff20]")  # Han, CJK and full-width punctuation
 _REGIONS_ZH = ("CN", "HK", "TW", "MO", "US", "GB", "DE", "JP", "KR", "IN", "SG", "FR", "AU")
 _REGIONS_EN = ("US", "GB", "DE", "IN", "JP", "KR", "FR", "AU", "CA", "SG", "CN", "HK", "TW")
-_SERVICE_TYPES = frozenset({PhoneNumberType.TOLL_FREE, PhoneNumberType.PREMIUM_RATE, PhoneNumberType.SHARED_COST})
+# Numbers of organisations, not of people: toll-free, premium-rate, shared-cost and UK 03 / universal access
+# numbers (libphonenumber's UAN type).
+_SERVICE_TYPES = frozenset(
+    {PhoneNumberType.TOLL_FREE, PhoneNumberType.PREMIUM_RATE, PhoneNumberType.SHARED_COST, PhoneNumberType.UAN}
+)
 _UNIT_AFTER = re.compile(
     r"^\s*(?:股|元|万|亿|千|百|%|‰|美元|港元|港币|欧元|日元|人民币|块|吨|件|台|辆|份|张|次|人|户|个|笔|手|kg|KG|t\b|shares|yuan|CNY|RMB|USD)"
 )
 _MONEY_BEFORE = re.compile(r"(?:¥|￥|\$|€|£|人民币|金额|价款|合计|总计|共计|数量|股份|股数|余额|RMB|CNY|USD)\s*$")
 _CN_MOBILE_SHAPE = re.compile(r"1[3-9]\d[ \-]?\d{4}[ \-]?\d{4}$")
+_GERMAN = re.compile(r"[äöüß]|\b(?:Telefon|Straße|Herr|Frau|Sehr geehrte|Mit freundlichen|Anschrift|Rufnummer)\b")
+_CN_LOCAL_RE = re.compile(r"[2-8]\d{2,3}[ \-]?\d{4}")
 _EXT_RE = re.compile(r"(?:\s?(?:转|分机|ext\.?|x)\s?|-)\d{1,6}$")
 _NOT_PHONE_LABEL = re.compile(
     r"ISBN|ISSN|[Oo]rder|[Bb]atch|[Ll]ot|[Ii]nvoice|[Ss]erial|[Pp]art|SKU|订单|批号|批次|编号|流水|序列号|单号|代码|备案|备|文号"
 )
-_PHONE_LABEL = re.compile(r"电话|手机|联系|热线|传真|致电|拨打|座机|Tel|TEL|tel|[Pp]hone|[Mm]obile|[Cc]all|[Ff]ax")
+_PHONE_LABEL = re.compile(
+    r"电话|手机|联系|热线|传真|致电|拨打|座机|Tel|TEL|tel|[Pp]hone|[Mm]obile|[Cc]all|[Ff]ax|Mobil|Handy|Rufnummer"
+)
 _TRANS = str.maketrans("（）", "()")
 
 
@@ -335,10 +387,14 @@ def detect_phone(work: str) -> Iterator[Hit]:
     its country code goes with it. Not personal, so kept: toll-free, premium-rate and shared-cost numbers
     (US 1-800, CN 400/800); digit runs with a unit or money sign around them (``15000000000元``,
     ``12345678901 股``) unless a phone word is within 8 characters before; numbers after ISBN, order,
-    batch, serial and similar labels."""
+    batch, serial and similar labels; date and time shapes (``2024-03-15 14``, ``14:02:11``, ISO 8601, log
+    prefixes: ``times.py``) are never candidates. In Chinese text a landline written without its area code
+    (7–8 digits) counts after a phone word (``座机：87654321``), and a text with German words reads its
+    national numbers as German first (``030 61203344`` is Berlin, not a UK 03 number)."""
     if not _DIGIT.search(work) is not None:
         return
-    for m in _PHONE_CAND.finditer(work):
+    scan = mask_datetimes(work)  # a timestamp is never a phone number (times.py)
+    for m in _PHONE_CAND.finditer(scan):
         cand = m.group()
         if sum(c.isdigit() for c in cand) < 7:
             continue
@@ -356,7 +412,15 @@ def detect_phone(work: str) -> Iterator[Hit]:
             or (main.lstrip("(").startswith("0") and any(c in main for c in " -()"))
             or (_CN_MOBILE_SHAPE.match(main) is not None)
         )  # a mainland mobile in English text (US is tried first)
-        for i, region in enumerate(_REGIONS_ZH if zh else _REGIONS_EN):
+        if zh and labelled and (_CN_LOCAL_RE.fullmatch(text) or _CN_LOCAL_RE.fullmatch(main)):
+            # A mainland landline written without its area code (on a form of one city): 7–8 digits after a
+            # phone word; phonenumbers cannot validate it without the area code.
+            yield Hit("PHONE", m.start(), m.end(), "phone:CN-local+label", 0.9)
+            continue
+        regions: tuple[str, ...] = _REGIONS_ZH if zh else _REGIONS_EN
+        if not zh and _has(_GERMAN, work[max(0, m.start() - 200) : m.end() + 200]):
+            regions = ("DE", *(r for r in regions if r != "DE"))  # a German letter's 030 … is Berlin, not UK 03
+        for i, region in enumerate(regions):
             if i > 0 and not foreign_ok:
                 break
             found = list(PhoneNumberMatcher(text, region, leniency=Leniency.VALID))

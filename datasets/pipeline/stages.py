@@ -179,7 +179,7 @@ class DeidAccumulator:
 def deid_stage_key(src: Path, options: DeidOptions) -> dict[str, Any]:
     """The stage key of de-identifying ``src`` with ``options`` (shared by the serial and chunked runs, so
     either one's finished output is reused by the other)."""
-    return stage_key("deidentify", [src], {"options": options.fingerprint(), "rules": 2})
+    return stage_key("deidentify", [src], {"options": options.fingerprint(), "rules": 3})
 
 
 def deidentify_file(

@@ -18,6 +18,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
@@ -111,6 +112,9 @@ def _decoded_lines(
             yield number, text
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def _jsonl_docs(
     path: Path, max_line_bytes: int, progress: Progress, bad: _BadLines
 ) -> Iterator[tuple[int, str | None, str, str]]:
@@ -139,6 +143,11 @@ def _jsonl_docs(
         title = obj.get("title")
         if title is not None and not isinstance(title, str):
             bad.add(number, '"title" must be a string')
+            continue
+        lone = next((m for v in (text, title, doc_id) if isinstance(v, str) and (m := _LONE_SURROGATE.search(v))), None)
+        if lone is not None:
+            # JSON can escape half of a UTF-16 pair ("\udc80"): no character, and no UTF-8 can hold it.
+            bad.add(number, f"a \\u{ord(lone.group()):04x} escape without its pair: not valid Unicode")
             continue
         yield number, None if doc_id is None else str(doc_id), title or "", text
 
