@@ -32,9 +32,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
-import jsonschema
 from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Q
@@ -65,6 +64,9 @@ from portal.models import Organization, User
 from portal.permissions import Action, authorize
 from portal.webhooks.services import webhook_emit
 
+if TYPE_CHECKING:
+    import jsonschema
+
 
 @dataclass(frozen=True)
 class CallResult:
@@ -77,7 +79,13 @@ class CallResult:
 
 
 def validation_error(schema: dict[str, Any], data: Any) -> jsonschema.ValidationError | None:
-    """The most relevant JSON Schema (draft 2020-12) error of ``data``, or None when it is valid."""
+    """The most relevant JSON Schema (draft 2020-12) error of ``data``, or None when it is valid.
+
+    ``jsonschema`` is imported here, when a call is checked, not with the module: its optional format checkers
+    (``rfc3987_syntax``, which jupyterlab's dependencies install) build a grammar at import, ~1.4 s of CPU that every
+    Django process (web, each worker, each ``manage.py``) paid at start."""
+    import jsonschema
+
     try:
         return jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(data))
     except RecursionError:
