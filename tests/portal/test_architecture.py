@@ -10,7 +10,12 @@
   import Django, directly or through a first-party module they import;
 - no two apps (``portal.marketplace`` and ``portal.webhooks`` counted as apps) import each other at module level,
   directly or around a longer loop;
-- no module outside migrations and tests is over 600 lines.
+- no module outside migrations and tests is over 600 lines;
+- every import of a higher floor, module-level or inside a function, is one of :data:`UPWARD_IMPORTS` (a new
+  one fails; one that is gone must leave the list);
+- outside ``instances/backends/`` nothing asks which compute backend it holds (``isinstance`` of a backend class,
+  a backend name or a handle's backend prefix compared, a backend's private attribute) except the sites in
+  :data:`BACKEND_QUESTIONS`, which issue 26 moves behind ``ComputeBackend``; a new one fails.
 """
 
 from __future__ import annotations
@@ -190,3 +195,152 @@ def test_the_apps_import_each_other_without_a_cycle_at_module_level() -> None:
     """Floors import downward only, so no two apps (the marketplace and webhooks counted apart from ``portal``)
     import each other, directly or around a longer loop, at module level."""
     assert _module_level_cycles() == []
+
+
+#: Floors of ARCHITECTURE.md, lowest first (``portal.webhooks`` is on the ground floor with ``portal``).
+FLOORS = (("portal.marketplace", 4), ("portal", 0), ("billing", 1), ("datasets", 2), ("instances", 3))
+
+#: Every import of a higher floor as (importing file, imported package to two dotted parts). Each is inside a
+#: function; the module-level rule is the tests above. A new entry needs a reason in review: most should go
+#: through ``portal.hooks`` or move down a floor.
+UPWARD_IMPORTS = {
+    ("billing/call_sql.py", "portal.marketplace"),  # the app-call SQL writes AppCall: belongs to the marketplace
+    ("billing/line_labels.py", "instances.selectors"),
+    ("billing/metering.py", "instances.reasons"),
+    ("billing/metering.py", "instances.selectors"),
+    ("billing/metering.py", "instances.services"),  # the budget guard stops an instance
+    ("billing/payments.py", "portal.marketplace"),
+    ("billing/volume_metering.py", "instances.interactive"),
+    ("datasets/pipeline/stages.py", "instances.runtime"),  # the training runtime's shard format
+    ("portal/management/commands/runportal.py", "datasets.models"),
+    ("portal/management/commands/runportal.py", "instances.models"),
+    ("portal/management/commands/runportal.py", "instances.services"),
+    ("portal/management/commands/runportal.py", "portal.marketplace"),
+    ("portal/views.py", "billing.metering"),
+    ("portal/views.py", "billing.notices"),
+    ("portal/views.py", "billing.pricing"),
+    ("portal/views.py", "billing.selectors"),
+}
+
+
+def _floor(module: str) -> int | None:
+    return next((f for unit, f in FLOORS if module == unit or module.startswith(f"{unit}.")), None)
+
+
+def _upward_imports(source: str, module: str) -> set[str]:
+    """The higher-floor packages (two dotted parts) that ``source`` (of module ``module``) imports anywhere."""
+    here = _floor(module)
+    found = set()
+    for _, name in _modules(ast.parse(source), module=module, top_level_only=False):
+        there = _floor(name)
+        if here is not None and there is not None and there > here:
+            found.add(".".join(name.split(".")[:2]))
+    return found
+
+
+def test_every_upward_import_is_listed() -> None:
+    found = {
+        (str(path.relative_to(ROOT)), name)
+        for app in APPS
+        for path in sorted((ROOT / app).rglob("*.py"))
+        if "migrations" not in path.parts
+        for name in _upward_imports(path.read_text(encoding="utf-8"), _module_name(path))
+    }
+    assert sorted(found - UPWARD_IMPORTS) == [], "a new import of a higher floor: go through portal.hooks or list it"
+    assert sorted(UPWARD_IMPORTS - found) == [], "an upward import that is gone: remove it from UPWARD_IMPORTS"
+
+
+def test_the_upward_import_check_sees_a_function_level_import() -> None:
+    source = "from portal.models import User\n\ndef f():\n    from instances.services import launch\n"
+    assert _upward_imports(source, "billing.tasks") == {"instances.services"}
+
+
+#: The places outside ``instances/backends/`` that still ask which backend they hold, as (file, what) → count.
+#: Issue 26 turns each into a method or capability of ``ComputeBackend`` (log archive, Jupyter address, SSH
+#: endpoint, volume claim, utilization source); this list may only shrink.
+BACKEND_QUESTIONS = {
+    ("instances/interactive/jupyter.py", "backend name compared"): 2,
+    ("instances/interactive/ssh.py", "backend._core"): 4,
+    ("instances/interactive/ssh.py", "handle prefix 'k8s:'"): 1,
+    ("instances/interactive/ssh.py", "handle prefix 'local:'"): 1,
+    ("instances/interactive/ssh.py", "isinstance(…, KubernetesBackend)"): 2,
+    ("instances/interactive/ssh.py", "isinstance(…, LocalBackend)"): 1,
+    ("instances/interactive/utilization.py", "handle prefix 'k8s:'"): 1,
+    ("instances/interactive/utilization.py", "handle prefix 'local:'"): 1,
+    ("instances/interactive/utilization.py", "isinstance(…, KubernetesBackend)"): 1,
+    ("instances/interactive/volumes.py", "backend._core"): 1,
+    ("instances/joblogs.py", "backend name compared"): 3,
+    ("instances/joblogs.py", "handle prefix 'local:'"): 1,
+    ("instances/services/runtime_config.py", "backend name compared"): 1,
+}
+
+
+def _backend_questions(source: str) -> list[str]:
+    """What ``source`` asks of the backend it holds, one entry per site: ``isinstance(…, XBackend)`` (any class
+    named ``…Backend`` but ``ComputeBackend``), ``backend name compared`` (an ``.backend`` attribute compared
+    with a string), ``handle prefix 'k8s:'`` / ``'local:'`` (``.startswith`` of a backend's handle prefix) and
+    ``backend._x`` (a private attribute of a name containing ``backend``)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "isinstance":
+            classes = node.args[1:2]
+            if classes and isinstance(classes[0], ast.Tuple):
+                classes = list(classes[0].elts)
+            for cls in classes:
+                ident = cls.id if isinstance(cls, ast.Name) else cls.attr if isinstance(cls, ast.Attribute) else ""
+                if ident.endswith("Backend") and ident != "ComputeBackend":
+                    found.append(f"isinstance(…, {ident})")
+        elif isinstance(node, ast.Compare):
+            parts = [node.left, *node.comparators]
+            if any(isinstance(p, ast.Attribute) and p.attr == "backend" for p in parts) and any(
+                isinstance(p, ast.Constant) and isinstance(p.value, str) for p in parts
+            ):
+                found.append("backend name compared")
+        elif (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and "backend" in node.value.id
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"backend.{node.attr}")
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "startswith"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and node.args[0].value in ("k8s:", "local:")
+        ):
+            found.append(f"handle prefix {node.args[0].value!r}")
+    return found
+
+
+def test_nothing_new_outside_the_backends_asks_which_backend_it_holds() -> None:
+    from collections import Counter
+
+    found: Counter[tuple[str, str]] = Counter()
+    for app in APPS:
+        for path in sorted((ROOT / app).rglob("*.py")):
+            rel = str(path.relative_to(ROOT))
+            if "migrations" in path.parts or rel.startswith("instances/backends/"):
+                continue
+            found.update((rel, what) for what in _backend_questions(path.read_text(encoding="utf-8")))
+    grown = {site: n for site, n in found.items() if n > BACKEND_QUESTIONS.get(site, 0)}
+    shrunk = {site: n for site, n in BACKEND_QUESTIONS.items() if found.get(site, 0) < n}
+    assert grown == {}, "a new question about the backend outside instances/backends/: make it a ComputeBackend method"
+    assert shrunk == {}, "fewer questions than listed: lower BACKEND_QUESTIONS to what is left"
+
+
+def test_the_backend_question_check_sees_each_kind() -> None:
+    source = (
+        "if isinstance(b, KubernetesBackend) or attempt.backend == 'local':\n"
+        "    core = backend._core()\n"
+        "ok = handle.startswith('k8s:') and isinstance(b, ComputeBackend)\n"
+    )
+    assert sorted(_backend_questions(source)) == [
+        "backend name compared",
+        "backend._core",
+        "handle prefix 'k8s:'",
+        "isinstance(…, KubernetesBackend)",
+    ]
