@@ -51,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
     except ResumeRefused as exc:  # also NoLoadableCheckpoint: a person must decide, not a retry
         print(f"resume refused: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_RESUME_REFUSED, str(exc))
+    except ConfigError as exc:  # found once the degree is known (global_batch that does not split over it)
+        print(f"invalid config: {exc}", file=sys.stderr)
+        code = trainer.finish("failed", exitcodes.EXIT_CONFIG_ERROR, f"invalid config: {exc}")
     except CheckpointStoreError as exc:
         print(f"checkpoint store unavailable: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_STORE_UNAVAILABLE, str(exc))
