@@ -209,3 +209,28 @@ def test_a_job_resumed_on_2_then_3_ranks_trains_the_uninterrupted_samples_and_lo
     assert "global batch 9 does not split over data-parallel degree 2" in exit_event["message"]
     assert "(allowed: 1, 3, 9)" in exit_event["message"]
     assert sorted(p.name for p in bad.iterdir()) == before
+
+
+@pytest.mark.slow
+def test_no_thread_outlives_an_async_saving_run_nor_a_resume_at_its_last_step(
+    base_config: dict[str, Any], tmp_path: Path, run_job: Callable[..., Job]
+) -> None:
+    """Issue 31 item 2 (part): a run with asynchronous interval saves, then a run that resumes at its last step
+    and trains nothing, each end with no non-daemon thread alive on any rank after ``close()``."""
+    from instances.runtime.__main__ import THREADS_REPORT_ENV
+
+    cfg = {
+        **base_config,
+        "max_steps": 3,
+        "checkpoint_every_steps": 1,
+        "async_save": True,
+        "checkpoint_dir": str(tmp_path / "ckpt"),
+    }
+    for n in (1, 2):
+        work = tmp_path / f"work{n}"
+        job = run_job(cfg, work, {THREADS_REPORT_ENV: "1"})
+        assert job.wait() == 0, job.output()
+        assert [json.loads((work / f"threads-rank{r}.json").read_text()) for r in (0, 1)] == [[], []]
+        started = [e for e in read_events(work) if e["type"] == "started"]
+        assert [e["step"] for e in started] == [0 if n == 1 else 3]
+    assert [e["step"] for e in read_events(tmp_path / "work2") if e["type"] == "progress"] == []  # trained nothing
