@@ -136,6 +136,17 @@ class JobLaunchForm(_CapacityForm):
         _("Checkpoint every (steps, 0 = off)"), LAUNCH_LIMITS["checkpoint_every_steps"], initial=None
     )
     keep_last = _bounded(_("Keep last checkpoints"), LAUNCH_LIMITS["keep_last"], initial=None)
+    elastic_min_gpus = forms.IntegerField(
+        label=_("Resume on at least (GPUs, 0 = only on the full count)"),
+        min_value=0,
+        max_value=int(LAUNCH_LIMITS["elastic_min_gpus"].high),
+        initial=0,
+        required=False,
+        help_text=_(
+            "After a preemption the job may resume on fewer GPUs, down to this many; the global batch and the "
+            "order of samples stay the same."
+        ),
+    )
 
     def __init__(self, *args: Any, organization: Organization, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -178,6 +189,7 @@ class JobLaunchForm(_CapacityForm):
             checkpoint_every_minutes=d["checkpoint_every_minutes"],
             checkpoint_every_steps=d["checkpoint_every_steps"],
             keep_last=d["keep_last"],
+            elastic_min_gpus=d.get("elastic_min_gpus") or 0,
         )
 
 

@@ -51,6 +51,9 @@ HYPERPARAMETER_LIMITS: dict[str, Bound] = {
     "seq_len": Bound(int, 8, 131_072, "tokens per sample"),
     "micro_batch": Bound(int, 1, 4096, "samples per rank per forward pass"),
     "grad_accum": Bound(int, 1, 4096, "micro-batches per optimizer step"),
+    "global_batch": Bound(
+        int, 0, 2**22, "samples per optimizer step over all GPUs (0 = micro_batch x grad_accum x GPUs)"
+    ),
     "max_steps": Bound(int, 0, 10_000_000, "optimizer steps (0 = no step limit)"),
     "max_tokens": Bound(int, 0, 10**15, "tokens over all ranks (0 = no token limit)"),
     "lr": Bound(float, 1e-9, 1.0, "peak learning rate"),
@@ -74,6 +77,7 @@ LAUNCH_LIMITS: dict[str, Bound] = {
     "checkpoint_every_minutes": Bound(int, 0, 10_080, "minutes between checkpoints (0 = off; at most a week)"),
     "checkpoint_every_steps": Bound(int, 0, 10_000_000, "steps between checkpoints (0 = off)"),
     "keep_last": Bound(int, 1, 100, "complete checkpoints kept"),
+    "elastic_min_gpus": Bound(int, 0, MAX_GPUS, "resume on at least this many GPUs after preemption (0 = same count)"),
 }
 
 HYPERPARAMETER_FIELDS = frozenset(HYPERPARAMETER_LIMITS) | {"mixed_precision"}

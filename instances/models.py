@@ -129,6 +129,10 @@ class Instance(models.Model):
     kind = models.CharField(max_length=12, choices=InstanceKind.choices, default=InstanceKind.TRAINING)
     gpu_type = models.ForeignKey(GpuType, on_delete=models.PROTECT, related_name="instances")
     gpu_count = models.PositiveIntegerField()
+    # "resume on at least K GPUs": 0 = only on gpu_count; else a preempted training job may resume on any count
+    # of elastic_gpu_counts (those >= K below gpu_count that divide its global batch, largest first; launch)
+    elastic_min_gpus = models.PositiveIntegerField(default=0)
+    elastic_gpu_counts = models.JSONField(default=list, blank=True)
     mode = models.CharField(max_length=12, choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = models.ForeignKey(Image, null=True, blank=True, on_delete=models.PROTECT)
     command = models.JSONField(default=list, blank=True)
@@ -209,6 +213,9 @@ class InstanceRunSegment(models.Model):
     instance = models.ForeignKey(Instance, on_delete=models.CASCADE, related_name="run_segments")
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
+    # GPUs the instance held in this segment (its placement when it entered running; an elastic resume may hold
+    # fewer than gpu_count); null for segments opened before this was recorded: the instance's gpu_count
+    gpus_held = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]
@@ -314,6 +321,12 @@ class JobAttempt(models.Model):
 
     def __str__(self) -> str:
         return f"{self.instance_id}#{self.number}"
+
+    @property
+    def gpu_count(self) -> int:
+        """GPUs this attempt ran on: the sum of its placement (an elastic resume may take fewer than the
+        instance's ``gpu_count``); the instance's count for an attempt not placed yet."""
+        return sum(int(g) for _, g in self.placement) if self.placement else self.instance.gpu_count
 
     @property
     def message_display(self) -> str:

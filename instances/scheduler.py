@@ -94,7 +94,11 @@ class NodeView:
 @dataclass(frozen=True, slots=True)
 class PlacementRequest:
     """A request for ``gpus`` GPUs of ``gpu_type`` for one organization, in FIFO order of ``submitted_at``
-    within its ``rank`` (0 = on demand, 1 = interruptible; lower ranks go first)."""
+    within its ``rank`` (0 = on demand, 1 = interruptible; lower ranks go first).
+
+    ``fallback_gpus``: smaller GPU counts the request may run on instead, largest first (an elastic training
+    job resuming after preemption, ``Instance.elastic_gpu_counts``); tried in its turn when ``gpus`` lack
+    capacity, so it never jumps the queue."""
 
     request_id: str
     org_id: str
@@ -103,6 +107,7 @@ class PlacementRequest:
     mode: Mode
     submitted_at: datetime
     rank: int = 0
+    fallback_gpus: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -422,6 +427,27 @@ def _try_place(req: PlacementRequest, pool: _TypePool, *, partly_used_only: bool
     return Placement(req.request_id, ((name, req.gpus),), pool.block_by_name[name])
 
 
+def _try_fallbacks(
+    req: PlacementRequest,
+    pool: _TypePool,
+    refusal: Unplaceable,
+    quota_gpus: int | None,
+    used_gpus: int,
+    *,
+    partly_used_only: bool,
+) -> Placement | Unplaceable:
+    """The first of ``req.fallback_gpus`` (largest first) that is a valid shape, within quota and placeable
+    now, or ``refusal`` (the full-size answer, what the user is shown) when none is."""
+    for gpus in req.fallback_gpus:
+        smaller = dataclasses.replace(req, gpus=gpus, fallback_gpus=())
+        if _validate(smaller, pool.node_size) or _check_quota(smaller, quota_gpus, used_gpus):
+            continue
+        found = _try_place(smaller, pool, partly_used_only=partly_used_only)
+        if isinstance(found, Placement):
+            return found
+    return refusal
+
+
 def _commit(pool: _TypePool, placement: Placement) -> None:
     for name, gpus in placement.assignments:
         pool.take(name, gpus)
@@ -511,9 +537,17 @@ def schedule_queue(
         result = _try_place(req, pool, partly_used_only=state == "partial")
         if state == "partial" and isinstance(result, Unplaceable):
             partial_refusals[key] = result
+        if (
+            isinstance(result, Unplaceable)
+            and req.fallback_gpus
+            and result.code in (CODE_CAPACITY, CODE_BEHIND, CODE_EXCEEDS_INVENTORY)
+        ):
+            result = _try_fallbacks(
+                req, pool, result, quotas.get(req.org_id), used.get(req.org_id, 0), partly_used_only=state == "partial"
+            )
         if isinstance(result, Placement):
             _commit(pool, result)
-            used[req.org_id] = used.get(req.org_id, 0) + req.gpus
+            used[req.org_id] = used.get(req.org_id, 0) + result.gpus
             placements.append(result)
             continue
         wait(req, result)

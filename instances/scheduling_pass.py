@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import operator
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -47,7 +48,7 @@ from typing import Any, NamedTuple, cast, overload
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import OuterRef, Q, Subquery, Sum
+from django.db.models import Exists, OuterRef, Q, Subquery, Sum
 from django.utils import timezone
 
 from billing.choices import PriceTier
@@ -204,12 +205,14 @@ def _nodes_lock(names: list[str]) -> set[str]:
 
 def _queue_read() -> list[tuple[Any, ...]]:
     """``(pk, organization_id, GPU type code, gpu_count, mode, submitted_at, tier, queue_position,
-    status_reason)`` of every instance in ``scheduling``, in no order. On PostgreSQL one plain query whose
-    ``submitted_at`` travels as ISO 8601 text (Django's time-zone-aware loader costs ~5 µs a row; the text
-    is parsed only for a request not seen in the last pass, :func:`_requests_of`)."""
+    status_reason, elastic_gpu_counts, resuming)`` of every instance in ``scheduling``, in no order; ``resuming``:
+    the instance is elastic and has run before (only then may it resume on fewer GPUs). On PostgreSQL one
+    plain query whose ``submitted_at`` travels as ISO 8601 text (Django's time-zone-aware loader costs ~5 µs a
+    row; the text is parsed only for a request not seen in the last pass, :func:`_requests_of`)."""
     if connection.vendor != "postgresql":
         return list(
             Instance.objects.filter(status=S.SCHEDULING)
+            .annotate(resuming=Exists(JobAttempt.objects.filter(instance=OuterRef("pk"))))
             .order_by()
             .values_list(
                 "pk",
@@ -221,11 +224,15 @@ def _queue_read() -> list[tuple[Any, ...]]:
                 "tier",
                 "queue_position",
                 "status_reason",
+                "elastic_gpu_counts",
+                "resuming",
             )
         )
     sql = (
         "SELECT i.id, i.organization_id, g.code, i.gpu_count, i.mode, i.submitted_at::text, i.tier, "  # noqa: S608
-        f'i.queue_position, i.status_reason FROM "{Instance._meta.db_table}" i JOIN "{GpuType._meta.db_table}" g '
+        "i.queue_position, i.status_reason, i.elastic_gpu_counts, (i.elastic_gpu_counts <> '[]'::jsonb AND EXISTS "
+        f'(SELECT 1 FROM "{JobAttempt._meta.db_table}" a WHERE a.instance_id = i.id)) '
+        f'FROM "{Instance._meta.db_table}" i JOIN "{GpuType._meta.db_table}" g '
         "ON g.id = i.gpu_type_id WHERE i.status = %s"
     )
     with connection.cursor() as cur:
@@ -243,10 +250,12 @@ def _requests_of(queue: list[tuple[Any, ...]]) -> list[scheduler.PlacementReques
     global _requests
     old, new = _requests, {}
     for row in queue:
-        key = row[:7]
+        counts = row[9] if row[10] else ()
+        fallback = tuple(int(g) for g in (json.loads(counts) if isinstance(counts, str) else counts or ()))
+        key = (*row[:7], fallback)
         req = old.get(key)
         if req is None:
-            pk, org, code, gpus, mode, submitted, tier = key
+            pk, org, code, gpus, mode, submitted, tier, _ = key
             req = scheduler.PlacementRequest(
                 str(pk),
                 str(org),
@@ -255,6 +264,7 @@ def _requests_of(queue: list[tuple[Any, ...]]) -> list[scheduler.PlacementReques
                 mode,  # a RentalMode value read from the database
                 datetime.fromisoformat(submitted) if isinstance(submitted, str) else submitted,
                 int(tier == PriceTier.INTERRUPTIBLE),
+                fallback,
             )
         new[key] = req
     _requests = new
@@ -553,7 +563,7 @@ def schedule_pass(
             if w.position is not None:
                 pk = int(w.request.request_id)
                 why = preempting.get(pk, w.reason) if preempting else w.reason  # a Reason: keep its code
-                if queued[pk][7:] != (w.position, why[:300]):
+                if queued[pk][7:9] != (w.position, why[:300]):
                     changed.append((pk, w.position, why))
         _write_waiting(changed)
         transaction.on_commit(functools.partial(_cache_put, inv))

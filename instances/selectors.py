@@ -9,6 +9,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db.models import F, Q, QuerySet, Sum
+from django.db.models.functions import Coalesce
 
 from instances.choices import HOLDS_CAPACITY, InstanceStatus
 from instances.models import (
@@ -28,7 +29,8 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
     """Run segments that overlap ``[start, end)`` — the metering interface.
 
     Returns dicts with ``instance_id``, ``organization_id``, ``gpu_type`` (the GPU type code),
-    ``gpu_count``, ``mode``, ``tier`` (the price tier), ``started_at``, ``ended_at`` (``None`` while the
+    ``gpu_count`` (the GPUs held in that segment), ``mode``, ``tier`` (the price tier), ``started_at``,
+    ``ended_at`` (``None`` while the
     instance still runs), ordered
     by ``(instance_id, started_at)``. A segment overlaps when it started before ``end`` and has not ended
     or ended after ``start``. Times are timezone-aware UTC.
@@ -43,7 +45,7 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
             "ended_at",
             organization_id=F("instance__organization_id"),
             gpu_type=F("instance__gpu_type__code"),
-            gpu_count=F("instance__gpu_count"),
+            gpu_count=Coalesce(F("gpus_held"), F("instance__gpu_count")),  # held in the segment (elastic resume)
             mode=F("instance__mode"),
             tier=F("instance__tier"),
         )

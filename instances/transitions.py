@@ -127,8 +127,16 @@ def instances_transition(
             InstanceRunSegment.objects.filter(instance_id__in=leaving, ended_at__isnull=True).update(ended_at=now)
         entering = [m.instance.pk for m in applied if m.to == S.RUNNING]
         if entering:
+            # the GPUs held are the placement's (an elastic resume may hold fewer than gpu_count): metering
+            # charges the segment for those
+            held = {
+                pk: sum(int(g) for _, g in placement) if placement else count
+                for pk, placement, count in Instance.objects.filter(pk__in=entering).values_list(
+                    "pk", "placement", "gpu_count"
+                )
+            }
             InstanceRunSegment.objects.bulk_create(
-                [InstanceRunSegment(instance_id=pk, started_at=now) for pk in entering]
+                [InstanceRunSegment(instance_id=pk, started_at=now, gpus_held=held.get(pk)) for pk in entering]
             )
         _emit_webhooks(applied)
     for m in applied:

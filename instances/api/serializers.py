@@ -89,6 +89,7 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
             "image",
             "command",
             "placement",
+            "gpu_count",
             "submitted_at",
             "created_at",
             "job",
@@ -107,6 +108,10 @@ class InstanceSerializer(serializers.ModelSerializer[Instance]):
 
 
 class AttemptSerializer(serializers.ModelSerializer[JobAttempt]):
+    gpu_count = serializers.IntegerField(
+        read_only=True, help_text="GPUs this attempt ran on (an elastic resume may use fewer)"
+    )
+
     class Meta:
         model = JobAttempt
         fields = [
@@ -119,6 +124,7 @@ class AttemptSerializer(serializers.ModelSerializer[JobAttempt]):
             "resume_from_step",
             "started_step",
             "placement",
+            "gpu_count",
             "submitted_at",
             "first_step_at",
             "ended_at",
@@ -135,6 +141,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
     gpu_type = serializers.CharField(source="instance.gpu_type.code", read_only=True)
     gpu_count = serializers.IntegerField(source="instance.gpu_count", read_only=True)
     tier = serializers.CharField(source="instance.tier", read_only=True)
+    elastic_min_gpus = serializers.IntegerField(source="instance.elastic_min_gpus", read_only=True)
     attempts = AttemptSerializer(many=True, read_only=True)
 
     class Meta:
@@ -151,6 +158,7 @@ class JobSerializer(serializers.ModelSerializer[TrainingJob]):
             "outcome",
             "gpu_type",
             "gpu_count",
+            "elastic_min_gpus",
             "tier",
             "model_preset",
             "engine",
@@ -242,6 +250,12 @@ class JobLaunchSerializer(serializers.Serializer[Any]):
         help_text="steps between checkpoints (0 = off); default 0 on a GPU, 100 on a CPU slot",
     )
     keep_last = _bounded(LAUNCH_LIMITS["keep_last"], required=False, help_text="complete checkpoints kept; default 3")
+    elastic_min_gpus = _bounded(
+        LAUNCH_LIMITS["elastic_min_gpus"],
+        required=False,
+        default=0,
+        help_text="resume on at least this many GPUs after a preemption (0 = only on gpu_count)",
+    )
     volumes = serializers.ListField(
         child=serializers.CharField(max_length=40),
         required=False,

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import sys
 import traceback
+from typing import Any
 
 from instances.runtime import exitcodes
 from instances.runtime.config import ConfigError, load_config
@@ -51,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     except ResumeRefused as exc:  # also NoLoadableCheckpoint: a person must decide, not a retry
         print(f"resume refused: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_RESUME_REFUSED, str(exc))
+    except ConfigError as exc:  # found once the degree is known (global_batch that does not split over it)
+        print(f"invalid config: {exc}", file=sys.stderr)
+        code = trainer.finish("failed", exitcodes.EXIT_CONFIG_ERROR, f"invalid config: {exc}")
     except CheckpointStoreError as exc:
         print(f"checkpoint store unavailable: {exc}", file=sys.stderr)
         code = trainer.finish("failed", exitcodes.EXIT_STORE_UNAVAILABLE, str(exc))
@@ -62,7 +66,28 @@ def main(argv: list[str] | None = None) -> int:
             code = trainer.finish("failed", exitcodes.EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     finally:
         trainer.close()
+        _report_threads(cfg)
     return code
+
+
+# Test hook (never set in production): after close() each rank writes the non-daemon threads still alive
+# (other than the main one) to ``{workdir}/threads-rank<R>.json``; a test fails if any is listed (such a
+# thread would hold the interpreter, and so the job's GPUs, after the run ended).
+THREADS_REPORT_ENV = "RUNTIME_TEST_THREADS_REPORT"
+
+
+def _report_threads(cfg: Any) -> None:
+    import json
+    import os
+    import threading
+
+    if not os.environ.get(THREADS_REPORT_ENV):
+        return
+    alive = [
+        t.name for t in threading.enumerate() if t is not threading.main_thread() and not t.daemon and t.is_alive()
+    ]
+    path = cfg.workdir_path / f"threads-rank{os.environ.get('RANK', '0')}.json"
+    path.write_text(json.dumps(alive))
 
 
 if __name__ == "__main__":

@@ -47,7 +47,11 @@ class TrainerBase:
     _stager: Any  # pinned staging buffers for async saves (GPU)
     _manifests: dict[int, dict[str, Any]]  # step -> manifest written by this rank (coordinator)
     engine: Any  # DeepSpeed engine when cfg.engine == "deepspeed"
+    resumed_from_degree: int  # data-parallel degree of the checkpoint resumed from (this run's if none)
+    _preempt_at: int | None  # test hook PREEMPT_AT_STEP_ENV
     # set by build()
+    micro_batch: int  # samples per rank per forward pass on this degree
+    grad_accum: int  # micro-batches per optimizer step on this degree
     sampler: TokenSampler
     model: Any  # DDP-wrapped module, FSDP2-sharded module, or the DeepSpeed engine
     optimizer: Any  # torch.optim.AdamW, or DeepSpeed's wrapper of it

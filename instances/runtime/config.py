@@ -45,8 +45,12 @@ class JobConfig:
     checkpoint_dir: str  # local folder or any fsspec URL (s3://..., file://...)
     tokenizer: str = ""  # tokenizer.json; if set, its vocabulary size must equal the shards'
     seq_len: int = 1024  # tokens per sample
-    micro_batch: int = 8  # samples per rank per forward pass
-    grad_accum: int = 1  # micro-batches per optimizer step
+    micro_batch: int = 8  # samples per rank per forward pass (with global_batch: the most per forward pass)
+    grad_accum: int = 1  # micro-batches per optimizer step (derived, and left at 1, when global_batch is set)
+    global_batch: int = 0  # samples per optimizer step over all ranks; 0 = micro_batch * grad_accum * ranks.
+    # Set, it makes the job elastic: it may resume on any data-parallel degree that divides it (see batch_layout)
+    record_samples: bool = False  # each rank appends the global ids of the samples it trains on to
+    # {workdir}/samples-rank<R>.jsonl (one line per optimizer step): an audit of "no sample repeated or skipped"
     max_steps: int = 0  # optimizer steps; 0 = no step limit
     max_tokens: int = 0  # tokens over all ranks; 0 = no token limit
     seed: int = 0
@@ -134,6 +138,15 @@ class JobConfig:
         for name in ("max_steps", "max_tokens", "warmup_steps", "checkpoint_every_steps", "attempt"):
             if getattr(self, name) < 0:
                 raise ConfigError(name, "must be >= 0")
+        if self.global_batch < 0:
+            raise ConfigError("global_batch", "must be >= 0 (0 = micro_batch * grad_accum * ranks)")
+        if self.global_batch and self.grad_accum != 1:
+            raise ConfigError(
+                "grad_accum",
+                "is derived from global_batch on each data-parallel degree; leave it at 1 when global_batch is set",
+            )
+        if self.global_batch and self.engine == "deepspeed":
+            raise ConfigError("global_batch", "elastic batches need engine ddp or fsdp (DeepSpeed fixes its own batch)")
         if self.max_steps == 0 and self.max_tokens == 0:
             raise ConfigError("max_steps", "set max_steps or max_tokens (or both)")
         if self.keep_last < 1:
@@ -187,6 +200,41 @@ class JobConfig:
     def workdir_path(self) -> Path:
         """Folder for ``events.jsonl`` (created on demand)."""
         return Path(self.workdir or os.getcwd())
+
+
+def allowed_degrees(global_batch: int, *, up_to: int) -> list[int]:
+    """Data-parallel degrees ``1 … up_to`` on which a job of ``global_batch`` samples per step can run.
+
+    The rule (the only one, used by the runtime and by the portal at launch): a degree M is allowed when
+    it divides the global batch, so every rank trains ``global_batch / M`` samples per step and the step's
+    gradient is the mean over exactly the same samples whatever M is. A remainder is never padded,
+    dropped or spread unevenly (that would change the gradient, or repeat or skip samples).
+    """
+    return [m for m in range(1, up_to + 1) if global_batch % m == 0]
+
+
+def batch_layout(global_batch: int, dp_degree: int, micro_batch_max: int) -> tuple[int, int]:
+    """``(micro_batch, grad_accum)`` for ``dp_degree`` ranks that together train ``global_batch`` samples
+    per optimizer step, with at most ``micro_batch_max`` samples per rank per forward pass.
+
+    Each rank trains ``per_rank = global_batch / dp_degree`` samples per step in ``grad_accum`` equal
+    micro-batches: the fewest micro-batches (largest micro-batch ``<= micro_batch_max``) that split
+    ``per_rank`` evenly. Equal micro-batches keep the step's gradient the plain mean over its samples.
+    Example: global 12, at most 2 per pass: dp=4 -> (1, 3), dp=3 -> (2, 2), dp=2 -> (2, 3).
+
+    Raises ``ConfigError("global_batch", …)`` naming the allowed degrees when ``dp_degree`` does not
+    divide ``global_batch`` (rule: ``allowed_degrees``).
+    """
+    if global_batch % dp_degree:
+        allowed = ", ".join(str(m) for m in allowed_degrees(global_batch, up_to=global_batch))
+        raise ConfigError(
+            "global_batch",
+            f"global batch {global_batch} does not split over data-parallel degree {dp_degree}; "
+            f"a degree must divide it (allowed: {allowed})",
+        )
+    per_rank = global_batch // dp_degree
+    micro = max(d for d in range(1, min(per_rank, micro_batch_max) + 1) if per_rank % d == 0)
+    return micro, per_rank // micro
 
 
 def load_config(path: str | os.PathLike[str]) -> JobConfig:

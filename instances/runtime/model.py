@@ -16,38 +16,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
 
-# Shapes follow published models: gpt2-small = GPT-2 124M's width/depth, 1b = Llama 3.2 1B,
-# 7b = Llama 2 7B. ``tiny`` is for CPU tests (~2.1M parameters with a 2k vocabulary).
-PRESETS: dict[str, dict[str, Any]] = {
-    "tiny": {
-        "hidden_size": 192,
-        "intermediate_size": 512,
-        "num_hidden_layers": 3,
-        "num_attention_heads": 4,
-        "num_key_value_heads": 4,
-    },
-    "gpt2-small": {
-        "hidden_size": 768,
-        "intermediate_size": 3072,
-        "num_hidden_layers": 12,
-        "num_attention_heads": 12,
-        "num_key_value_heads": 12,
-    },
-    "1b": {
-        "hidden_size": 2048,
-        "intermediate_size": 8192,
-        "num_hidden_layers": 16,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-    },
-    "7b": {
-        "hidden_size": 4096,
-        "intermediate_size": 11008,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 32,
-    },
-}
+from instances.runtime.sizing import PRESETS
 
 
 def build_model(name_or_path: str, *, vocab_size: int, seq_len: int, seed: int, attention: str = "sdpa") -> Any:

@@ -24,7 +24,10 @@ from instances.runtime.loop import NoLoadableCheckpoint, ResumeRefused, classify
 
 # Fields of the config whose change makes a checkpoint unloadable or its resume inexact: the model's
 # shapes (model, seq_len via the data layout), the sampler's layout (micro_batch, seq_len, seed), the engine.
+# For an elastic job (global_batch set before and now) micro_batch is only a memory bound and may change;
+# the global batch may not (ELASTIC_SHAPE_FIELDS).
 SHAPE_FIELDS = ("model", "seq_len", "micro_batch", "seed")
+ELASTIC_SHAPE_FIELDS = ("model", "seq_len", "global_batch", "seed")
 
 
 class ResumeMixin(TrainerBase):
@@ -38,8 +41,11 @@ class ResumeMixin(TrainerBase):
 
         * **damage** (hash mismatch, truncated or unreadable file, missing shard): reported naming the
           checkpoint and the file, set aside as ``step-N.corrupt-<time>``, and the previous one is tried;
-        * **incompatible** (other data-parallel degree, model, ``seq_len``, ``micro_batch``, seed or tensor
-          shapes): ``ResumeRefused`` naming both values; nothing is touched;
+        * **incompatible** (model, ``seq_len``, seed or tensor shapes; ``micro_batch`` or the data-parallel
+          degree unless the job is elastic, ``global_batch`` if it is): ``ResumeRefused`` naming both
+          values; nothing is touched. An elastic job (``global_batch`` set when the checkpoint was written
+          and now) resumes on any degree that divides the global batch: DCP reshards model and optimizer,
+          the sampler continues at the next sample of the global order, LR schedule and step continue;
         * **transient** (the store fails to answer): tried ``store_retries`` times with back-off from
           ``store_backoff_s`` (doubling), then ``CheckpointStoreError`` (exit 75); nothing is touched.
 
@@ -137,16 +143,18 @@ class ResumeMixin(TrainerBase):
 
     def _incompatibility(self, url: str, state: dict[str, Any]) -> str | None:
         """Why the checkpoint cannot be resumed exactly by this run (naming both values), or ``None``."""
-        if state["dp_degree"] != self.world:
+        saved = state.get("config") or {}
+        elastic = bool(self.cfg.global_batch) and bool(saved.get("global_batch"))
+        if state["dp_degree"] != self.world and not elastic:
             return (
                 f"checkpoint {url} was written with data-parallel degree {state['dp_degree']}, this run has "
-                f"{self.world}; refusing to resume (resharding sampler, RNG and optimizer is not proven exact). "
-                "Restart with the same number of processes, or roll back."
+                f"{self.world}; refusing to resume (the job has no global_batch, so its batch and data position "
+                "belong to that degree). Restart with the same number of processes, set global_batch (elastic "
+                "jobs), or roll back."
             )
         if state["engine"] != self.cfg.engine and "deepspeed" in (state["engine"], self.cfg.engine):
             return f"checkpoint {url} was written by engine {state['engine']}, this run uses {self.cfg.engine}"
-        saved = state.get("config") or {}
-        for name in SHAPE_FIELDS:
+        for name in ELASTIC_SHAPE_FIELDS if elastic else SHAPE_FIELDS:
             if name in saved and saved[name] != getattr(self.cfg, name):
                 return (
                     f"checkpoint {url} was written with {name}={saved[name]!r}, this run has "
@@ -154,7 +162,7 @@ class ResumeMixin(TrainerBase):
                     f"sampler's shapes differ). Restart with {name}={saved[name]!r}, or set fresh_start."
                 )
         sampler = state.get("sampler") or {}
-        for key in ("num_samples", "per_step", "seq_len", "seed"):
+        for key in self.sampler.layout_keys(sampler):
             if key in sampler and int(sampler[key]) != getattr(self.sampler, key):
                 return (
                     f"checkpoint {url} was written with data layout {key}={sampler[key]}, this run has "
@@ -253,4 +261,15 @@ class ResumeMixin(TrainerBase):
         self.step = int(state["step"])
         self.tokens_seen = int(state["tokens_seen"])
         self.last_loss = state.get("loss")
-        restore_rng(state["rng"][self.rank])
+        # the RNG streams are per rank; on another degree rank r takes rank r mod N's (the presets draw no
+        # random numbers after initialisation — no dropout — so the losses do not depend on it)
+        rngs = state["rng"]
+        restore_rng(rngs[self.rank % len(rngs)])
+        if state["dp_degree"] != self.world:
+            note = (
+                f"elastic resume: checkpoint of step {state['step']} written at data-parallel degree "
+                f"{state['dp_degree']}, resumed at {self.world} (global batch {self.cfg.global_batch}: "
+                f"micro-batch {self.micro_batch} x {self.grad_accum} accumulation steps per rank)"
+            )
+            self.log(note)
+            self.resumed_from_degree = int(state["dp_degree"])

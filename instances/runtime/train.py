@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from instances.runtime import exitcodes
 from instances.runtime.checkpoint import CheckpointStore
-from instances.runtime.config import JobConfig
+from instances.runtime.config import JobConfig, batch_layout
 from instances.runtime.data import TokenSampler
 from instances.runtime.loop import (  # noqa: F401 - stateless pieces of the loop, importable from here
     NoLoadableCheckpoint,
@@ -50,6 +50,10 @@ from instances.runtime.model import build_model, decoder_layers, materialize, pa
 from instances.runtime.reporting import Reporter
 from instances.runtime.resume import SHAPE_FIELDS, ResumeMixin  # noqa: F401 - SHAPE_FIELDS importable from here
 from instances.runtime.saving import PAUSE_BEFORE_COMMIT_ENV, SavingMixin  # noqa: F401 - importable from here
+
+# Test hook (never set in production): every rank behaves as if SIGTERM arrived once ``step`` equals this
+# value, so a test preempts a job at an exact step (and resumes it elsewhere) without racing the loop.
+PREEMPT_AT_STEP_ENV = "RUNTIME_TEST_PREEMPT_AT_STEP"
 
 FLAG_NAMES = ("term", "usr1", "portal_checkpoint", "portal_stop", "interval")
 
@@ -96,6 +100,8 @@ class Trainer(ResumeMixin, SavingMixin):
         self._stager = None  # pinned staging buffers for async saves (GPU)
         self._manifests = {}  # step -> manifest written by this rank (coordinator)
         self.engine = None  # DeepSpeed engine when cfg.engine == "deepspeed"
+        preempt_at = os.environ.get(PREEMPT_AT_STEP_ENV)
+        self._preempt_at = int(preempt_at) if preempt_at else None
 
     def _grace_expired(self) -> None:
         # SIGTERM grace period over and the checkpoint is not complete: leave without claiming one.
@@ -113,14 +119,24 @@ class Trainer(ResumeMixin, SavingMixin):
     # ---- build ---------------------------------------------------------------------------------
 
     def build(self) -> None:
+        """Sampler, model, engine wrapping, optimizer and LR schedule for this rank.
+
+        With ``global_batch`` set the micro-batch and gradient-accumulation steps come from
+        ``batch_layout(global_batch, world, micro_batch)`` (``ConfigError`` if the degree does not divide
+        the global batch), so the optimizer step sees the same samples on any allowed degree."""
         cfg = self.cfg
+        if cfg.global_batch:
+            self.micro_batch, self.grad_accum = batch_layout(cfg.global_batch, self.world, cfg.micro_batch)
+        else:
+            self.micro_batch, self.grad_accum = cfg.micro_batch, cfg.grad_accum
         self.sampler = TokenSampler(
             cfg.data,
             seq_len=cfg.seq_len,
-            micro_batch=cfg.micro_batch,
+            micro_batch=self.micro_batch,
             dp_rank=self.rank,
             dp_size=self.world,
             seed=cfg.seed,
+            global_batch=cfg.global_batch,
         )
         vocab = self.sampler.vocab_size
         if cfg.tokenizer:
@@ -144,7 +160,7 @@ class Trainer(ResumeMixin, SavingMixin):
         if cfg.compile:
             for layer in decoder_layers(model):
                 layer.compile()  # per block, before wrapping: FSDP2 / DDP hooks stay outside the graphs
-        self.tokens_per_step = cfg.seq_len * cfg.micro_batch * cfg.grad_accum * self.world
+        self.tokens_per_step = cfg.seq_len * self.micro_batch * self.grad_accum * self.world
         if cfg.max_steps:
             self.total_steps = cfg.max_steps
         else:
@@ -232,7 +248,8 @@ class Trainer(ResumeMixin, SavingMixin):
             portal_ckpt, portal_stop = self.reporter.requests()
         minutes = self.cfg.checkpoint_every_minutes
         interval = bool(minutes) and self.rank == 0 and time.monotonic() - self.last_save_time >= minutes * 60
-        local = [self.signals.term, self.signals.usr1, portal_ckpt, portal_stop, interval]
+        term = self.signals.term or (self._preempt_at is not None and self.step == self._preempt_at)
+        local = [term, self.signals.usr1, portal_ckpt, portal_stop, interval]
         self.signals.usr1 = False
         t = torch.tensor([int(v) for v in local], dtype=torch.int64)
         dist.all_reduce(t, op=dist.ReduceOp.MAX, group=self.ctrl_pg)
@@ -247,18 +264,19 @@ class Trainer(ResumeMixin, SavingMixin):
         """One optimizer step (``grad_accum`` micro-batches). Returns this rank's mean loss (tensor)."""
         cfg = self.cfg
         total = torch.zeros((), dtype=torch.float32, device=self.device)
+        grad_accum = self.grad_accum
         if self.engine is not None:
-            for _ in range(cfg.grad_accum):
+            for _ in range(grad_accum):
                 x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.next_batch())
                 logits = self.engine(input_ids=x).logits
                 loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
                 self.engine.backward(loss)
                 self.engine.step()
                 total += loss.detach()
-            return total / cfg.grad_accum
+            return total / grad_accum
         self.optimizer.zero_grad(set_to_none=True)
-        for micro in range(cfg.grad_accum):
-            last = micro == cfg.grad_accum - 1
+        for micro in range(grad_accum):
+            last = micro == grad_accum - 1
             x, y = (t.to(self.device, non_blocking=True) for t in self.sampler.next_batch())
             if cfg.engine == "ddp":
                 sync_ctx: Any = contextlib.nullcontext() if last else self.model.no_sync()
@@ -269,25 +287,28 @@ class Trainer(ResumeMixin, SavingMixin):
             with sync_ctx, amp_ctx:
                 logits = self.model(input_ids=x).logits
                 loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.view(-1))
-                (loss / cfg.grad_accum).backward()
+                (loss / grad_accum).backward()
             total += loss.detach()
         if cfg.grad_clip:
             torch.nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_clip)
         self.optimizer.step()
         self.scheduler.step()
-        return total / cfg.grad_accum
+        return total / grad_accum
 
     def run(self) -> int:
         """Build, resume, train until a limit / signal / request; return the exit code."""
         cfg = self.cfg
         self.build()
+        self.resumed_from_degree = self.world
         resumed = self.resume()
         self.last_saved_step = resumed if resumed else -1
         self.last_save_time = time.monotonic()
         start = f"resumed from step {resumed}" if resumed else "started from step 0"  # a fresh start is no resume
         self.log(f"{self.n_params} parameters, world {self.world}, engine {cfg.engine}, {start}")
         self.emit("started", step=resumed, world_size=self.world, flops_per_token=self.mfu.flops_per_token,
-                  peak_flops=self.mfu.peak_flops, device=self.mfu.device_name)  # fmt: skip
+                  peak_flops=self.mfu.peak_flops, device=self.mfu.device_name, micro_batch=self.micro_batch,
+                  grad_accum=self.grad_accum, global_batch=self.micro_batch * self.grad_accum * self.world,
+                  resumed_from_degree=self.resumed_from_degree)  # fmt: skip
         if resumed and self.rank == 0:
             # finish keep-last-K for a run killed between a commit and its prune (a lost node); without this,
             # each such kill leaves one more checkpoint behind. The loaded step is the newest complete one
@@ -320,6 +341,8 @@ class Trainer(ResumeMixin, SavingMixin):
                 return self.finish("finished", exitcodes.EXIT_FINISHED, f"reached step {self.step}")
             loss_t = self.train_step()
             self.step += 1
+            if cfg.record_samples:
+                self._record_samples()
             self.tokens_seen += self.tokens_per_step
             if self.step % cfg.log_every_steps == 0:
                 self.last_loss = self._reduce_loss(loss_t)
@@ -339,6 +362,21 @@ class Trainer(ResumeMixin, SavingMixin):
                 )
             else:
                 pending_loss = loss_t
+
+    def _record_samples(self) -> None:
+        """Append this step's samples (global position and id) to ``samples-rank<R>.jsonl`` (``record_samples``)."""
+        taken = self.sampler.drain_taken()
+        line = {
+            "attempt": self.cfg.attempt,
+            "step": self.step,
+            "world": self.world,
+            "epoch": [t[0] for t in taken],
+            "position": [t[1] for t in taken],
+            "id": [t[2] for t in taken],
+        }
+        path = self.cfg.workdir_path / f"samples-rank{self.rank}.jsonl"
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(line) + "\n")
 
     def _mfu_note(self) -> dict[str, str]:
         """The progress event's fields saying why ``mfu`` is null (see ``instances.runtime.reporting``)."""

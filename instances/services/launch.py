@@ -45,7 +45,8 @@ class LaunchSpec:
     interactive instance: ``command`` (argv list run in the image) and ``idle_autostop_minutes`` (None = the
     organization's default; 0 = off); for both: ``volumes`` (names of the organization's persistent volumes to
     attach, read-write) and ``tier``: on_demand | interruptible (discounted, may be preempted; a training job
-    then needs a checkpoint interval)."""
+    then needs a checkpoint interval). ``elastic_min_gpus`` (training, 0 = off): "resume on at least K GPUs" —
+    after a preemption the job may resume on fewer GPUs (``elastic_plan``)."""
 
     name: str
     gpu_type: str
@@ -65,6 +66,7 @@ class LaunchSpec:
     volumes: list[str] = field(default_factory=list)  # names of the organization's volumes, attached read-write
     tier: str = PriceTier.ON_DEMAND
     idle_autostop_minutes: int | None = None
+    elastic_min_gpus: int = 0  # training: a preempted job may resume on at least this many GPUs (0 = off)
 
 
 def _with_defaults(spec: LaunchSpec) -> LaunchSpec:
@@ -217,6 +219,7 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
         raise LaunchError("invalid", _("A training job needs at least one dataset."), "dataset_version_ids")
     from datasets.selectors import versions_mountable_by
 
+    elastic_plan(spec, gpu_type=GpuType.objects.get(code=spec.gpu_type))
     ids = [int(v) for v in spec.dataset_version_ids]
     allowed = set(versions_mountable_by(organization).filter(pk__in=ids).values_list("pk", flat=True))
     for vid in ids:
@@ -227,6 +230,97 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
                 % {"id": vid},
                 "dataset_version_ids",
             )
+
+
+def elastic_plan(spec: LaunchSpec, *, gpu_type: GpuType) -> tuple[dict[str, Any], list[int]]:
+    """The hyperparameters and the smaller GPU counts (largest first) of an elastic training job, or
+    ``(spec.hyperparameters, [])`` when ``spec.elastic_min_gpus`` is 0.
+
+    Rule (the runtime's, ``instances.runtime.config.batch_layout``): the global batch — ``global_batch``, else
+    ``micro_batch × grad_accum × gpu_count`` — is kept on every count, so a count is allowed only when it
+    divides the global batch; it must also be a shape the scheduler places (below a node's size, or whole
+    nodes) and hold the model's training state (``instances.runtime.sizing``: 16 bytes a parameter, sharded by
+    FSDP, a full copy per GPU under DDP) in the GPU type's memory. The job's ``grad_accum`` becomes derived.
+
+    Raises :class:`LaunchError` (field ``elastic_min_gpus``) for a minimum larger than the job, an engine
+    that cannot change its degree (DeepSpeed), a minimum below which no allowed count exists, or a minimum
+    whose GPUs cannot hold the model.
+    """
+    from instances.runtime.sizing import PRESETS, training_bytes_per_device
+
+    k, n, hyper = spec.elastic_min_gpus, spec.gpu_count, dict(spec.hyperparameters)
+    if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+        raise LaunchError("invalid", _("The elastic minimum must be a whole number of GPUs."), "elastic_min_gpus")
+    if not k:
+        return hyper, []
+    if k > n:
+        raise LaunchError(
+            "elastic_min_too_large",
+            _("The elastic minimum of %(k)d GPUs is larger than the job's %(n)d GPUs.") % {"k": k, "n": n},
+            "elastic_min_gpus",
+        )
+    if spec.engine == Engine.DEEPSPEED:
+        raise LaunchError(
+            "elastic_engine",
+            _("Resuming on fewer GPUs needs engine FSDP or DDP; DeepSpeed keeps its own batch size."),
+            "elastic_min_gpus",
+        )
+    if spec.model_preset in PRESETS and gpu_type.memory_gib:
+        need = training_bytes_per_device(spec.model_preset, engine=spec.engine, dp_degree=k)
+        have = gpu_type.memory_gib * 2**30
+        if need > have:
+            raise LaunchError(
+                "elastic_min_too_small",
+                _(
+                    "%(k)d GPUs of %(type)s cannot hold model %(model)s with %(engine)s: it needs %(need).1f GiB "
+                    "of weights, gradients and optimizer state per GPU, a GPU has %(have)d GiB."
+                )
+                % {
+                    "k": k,
+                    "type": gpu_type.code,
+                    "model": spec.model_preset,
+                    "engine": spec.engine,
+                    "need": need / 2**30,
+                    "have": gpu_type.memory_gib,
+                },
+                "elastic_min_gpus",
+            )
+    global_batch = (
+        int(hyper.get("global_batch") or 0) or int(hyper.get("micro_batch", 1)) * int(hyper.get("grad_accum", 1)) * n
+    )
+    if global_batch % n:
+        raise LaunchError(
+            "invalid",
+            _("The global batch of %(b)d samples does not split over the job's %(n)d GPUs.")
+            % {"b": global_batch, "n": n},
+            "hyperparameters",
+        )
+    size = gpu_type.gpus_per_node
+    counts = [
+        m
+        for m in range(n - 1, k - 1, -1)
+        if global_batch % m == 0
+        and not ((spec.mode == RentalMode.BARE_METAL or m >= size) and m % size)
+        and not (
+            spec.model_preset in PRESETS
+            and gpu_type.memory_gib
+            and training_bytes_per_device(spec.model_preset, engine=spec.engine, dp_degree=m)
+            > gpu_type.memory_gib * 2**30
+        )
+    ]
+    if k < n and not counts:
+        raise LaunchError(
+            "elastic_no_count",
+            _(
+                "No GPU count from %(k)d to %(last)d keeps the global batch of %(b)d samples (a count must divide "
+                "it): raise the elastic minimum or change the batch."
+            )
+            % {"k": k, "last": n - 1, "b": global_batch},
+            "elastic_min_gpus",
+        )
+    hyper["global_batch"] = global_batch
+    hyper.pop("grad_accum", None)  # derived by the runtime on each count
+    return hyper, counts
 
 
 def instance_launch(*, organization: Organization, user: User | None, spec: LaunchSpec) -> Instance:
@@ -247,6 +341,10 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
             return existing
     spec = _with_defaults(spec)
     gpu_type, image = _validate_launch(organization, spec)
+    elastic_counts: list[int] = []
+    if spec.kind == InstanceKind.TRAINING and spec.elastic_min_gpus:
+        hyper, elastic_counts = elastic_plan(spec, gpu_type=gpu_type)
+        spec = replace(spec, hyperparameters=hyper)
     try:
         with transaction.atomic():
             now = timezone.now()
@@ -264,6 +362,8 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                 idempotency_key=spec.idempotency_key,
                 tier=spec.tier,
                 idle_autostop_minutes=_idle_minutes(organization, spec),
+                elastic_min_gpus=spec.elastic_min_gpus if spec.kind == InstanceKind.TRAINING else 0,
+                elastic_gpu_counts=elastic_counts,
             )
             if spec.kind == InstanceKind.TRAINING:
                 job = TrainingJob.objects.create(
@@ -299,6 +399,7 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
                     "mode": spec.mode,
                     "kind": spec.kind,
                     "tier": spec.tier,
+                    "elastic_min_gpus": spec.elastic_min_gpus,
                 },
             )
             instance_transition(

@@ -95,6 +95,7 @@ def job_launch_body(args: argparse.Namespace) -> dict[str, Any]:
         "engine": args.engine,
         "hyperparameters": hyper,
         "keep_last": args.keep_last,
+        "elastic_min_gpus": args.elastic_min_gpus,
         "volumes": args.volume or [],
         "tier": args.tier,
     }

@@ -472,6 +472,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--checkpoint-every-minutes", type=int)
     p.add_argument("--checkpoint-every-steps", type=int)
     p.add_argument("--keep-last", type=int, default=3)
+    p.add_argument(
+        "--elastic-min-gpus",
+        type=int,
+        default=0,
+        metavar="K",
+        help="after a preemption resume on at least K GPUs (same global batch and sample order); 0 = only on --gpus",
+    )
     add_tier_and_volumes(p)
     p.add_argument("--idempotency-key")
     p.add_argument("--no-wait", action="store_true")

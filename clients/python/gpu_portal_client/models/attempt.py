@@ -18,6 +18,7 @@ class Attempt:
     """
     Attributes:
         number (int):
+        gpu_count (int): GPUs this attempt ran on (an elastic resume may use fewer)
         state (AttemptStateEnum | Unset): * `pending` - Pending
             * `running` - Running
             * `succeeded` - Succeeded
@@ -38,6 +39,7 @@ class Attempt:
     """
 
     number: int
+    gpu_count: int
     state: AttemptStateEnum | Unset = UNSET
     exit_code: int | None | Unset = UNSET
     message: str | Unset = UNSET
@@ -53,6 +55,8 @@ class Attempt:
 
     def to_dict(self) -> dict[str, Any]:
         number = self.number
+
+        gpu_count = self.gpu_count
 
         state: str | Unset = UNSET
         if not isinstance(self.state, Unset):
@@ -109,6 +113,7 @@ class Attempt:
         field_dict.update(
             {
                 "number": number,
+                "gpu_count": gpu_count,
             }
         )
         if state is not UNSET:
@@ -140,6 +145,8 @@ class Attempt:
     def from_dict(cls, src_dict: Mapping[str, Any]) -> Self:
         d = dict(src_dict)
         number = d.pop("number")
+
+        gpu_count = d.pop("gpu_count")
 
         _state = d.pop("state", UNSET)
         state: AttemptStateEnum | Unset
@@ -229,6 +236,7 @@ class Attempt:
 
         attempt = cls(
             number=number,
+            gpu_count=gpu_count,
             state=state,
             exit_code=exit_code,
             message=message,

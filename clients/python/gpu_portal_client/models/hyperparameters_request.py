@@ -25,6 +25,7 @@ class HyperparametersRequest:
             seq_len (int | Unset): tokens per sample
             micro_batch (int | Unset): samples per rank per forward pass
             grad_accum (int | Unset): micro-batches per optimizer step
+            global_batch (int | Unset): samples per optimizer step over all GPUs (0 = micro_batch x grad_accum x GPUs)
             max_steps (int | Unset): optimizer steps (0 = no step limit)
             max_tokens (int | Unset): tokens over all ranks (0 = no token limit)
             lr (float | Unset): peak learning rate
@@ -44,6 +45,7 @@ class HyperparametersRequest:
     seq_len: int | Unset = UNSET
     micro_batch: int | Unset = UNSET
     grad_accum: int | Unset = UNSET
+    global_batch: int | Unset = UNSET
     max_steps: int | Unset = UNSET
     max_tokens: int | Unset = UNSET
     lr: float | Unset = UNSET
@@ -69,6 +71,8 @@ class HyperparametersRequest:
         micro_batch = self.micro_batch
 
         grad_accum = self.grad_accum
+
+        global_batch = self.global_batch
 
         max_steps = self.max_steps
 
@@ -107,6 +111,8 @@ class HyperparametersRequest:
             field_dict["micro_batch"] = micro_batch
         if grad_accum is not UNSET:
             field_dict["grad_accum"] = grad_accum
+        if global_batch is not UNSET:
+            field_dict["global_batch"] = global_batch
         if max_steps is not UNSET:
             field_dict["max_steps"] = max_steps
         if max_tokens is not UNSET:
@@ -152,6 +158,8 @@ class HyperparametersRequest:
 
         grad_accum = d.pop("grad_accum", UNSET)
 
+        global_batch = d.pop("global_batch", UNSET)
+
         max_steps = d.pop("max_steps", UNSET)
 
         max_tokens = d.pop("max_tokens", UNSET)
@@ -183,6 +191,7 @@ class HyperparametersRequest:
             seq_len=seq_len,
             micro_batch=micro_batch,
             grad_accum=grad_accum,
+            global_batch=global_batch,
             max_steps=max_steps,
             max_tokens=max_tokens,
             lr=lr,

@@ -34,6 +34,7 @@ class Job:
         queue_position (int):
         gpu_type (str):
         gpu_count (int):
+        elastic_min_gpus (int):
         tier (str):
         attempts (list[Attempt]):
         outcome (BlankEnum | OutcomeEnum | Unset):
@@ -67,6 +68,7 @@ class Job:
     queue_position: int
     gpu_type: str
     gpu_count: int
+    elastic_min_gpus: int
     tier: str
     attempts: list[Attempt]
     outcome: BlankEnum | OutcomeEnum | Unset = UNSET
@@ -105,6 +107,8 @@ class Job:
         gpu_type = self.gpu_type
 
         gpu_count = self.gpu_count
+
+        elastic_min_gpus = self.elastic_min_gpus
 
         tier = self.tier
 
@@ -173,6 +177,7 @@ class Job:
                 "queue_position": queue_position,
                 "gpu_type": gpu_type,
                 "gpu_count": gpu_count,
+                "elastic_min_gpus": elastic_min_gpus,
                 "tier": tier,
                 "attempts": attempts,
             }
@@ -232,6 +237,8 @@ class Job:
         gpu_type = d.pop("gpu_type")
 
         gpu_count = d.pop("gpu_count")
+
+        elastic_min_gpus = d.pop("elastic_min_gpus")
 
         tier = d.pop("tier")
 
@@ -328,6 +335,7 @@ class Job:
             queue_position=queue_position,
             gpu_type=gpu_type,
             gpu_count=gpu_count,
+            elastic_min_gpus=elastic_min_gpus,
             tier=tier,
             attempts=attempts,
             outcome=outcome,

@@ -46,6 +46,8 @@ class JobLaunchRequest:
             GPU, 1 on a CPU slot
         checkpoint_every_steps (int | Unset): steps between checkpoints (0 = off); default 0 on a GPU, 100 on a CPU slot
         keep_last (int | Unset): complete checkpoints kept; default 3
+        elastic_min_gpus (int | Unset): resume on at least this many GPUs after a preemption (0 = only on gpu_count)
+            Default: 0.
         volumes (list[str] | Unset): names of your organization's volumes to attach read-write (one active instance per
             volume)
         tier (TierEnum | Unset): * `on_demand` - On demand
@@ -64,6 +66,7 @@ class JobLaunchRequest:
     checkpoint_every_minutes: int | Unset = UNSET
     checkpoint_every_steps: int | Unset = UNSET
     keep_last: int | Unset = UNSET
+    elastic_min_gpus: int | Unset = 0
     volumes: list[str] | Unset = UNSET
     tier: TierEnum | Unset = TierEnum.ON_DEMAND
     additional_properties: dict[str, Any] = _attrs_field(init=False, factory=dict)
@@ -101,6 +104,8 @@ class JobLaunchRequest:
 
         keep_last = self.keep_last
 
+        elastic_min_gpus = self.elastic_min_gpus
+
         volumes: list[str] | Unset = UNSET
         if not isinstance(self.volumes, Unset):
             volumes = self.volumes
@@ -136,6 +141,8 @@ class JobLaunchRequest:
             field_dict["checkpoint_every_steps"] = checkpoint_every_steps
         if keep_last is not UNSET:
             field_dict["keep_last"] = keep_last
+        if elastic_min_gpus is not UNSET:
+            field_dict["elastic_min_gpus"] = elastic_min_gpus
         if volumes is not UNSET:
             field_dict["volumes"] = volumes
         if tier is not UNSET:
@@ -192,6 +199,8 @@ class JobLaunchRequest:
 
         keep_last = d.pop("keep_last", UNSET)
 
+        elastic_min_gpus = d.pop("elastic_min_gpus", UNSET)
+
         volumes = cast(list[str], d.pop("volumes", UNSET))
 
         _tier = d.pop("tier", UNSET)
@@ -214,6 +223,7 @@ class JobLaunchRequest:
             checkpoint_every_minutes=checkpoint_every_minutes,
             checkpoint_every_steps=checkpoint_every_steps,
             keep_last=keep_last,
+            elastic_min_gpus=elastic_min_gpus,
             volumes=volumes,
             tier=tier,
         )
