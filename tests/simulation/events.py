@@ -87,7 +87,9 @@ def _refused(fn: Callable[[], Any], error: type[Exception], code: str | None = N
         fn()
     except error as exc:
         if code is not None and getattr(exc, "code", None) != code:
-            raise Refusal("refused_with_documented_error", f"refused with {exc.code!r}, not {code!r}") from exc
+            raise Refusal(
+                "refused_with_documented_error", f"refused with {getattr(exc, 'code', None)!r}, not {code!r}"
+            ) from exc
     else:
         raise Refusal("refused_with_documented_error", f"accepted; expected {error.__name__} {code or ''}")
     if _footprint() != before:
@@ -231,7 +233,7 @@ def _worker(world: World, p: dict[str, int], twice: bool = False) -> str:
     """The worker runs every queued task, in an order the event picks; ``twice``: one of them runs again (a
     worker restarted before acknowledging it)."""
     rng = random.Random(p["a"])
-    done = []
+    done: list[str] = []
     while world.tasks:
         task, args, kwargs = world.tasks.pop(rng.randrange(len(world.tasks)))
         task.run(*args, **kwargs)

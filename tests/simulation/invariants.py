@@ -68,9 +68,10 @@ def minutes_charged_once_at_the_price(world: World) -> list[str]:
         book = PriceBook()
         for r in new:
             state["record"] = r.pk
-            if r.minute_index in charged[r.segment_id]:
-                out.append(f"{instances[r.instance_id][0]} minute {r.minute_index} charged twice")
-            charged[r.segment_id].add(r.minute_index)
+            seg_id, index = int(r.segment_id or 0), int(r.minute_index or 0)  # both set: filtered above
+            if index in charged[seg_id]:
+                out.append(f"{instances[r.instance_id][0]} minute {index} charged twice")
+            charged[seg_id].add(index)
             price = book.at(r.gpu_type, r.mode, r.minute, instances[r.instance_id][1])
             if price != r.price_per_gpu_hour_micros:
                 name = instances[r.instance_id][0]

@@ -161,7 +161,8 @@ def run_on_commit_now(fn: Callable[[], None]) -> None:
         fn()
     finally:
         while len(connection.run_on_commit) > start:
-            _sids, callback, _robust = connection.run_on_commit.pop(start)
+            entry: Any = connection.run_on_commit.pop(start)  # (savepoint ids, callback, robust)
+            callback = entry[1]
             callback()
 
 
