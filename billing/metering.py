@@ -66,7 +66,7 @@ from billing.services import IdempotencyKeyReused, ledger_post_many, system_acco
 from billing.tick_sql import Batch, billing_zone
 from billing.usage_batches import batch_postings, usage_batches
 from portal.audit import audit_log
-from portal.db import db_value, quoted_table
+from portal.db import db_value, quoted_table, set_based_paths
 from portal.models import Organization
 
 log = logging.getLogger(__name__)
@@ -132,7 +132,7 @@ def metering_tick(
 
     result = TickResult()
     revenue_id = system_account(SystemAccount.REVENUE).pk
-    if connection.vendor == "postgresql":
+    if set_based_paths():
         _tick_in_sql(segments, now, window_start, revenue_id, chunk_rows, result)
     else:
         _tick_in_python(segments, now, window_start, revenue_id, chunk_rows, result)

@@ -59,6 +59,7 @@ from instances.models import GpuQuota, GpuType, Instance, JobAttempt, Node, Trai
 from instances.preemption import preemptions_plan
 from instances.reasons import Reason, reason_fields
 from instances.transitions import InstanceRow, Move, MovesTail, instances_transition
+from portal.db import set_based_paths
 
 S = InstanceStatus
 # pg_advisory_xact_lock key of the scheduling pass (any fixed bigint no other code uses): "gpu_schd".
@@ -507,7 +508,7 @@ def schedule_pass(
                 inv.exact = False  # the node table changed under us: rebuild next time
         failed = [w for w in result.waiting if w.position is None]
         moving = [*pending, *(int(w.request.request_id) for w in failed)]
-        pg = connection.vendor == "postgresql"
+        pg = set_based_paths()
         if pg:  # the statement that moves them reads what it needs and skips those no longer scheduling
             rows: dict[int, InstanceRow] = {pk: InstanceRow(pk, S.SCHEDULING, queued[pk][1], "") for pk in moving}
             targets: dict[int, _Target] = {}

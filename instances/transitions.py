@@ -30,6 +30,7 @@ from instances.bulk import insert_select, json_document, rows_insert, rows_updat
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
 from instances.models import Instance, InstanceRunSegment, InstanceTransition
 from instances.reasons import reason_fields
+from portal.db import set_based_paths
 from portal.models import AuditEvent, Organization, User
 from portal.webhooks.choices import EventType
 from portal.webhooks.models import WebhookEndpoint
@@ -111,10 +112,10 @@ def instances_transition(
         raise ValueError("instances_transition: at most one move per instance")
     if not moves:
         return []
-    if tail is not None and connection.vendor != "postgresql":
+    if tail is not None and not set_based_paths():
         raise ValueError("instances_transition: a tail needs PostgreSQL")
     with transaction.atomic():
-        if connection.vendor == "postgresql" and (len(moves) > 1 or tail is not None):
+        if set_based_paths() and (len(moves) > 1 or tail is not None):
             applied = _moves_apply_pg(moves, now, acting_user, tail)
         else:
             applied = _compare_and_set(moves, now)

@@ -7,6 +7,9 @@ PostgreSQL.
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
+from collections.abc import Iterator
 from typing import Any
 
 from django.db import connection, models
@@ -33,3 +36,27 @@ def loaded(instance: models.Model) -> models.Model:
     instance._state.adding = False
     instance._state.db = connection.alias
     return instance
+
+
+_PORTABLE_ONLY: contextvars.ContextVar[bool] = contextvars.ContextVar("portable_only", default=False)
+
+
+def set_based_paths() -> bool:
+    """True when the rules with two engines take their set-based twin: the database is PostgreSQL and no
+    :func:`portable_paths` block is open. The twins asked this: the metering tick (``billing.tick_sql`` vs the
+    Python tick of ``billing.metering``), app-call reservation and settlement (``billing.call_sql`` vs
+    ``portal.marketplace.calls``), the multi-row status moves (``instances.transitions``) and the scheduling
+    pass's move statement (``instances.scheduling_pass``). Statements that only differ in SQL dialect (array
+    parameters, ``unnest``) still follow ``connection.vendor``."""
+    return connection.vendor == "postgresql" and not _PORTABLE_ONLY.get()
+
+
+@contextlib.contextmanager
+def portable_paths() -> Iterator[None]:
+    """Run the block with the portable (Python) twin of every two-engine rule, on any database — how the
+    simulator (``tests/simulation``) and the twin tests run one input through both engines on PostgreSQL."""
+    token = _PORTABLE_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _PORTABLE_ONLY.reset(token)

@@ -45,7 +45,7 @@ from billing.choices import SystemAccount, TransactionKind
 from billing.models import LedgerTransaction
 from billing.money import format_cny
 from billing.services import IdempotencyKeyReused, InsufficientFunds, spend_fingerprint, wallet_lock, wallet_spend
-from portal.db import db_value, loaded, quoted_table
+from portal.db import db_value, loaded, quoted_table, set_based_paths
 from portal.marketplace import serving
 from portal.marketplace.choices import AppState, CallStatus
 from portal.marketplace.models import App, AppCall, AppVersion
@@ -283,7 +283,7 @@ def call_reserve(
     """
     now = timezone.now()
     cap = monthly_cap_micros(caller)
-    if connection.vendor == "postgresql":  # one round trip: billing.call_sql
+    if set_based_paths():  # one round trip: billing.call_sql
         outcome, sql_call_id, sql_attempts = call_reserve_sql(
             [
                 caller.pk,
@@ -452,7 +452,7 @@ def call_settle(
     metadata: dict[str, Any] = {"app": app.slug, "call": call.pk, "tokens": billed_tokens}
     if prompt_tokens is not None:
         metadata["prompt_tokens"] = prompt_tokens
-    if connection.vendor == "postgresql" and _settle_sql(
+    if set_based_paths() and _settle_sql(
         call=call, app=app, output=output, started=started, finished=finished, latency_ms=latency_ms,
         price=price, share=share, billed_tokens=billed_tokens, prompt_tokens=prompt_tokens, metadata=metadata,
     ):  # fmt: skip
