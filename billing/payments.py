@@ -87,7 +87,9 @@ def topup_create(
     """Create a top-up and its Stripe Checkout Session; returns the TopUp with ``checkout_url``.
 
     Raises ``TopUpError`` (bad amount, nothing written), ``StripeNotConfigured`` (nothing written) or
-    ``StripeUnavailable`` (the TopUp is kept as ``failed`` with the error, nothing credited), and
+    ``StripeUnavailable`` (Stripe refused: the TopUp is kept as ``failed`` with the error, nothing credited;
+    ``StripeOutcomeUnknown``, a timeout after which Stripe may hold a session: the TopUp stays ``created`` with
+    the error, and a retry under the same API key recovers Stripe's session), and
     ``PermissionRefused`` when the user's role may not top up (``portal.permissions``).
     """
     return topup_create_once(
@@ -175,11 +177,16 @@ def _checkout_open(topup: TopUp, *, user: User, success_url: str, cancel_url: st
             cancel_url=cancel_url,
             metadata={"topup_id": str(topup.pk), "organization_id": str(topup.organization_id)},
         )
+    except stripe_gateway.StripeOutcomeUnknown as exc:
+        # Stripe may have created the session: the top-up stays ``created`` (with the error), so the retry
+        # with the same Idempotency-Key calls Stripe again with the same Stripe key and recovers that session.
+        TopUp.objects.filter(pk=topup.pk, status=TopUpStatus.CREATED).update(error=str(exc))
+        raise
     except stripe_gateway.StripeUnavailable as exc:
-        TopUp.objects.filter(pk=topup.pk).update(status=TopUpStatus.FAILED, error=str(exc))
+        TopUp.objects.filter(pk=topup.pk, status=TopUpStatus.CREATED).update(status=TopUpStatus.FAILED, error=str(exc))
         raise
     TopUp.objects.filter(pk=topup.pk, status=TopUpStatus.CREATED).update(
-        status=TopUpStatus.CHECKOUT_OPEN, stripe_session_id=session.id, checkout_url=session.url
+        status=TopUpStatus.CHECKOUT_OPEN, stripe_session_id=session.id, checkout_url=session.url, error=""
     )
     topup.refresh_from_db()
     return topup

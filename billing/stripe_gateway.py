@@ -19,6 +19,12 @@ class StripeUnavailable(RuntimeError):
     """Stripe refused or could not be reached; the message is safe to show."""
 
 
+class StripeOutcomeUnknown(StripeUnavailable):
+    """The call may have reached Stripe (a timeout, a dropped connection, a 5xx or an idempotency lock): Stripe
+    may have created the object. Retrying with the same ``Idempotency-Key`` returns what Stripe made
+    (https://docs.stripe.com/api/idempotent_requests: the first response is saved for 24 h)."""
+
+
 @dataclass(frozen=True)
 class CheckoutSession:
     id: str
@@ -32,7 +38,10 @@ def is_configured() -> bool:
 def _client() -> stripe.StripeClient:
     if not settings.STRIPE_SECRET_KEY:
         raise StripeNotConfigured("Stripe is not configured (STRIPE_SECRET_KEY is not set)")
-    kwargs: dict[str, Any] = {"max_network_retries": 2}
+    kwargs: dict[str, Any] = {
+        "max_network_retries": 2,
+        "http_client": stripe.new_default_http_client(timeout=settings.STRIPE_TIMEOUT_S),
+    }
     if settings.STRIPE_API_BASE:
         kwargs["base_addresses"] = {"api": settings.STRIPE_API_BASE}
     return stripe.StripeClient(settings.STRIPE_SECRET_KEY, **kwargs)
@@ -52,8 +61,9 @@ def checkout_session_create(
     """Create a Checkout Session in ``payment`` mode for one line item of ``amount_fen`` (CNY minor units).
 
     ``idempotency_key`` is sent as Stripe's ``Idempotency-Key`` header, so a retried call returns the
-    same session (https://docs.stripe.com/api/idempotent_requests). Raises ``StripeNotConfigured`` or
-    ``StripeUnavailable``.
+    same session (https://docs.stripe.com/api/idempotent_requests). Raises ``StripeNotConfigured``,
+    ``StripeOutcomeUnknown`` (timeout, connection lost, 5xx, 409: Stripe may have made the session) or
+    ``StripeUnavailable`` (Stripe refused: no session exists).
     """
     try:
         session = _client().v1.checkout.sessions.create(
@@ -78,7 +88,11 @@ def checkout_session_create(
             },
             {"idempotency_key": idempotency_key},
         )
+    except stripe.APIConnectionError as exc:
+        raise StripeOutcomeUnknown(f"Stripe did not answer in time: {exc.user_message or exc}") from exc
     except stripe.StripeError as exc:
+        if exc.http_status is None or exc.http_status >= 500 or exc.http_status == 409:
+            raise StripeOutcomeUnknown(f"Stripe could not complete the checkout: {exc.user_message or exc}") from exc
         raise StripeUnavailable(f"Stripe refused the checkout: {exc.user_message or exc}") from exc
     return CheckoutSession(id=session.id, url=session.url or "")
 

@@ -330,6 +330,8 @@ STRIPE_SECRET_KEY = env_str("STRIPE_SECRET_KEY", "")
 STRIPE_WEBHOOK_SECRET = env_str("STRIPE_WEBHOOK_SECRET", "")
 STRIPE_API_BASE = env_str("STRIPE_API_BASE", "")  # only for a local stand-in in tests
 STRIPE_WEBHOOK_TOLERANCE_S = env_int("STRIPE_WEBHOOK_TOLERANCE_S", 300, minimum=1)
+# One deadline per attempt of a call to Stripe (seconds); a timeout leaves the outcome unknown (billing.stripe_gateway).
+STRIPE_TIMEOUT_S = env_int("STRIPE_TIMEOUT_S", 30, minimum=1)
 TOP_UP_MIN = env_decimal("TOP_UP_MIN", "10.00")
 TOP_UP_MAX = env_decimal("TOP_UP_MAX", "100000.00")
 TOP_UP_PRESETS = env_list("TOP_UP_PRESETS", ["50", "200", "1000", "5000"])

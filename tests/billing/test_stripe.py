@@ -594,3 +594,88 @@ def test_a_refund_racing_the_completion_is_applied_in_either_order(
     assert (topup.status, topup.refunded_micros, topup.unrecovered_micros) == (TopUpStatus.PAID, 100_000_000, 0)
     assert set(StripeEvent.objects.values_list("status", flat=True)) == {"processed"}
     ledger_invariants()
+
+
+# --- a Checkout Session created by Stripe whose answer timed out (issue 30) -----------------------------
+
+
+@pytest.mark.django_db
+def test_a_top_up_whose_stripe_call_timed_out_is_recovered_by_the_retry_with_the_same_key(
+    alice, alice_org, stripe_settings, settings
+):
+    """Only Stripe's servers are replaced (a local stand-in behind the real ``stripe`` client): during the
+    outage the stand-in creates the session but answers after the client's deadline, as Stripe does when the
+    response is lost; afterwards it answers a request with a known ``Idempotency-Key`` with the session saved
+    for that key (https://docs.stripe.com/api/idempotent_requests). The partner's retry with the same API
+    ``Idempotency-Key`` gets the same top-up, now with Stripe's session; one session exists at Stripe."""
+    from werkzeug import Response
+
+    from billing.payments import topup_create_once
+    from billing.stripe_gateway import StripeOutcomeUnknown
+
+    settings.STRIPE_TIMEOUT_S = 0.3
+    sessions: dict[str, dict] = {}
+    outage = threading.Event()
+    outage.set()
+
+    def stripe_like(request):
+        key = request.headers["Idempotency-Key"]
+        if key not in sessions:
+            body = json.loads(_session_handler(request).get_data())
+            body["id"] = f"cs_test_{len(sessions) + 1}"
+            sessions[key] = body
+        if outage.is_set():
+            time.sleep(0.6)  # past the client's deadline: the session exists, the answer is lost
+        return Response(json.dumps(sessions[key]), content_type="application/json")
+
+    stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_handler(stripe_like)
+    kwargs = {
+        "organization": alice_org,
+        "user": alice,
+        "amount": "200.00",
+        "success_url": "https://x.test/ok",
+        "cancel_url": "https://x.test/no",
+        "idempotency_key": "partner-1",
+    }
+    with pytest.raises(StripeOutcomeUnknown):
+        topup_create_once(**kwargs)
+    topup = TopUp.objects.get()
+    assert (topup.status, topup.stripe_session_id) == (TopUpStatus.CREATED, None)  # not failed: outcome unknown
+    assert topup.error.startswith("Stripe did not answer in time")
+    outage.clear()
+    result = topup_create_once(**kwargs)
+    assert (result.replayed, result.topup.pk, result.topup.status) == (True, topup.pk, TopUpStatus.CHECKOUT_OPEN)
+    assert (result.topup.stripe_session_id, result.topup.checkout_url, result.topup.error) == (
+        "cs_test_1",
+        f"https://checkout.stripe.test/{topup.pk}",
+        "",
+    )
+    assert len(sessions) == 1 and TopUp.objects.count() == 1
+    keys = {request.headers["Idempotency-Key"] for request, _ in stripe_settings.log}
+    assert keys == {f"topup:{topup.stripe_key_uuid}"}
+    assert wallet_balance(organization=alice_org).paid_micros == 0  # nothing credited before the webhook
+
+
+@pytest.mark.django_db
+def test_a_top_up_that_stripe_refused_is_failed_and_the_retry_returns_it(alice, alice_org, stripe_settings):
+    """Stripe's servers replaced by a stand-in answering 400 (a definitive refusal: no session exists)."""
+    from billing.payments import topup_create_once
+    from billing.stripe_gateway import StripeOutcomeUnknown, StripeUnavailable
+
+    stripe_settings.expect_request("/v1/checkout/sessions", method="POST").respond_with_json(
+        {"error": {"type": "invalid_request_error", "message": "bad currency"}}, status=400
+    )
+    kwargs = {
+        "organization": alice_org,
+        "user": alice,
+        "amount": "200.00",
+        "success_url": "https://x.test/ok",
+        "cancel_url": "https://x.test/no",
+        "idempotency_key": "partner-2",
+    }
+    with pytest.raises(StripeUnavailable) as refused:
+        topup_create_once(**kwargs)
+    assert not isinstance(refused.value, StripeOutcomeUnknown)
+    again = topup_create_once(**kwargs)
+    assert (again.replayed, again.topup.status) == (True, TopUpStatus.FAILED)
+    assert len(stripe_settings.log) == 1  # the refusal is final: Stripe is not asked again
