@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.db.models import Max, QuerySet, Sum
+from django.db.models import QuerySet, Sum
 from django.utils import timezone
 
-from billing.models import CreditGrant, LedgerAccount, LedgerEntry, UsageRecord, Wallet
+from billing.models import CreditGrant, LedgerAccount, LedgerEntry, Wallet
 from portal.models import Organization
 
 
@@ -106,16 +106,3 @@ def grants_due_for_expiry(*, now: datetime | None = None) -> QuerySet[CreditGran
 
     cutoff = (now or timezone.now()) - timedelta(hours=settings.METERING_LOOKBACK_HOURS)
     return CreditGrant.objects.filter(expired_at__isnull=True, expires_at__lte=cutoff)
-
-
-def segment_charged_until(*, segment_ids: list[int]) -> dict[int, datetime]:
-    """The end of the last minute already charged (``UsageRecord.minute`` + 1 min) of each run segment in
-    ``segment_ids`` that has a charged minute; segments without one are absent. The instances app reads it
-    before ending a segment in the past (``instances.attempt_watch.segment_end_at_last_seen``)."""
-    rows = (
-        UsageRecord.objects.filter(segment_id__in=segment_ids)
-        .values("segment_id")
-        .annotate(last=Max("minute"))
-        .values_list("segment_id", "last")
-    )
-    return {pk: last + timedelta(minutes=1) for pk, last in rows if pk is not None}

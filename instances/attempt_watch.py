@@ -52,20 +52,10 @@ def last_seen_running(attempt: JobAttempt) -> datetime | None:
 
 def segment_end_at_last_seen(*, instance: Instance, attempt: JobAttempt, closed_at: datetime) -> None:
     """The run segment just closed at ``closed_at`` by a loss ends instead when the attempt was last seen
-    running (not before the segment's start, so a segment never runs backwards), but never before the end of
-    a minute a tick already charged: when ticks ran while no reconcile looked (a delayed reconcile queue), the
-    minutes they charged stay inside the segment, so no usage record lies after its segment's end and the
-    statement's minutes are the segment's (found by the simulator, ``tests/simulation``; billing is
-    append-only, a charged minute is never taken back here)."""
-    from billing.selectors import segment_charged_until  # billing's read interface (floor 1)
-
+    running (not before the segment's start, so a segment never runs backwards)."""
     seen = last_seen_running(attempt)
-    segments = list(InstanceRunSegment.objects.filter(instance=instance, ended_at=closed_at))
-    charged = segment_charged_until(segment_ids=[seg.pk for seg in segments])
-    for seg in segments:
+    for seg in InstanceRunSegment.objects.filter(instance=instance, ended_at=closed_at):
         end = max(seg.started_at, min(seen, closed_at)) if seen is not None else seg.started_at
-        if seg.pk in charged:
-            end = max(end, min(charged[seg.pk], closed_at))
         if end != closed_at:
             InstanceRunSegment.objects.filter(pk=seg.pk).update(ended_at=end)
 
