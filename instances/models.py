@@ -12,6 +12,8 @@ Invariants:
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -326,7 +328,7 @@ class JobAttempt(models.Model):
     def gpu_count(self) -> int:
         """GPUs this attempt ran on: the sum of its placement (an elastic resume may take fewer than the
         instance's ``gpu_count``); the instance's count for an attempt not placed yet."""
-        return sum(int(g) for _, g in self.placement) if self.placement else self.instance.gpu_count
+        return placement_gpus(self.placement) or self.instance.gpu_count
 
     @property
     def message_display(self) -> str:
@@ -484,3 +486,9 @@ class VolumeAttachment(models.Model):
 
 from instances.interactive.access_models import AccessShare  # noqa: E402,F401 - instance and volume shares
 from instances.interactive.utilization_models import UtilizationSample  # noqa: E402,F401 - sampled utilization
+
+
+def placement_gpus(placement: list[Any] | None) -> int:
+    """GPUs of a placement (``[[node name, GPUs], …]``, as ``Instance.placement`` and ``JobAttempt.placement``
+    store the scheduler's assignments); 0 for none."""
+    return sum(int(gpus) for _, gpus in placement or ())

@@ -368,8 +368,15 @@ def _validate(req: PlacementRequest, node_size: int) -> Unplaceable | None:
     return None
 
 
+def needs_whole_nodes(gpus: int, mode: str, node_size: int) -> bool:
+    """Whether a request of ``gpus`` GPUs in ``mode`` takes whole nodes of ``node_size`` GPUs (bare metal, or at
+    least a node's worth): such a request must then be a multiple of ``node_size`` (the one shape rule, used at
+    launch and for an elastic job's smaller counts too)."""
+    return mode == "bare_metal" or gpus >= node_size
+
+
 def _whole_nodes(req: PlacementRequest, node_size: int) -> bool:
-    return req.mode == "bare_metal" or req.gpus >= node_size
+    return needs_whole_nodes(req.gpus, req.mode, node_size)
 
 
 def _check_quota(req: PlacementRequest, quota_gpus: int | None, used_gpus: int) -> Unplaceable | None:

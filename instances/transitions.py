@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from instances.bulk import insert_select, json_document, rows_insert, rows_update
 from instances.choices import INSTANCE_TRANSITIONS, IllegalTransition, InstanceStatus
-from instances.models import Instance, InstanceRunSegment, InstanceTransition
+from instances.models import Instance, InstanceRunSegment, InstanceTransition, placement_gpus
 from instances.reasons import reason_fields
 from portal.db import set_based_paths
 from portal.models import AuditEvent, Organization, User
@@ -131,7 +131,7 @@ def instances_transition(
             # the GPUs held are the placement's (an elastic resume may hold fewer than gpu_count): metering
             # charges the segment for those
             held = {
-                pk: sum(int(g) for _, g in placement) if placement else count
+                pk: placement_gpus(placement) or count
                 for pk, placement, count in Instance.objects.filter(pk__in=entering).values_list(
                     "pk", "placement", "gpu_count"
                 )

@@ -21,7 +21,7 @@ from instances.interactive.idle import MAX_IDLE_AUTOSTOP_MINUTES
 from instances.launch_defaults import launch_defaults
 from instances.models import GpuType, Image, Instance, TrainingJob
 from instances.reasons import Reason
-from instances.runtime.config import ConfigError, JobConfig
+from instances.runtime.config import ConfigError, JobConfig, allowed_degrees
 from instances.selectors import gpu_quota_of
 from instances.services.backend import _setting
 from instances.services.errors import LaunchError
@@ -88,8 +88,11 @@ def _with_defaults(spec: LaunchSpec) -> LaunchSpec:
     )
 
 
-def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuType, Image | None]:
-    """Every check of a launch, with no writes. Raises :class:`LaunchError`."""
+def _validate_launch(
+    organization: Organization, spec: LaunchSpec
+) -> tuple[GpuType, Image | None, tuple[dict[str, Any], list[int]] | None]:
+    """Every check of a launch, with no writes: the GPU type, the image and, for a training job, its
+    :func:`elastic_plan` (None for an interactive instance). Raises :class:`LaunchError`."""
     gpu_type = GpuType.objects.filter(code=spec.gpu_type, active=True).first()
     if gpu_type is None:
         raise LaunchError("unknown_gpu_type", _("Unknown GPU type %(code)s.") % {"code": spec.gpu_type}, "gpu_type")
@@ -102,7 +105,7 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
     if spec.mode not in RentalMode.values:
         raise LaunchError("invalid_mode", _("Unknown mode %(mode)s.") % {"mode": spec.mode}, "mode")
     node_size = gpu_type.gpus_per_node
-    if (spec.mode == RentalMode.BARE_METAL or spec.gpu_count >= node_size) and spec.gpu_count % node_size:
+    if scheduler.needs_whole_nodes(spec.gpu_count, spec.mode, node_size) and spec.gpu_count % node_size:
         raise LaunchError(
             "not_multiple", _("Whole-node requests need a multiple of %(n)d GPUs.") % {"n": node_size}, "gpu_count"
         )
@@ -126,6 +129,7 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
             % {"tier": spec.tier, "choices": ", ".join(PriceTier.values)},
             "tier",
         )
+    elastic = None
     if spec.kind == InstanceKind.INTERACTIVE:
         if not spec.command or not all(isinstance(a, str) and a for a in spec.command):
             raise LaunchError("invalid", _("An interactive instance needs a command."), "command")
@@ -140,7 +144,7 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
                 "idle_autostop_minutes",
             )
     elif spec.kind == InstanceKind.TRAINING:
-        _validate_training(organization, spec)
+        elastic = _validate_training(organization, spec, gpu_type)
     else:
         raise LaunchError("invalid", _("Unknown kind %(kind)s.") % {"kind": spec.kind}, "kind")
     try:
@@ -169,10 +173,13 @@ def _validate_launch(organization: Organization, spec: LaunchSpec) -> tuple[GpuT
     no_capacity = capacity_refusal(gpu_type=gpu_type.code, gpu_count=spec.gpu_count, mode=spec.mode)
     if no_capacity:
         raise LaunchError("no_capacity", no_capacity, "gpu_type")
-    return gpu_type, image
+    return gpu_type, image, elastic
 
 
-def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
+def _validate_training(
+    organization: Organization, spec: LaunchSpec, gpu_type: GpuType
+) -> tuple[dict[str, Any], list[int]]:
+    """The checks of a training job; returns its :func:`elastic_plan`. Raises :class:`LaunchError`."""
     spec = _with_defaults(spec)  # idempotent: values the launch already filled stay as they are
     if spec.model_preset not in ModelPreset.values:
         raise LaunchError("invalid", _("Unknown model preset %(p)s.") % {"p": spec.model_preset}, "model_preset")
@@ -219,7 +226,7 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
         raise LaunchError("invalid", _("A training job needs at least one dataset."), "dataset_version_ids")
     from datasets.selectors import versions_mountable_by
 
-    elastic_plan(spec, gpu_type=GpuType.objects.get(code=spec.gpu_type))
+    plan = elastic_plan(spec, gpu_type=gpu_type)
     ids = [int(v) for v in spec.dataset_version_ids]
     allowed = set(versions_mountable_by(organization).filter(pk__in=ids).values_list("pk", flat=True))
     for vid in ids:
@@ -230,6 +237,7 @@ def _validate_training(organization: Organization, spec: LaunchSpec) -> None:
                 % {"id": vid},
                 "dataset_version_ids",
             )
+    return plan
 
 
 def elastic_plan(spec: LaunchSpec, *, gpu_type: GpuType) -> tuple[dict[str, Any], list[int]]:
@@ -265,26 +273,31 @@ def elastic_plan(spec: LaunchSpec, *, gpu_type: GpuType) -> tuple[dict[str, Any]
             _("Resuming on fewer GPUs needs engine FSDP or DDP; DeepSpeed keeps its own batch size."),
             "elastic_min_gpus",
         )
-    if spec.model_preset in PRESETS and gpu_type.memory_gib:
-        need = training_bytes_per_device(spec.model_preset, engine=spec.engine, dp_degree=k)
-        have = gpu_type.memory_gib * 2**30
-        if need > have:
-            raise LaunchError(
-                "elastic_min_too_small",
-                _(
-                    "%(k)d GPUs of %(type)s cannot hold model %(model)s with %(engine)s: it needs %(need).1f GiB "
-                    "of weights, gradients and optimizer state per GPU, a GPU has %(have)d GiB."
-                )
-                % {
-                    "k": k,
-                    "type": gpu_type.code,
-                    "model": spec.model_preset,
-                    "engine": spec.engine,
-                    "need": need / 2**30,
-                    "have": gpu_type.memory_gib,
-                },
-                "elastic_min_gpus",
+
+    def state_bytes(m: int) -> int | None:  # model and optimizer state per GPU on m GPUs; None = unknown
+        if spec.model_preset not in PRESETS or not gpu_type.memory_gib:
+            return None
+        return training_bytes_per_device(spec.model_preset, engine=spec.engine, dp_degree=m)
+
+    have = (gpu_type.memory_gib or 0) * 2**30  # used only where state_bytes knows the memory
+    need = state_bytes(k)
+    if need is not None and need > have:
+        raise LaunchError(
+            "elastic_min_too_small",
+            _(
+                "%(k)d GPUs of %(type)s cannot hold model %(model)s with %(engine)s: it needs %(need).1f GiB "
+                "of weights, gradients and optimizer state per GPU, a GPU has %(have)d GiB."
             )
+            % {
+                "k": k,
+                "type": gpu_type.code,
+                "model": spec.model_preset,
+                "engine": spec.engine,
+                "need": need / 2**30,
+                "have": gpu_type.memory_gib,
+            },
+            "elastic_min_gpus",
+        )
     global_batch = (
         int(hyper.get("global_batch") or 0) or int(hyper.get("micro_batch", 1)) * int(hyper.get("grad_accum", 1)) * n
     )
@@ -298,15 +311,10 @@ def elastic_plan(spec: LaunchSpec, *, gpu_type: GpuType) -> tuple[dict[str, Any]
     size = gpu_type.gpus_per_node
     counts = [
         m
-        for m in range(n - 1, k - 1, -1)
-        if global_batch % m == 0
-        and not ((spec.mode == RentalMode.BARE_METAL or m >= size) and m % size)
-        and not (
-            spec.model_preset in PRESETS
-            and gpu_type.memory_gib
-            and training_bytes_per_device(spec.model_preset, engine=spec.engine, dp_degree=m)
-            > gpu_type.memory_gib * 2**30
-        )
+        for m in reversed(allowed_degrees(global_batch, up_to=n - 1))
+        if m >= k
+        and not (scheduler.needs_whole_nodes(m, spec.mode, size) and m % size)
+        and ((b := state_bytes(m)) is None or b <= have)
     ]
     if k < n and not counts:
         raise LaunchError(
@@ -340,10 +348,10 @@ def instance_launch(*, organization: Organization, user: User | None, spec: Laun
         if existing is not None:
             return existing
     spec = _with_defaults(spec)
-    gpu_type, image = _validate_launch(organization, spec)
+    gpu_type, image, elastic = _validate_launch(organization, spec)
     elastic_counts: list[int] = []
-    if spec.kind == InstanceKind.TRAINING and spec.elastic_min_gpus:
-        hyper, elastic_counts = elastic_plan(spec, gpu_type=gpu_type)
+    if elastic is not None and spec.elastic_min_gpus:
+        hyper, elastic_counts = elastic
         spec = replace(spec, hyperparameters=hyper)
     try:
         with transaction.atomic():
