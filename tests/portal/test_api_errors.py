@@ -144,6 +144,7 @@ def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike
     api, alice, alice_org, name, value, why
 ):
     from instances.forms import JobLaunchForm
+    from instances.models import GpuType
     from instances.services import LaunchError, LaunchSpec
     from instances.services.launch import _validate_training
 
@@ -165,6 +166,7 @@ def test_hyperparameters_out_of_bounds_are_refused_in_api_form_and_service_alike
                 hyperparameters={name: value},
                 dataset_version_ids=[1],
             ),
+            GpuType.objects.get(code="cpu-local"),
         )
     if name in JobLaunchForm.base_fields and not isinstance(value, str):
         form = JobLaunchForm(data={name: value}, organization=alice_org)
