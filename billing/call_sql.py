@@ -22,10 +22,13 @@ connected in ``billing.apps``) from the models' current table names, so they fol
 
 from __future__ import annotations
 
+import json
 from contextlib import AbstractContextManager, nullcontext
 from typing import Any
 
 from django.db import connection, transaction
+
+from portal.lib.coded_text import coded_fields
 
 _RESERVE = """
 CREATE OR REPLACE FUNCTION billing_call_reserve(
@@ -89,7 +92,7 @@ _SETTLE = """
 CREATE OR REPLACE FUNCTION billing_call_settle(
     p_call bigint, p_caller bigint, p_publisher bigint, p_price bigint, p_share bigint, p_key text, p_kind text,
     p_memo text, p_metadata jsonb, p_fingerprint text, p_now timestamptz, p_response jsonb, p_latency integer,
-    p_billed_tokens integer, p_revenue_code text, p_prompt_tokens integer
+    p_billed_tokens integer, p_revenue_code text, p_prompt_tokens integer, p_memo_code text, p_memo_params jsonb
 ) RETURNS TABLE (outcome text, transaction_id bigint, available_micros bigint) LANGUAGE plpgsql AS $fn$
 DECLARE
     v_wallet bigint; v_paid_account bigint; v_paid bigint; v_publisher_account bigint; v_revenue bigint;
@@ -138,9 +141,10 @@ BEGIN
                 v_accounts := v_accounts || v_publisher_account;
                 v_amounts := v_amounts || p_share;
             END IF;
-            INSERT INTO {txn} (idempotency_key, kind, organization_id, memo, fingerprint, metadata, created_at,
-                created_by_id)
-            VALUES (p_key, p_kind, p_caller, p_memo, p_fingerprint, p_metadata, p_now, NULL) RETURNING id INTO v_txn;
+            INSERT INTO {txn} (idempotency_key, kind, organization_id, memo, memo_code, memo_params, fingerprint,
+                metadata, created_at, created_by_id)
+            VALUES (p_key, p_kind, p_caller, p_memo, p_memo_code, p_memo_params, p_fingerprint, p_metadata, p_now, NULL)
+                RETURNING id INTO v_txn;
             FOR v_row IN SELECT a.id, sum(v.d) AS d FROM unnest(v_accounts, v_amounts) AS v(id, d)
                     JOIN {account} a ON a.id = v.id WHERE a.track_balance GROUP BY a.id ORDER BY a.id LOOP
                 UPDATE {account} SET balance_micros = balance_micros + v_row.d
@@ -163,11 +167,13 @@ $fn$;
 """
 
 
-# The settle function before it recorded prompt tokens (issue 29): a new argument list is another function in
-# PostgreSQL, so the old one is dropped rather than left beside it.
+# The settle functions before it recorded prompt tokens (issue 29) and before it stored the memo's code (issue
+# 25): a new argument list is another function in PostgreSQL, so the old ones are dropped rather than left beside.
 _DROP_OLD_SETTLE = (
     "DROP FUNCTION IF EXISTS billing_call_settle(bigint, bigint, bigint, bigint, bigint, text, text, text, jsonb,"
-    " text, timestamptz, jsonb, integer, integer, text)"
+    " text, timestamptz, jsonb, integer, integer, text)",
+    "DROP FUNCTION IF EXISTS billing_call_settle(bigint, bigint, bigint, bigint, bigint, text, text, text, jsonb,"
+    " text, timestamptz, jsonb, integer, integer, text, integer)",
 )
 
 
@@ -198,7 +204,8 @@ def install(using: str = "default", **_: Any) -> None:
         return
     with db.cursor() as cursor:
         cursor.execute(_sql(_RESERVE))
-        cursor.execute(_DROP_OLD_SETTLE)
+        for drop in _DROP_OLD_SETTLE:
+            cursor.execute(drop)
         cursor.execute(_sql(_SETTLE))
 
 
@@ -218,11 +225,15 @@ def call_reserve_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
 
 def call_settle_sql(params: list[Any]) -> tuple[str, int | None, int | None]:
     """Run ``billing_call_settle`` (one round trip): (outcome, ledger transaction id or None, micro-CNY the
-    wallet could spend when the outcome is ``insufficient``)."""
+    wallet could spend when the outcome is ``insufficient``). ``params`` are the function's arguments up to
+    ``p_prompt_tokens``; the memo (``p_memo``, a ``billing.memos.memo``) is stored as its English text, and its
+    code and params go in the last two arguments, as ``billing.ledger`` stores them."""
+    code, memo_params = coded_fields(params[7])
+    params = [*params[:7], str(params[7])[:300], *params[8:], code, json.dumps(memo_params)]
     with _own_transaction(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT * FROM billing_call_settle(%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s, %s::jsonb, %s,"
-            " %s, %s, %s)",
+            " %s, %s, %s, %s, %s::jsonb)",
             params,
         )
         outcome, txn_id, available = cursor.fetchone()

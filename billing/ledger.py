@@ -24,6 +24,7 @@ from billing.choices import AccountKind, SystemAccount, TransactionKind
 from billing.models import LedgerAccount, LedgerEntry, LedgerTransaction
 from billing.money import format_cny
 from portal.db import db_value, loaded, quoted_table
+from portal.lib.coded_text import coded_fields
 
 if TYPE_CHECKING:
     from portal.models import Organization, User
@@ -166,19 +167,22 @@ def _transaction_insert(
     One statement: ``INSERT … ON CONFLICT (idempotency_key) DO NOTHING RETURNING id``; no row back means
     the key exists (perhaps written by a concurrent posting that committed first), and the original is
     returned if its fingerprint matches, else ``IdempotencyKeyReused``. SQLite (3.35+) and PostgreSQL take
-    the same statement.
+    the same statement. A ``memo`` made by ``billing.memos.memo`` stores its code and params beside the text.
     """
     now = timezone.now()
+    memo_code, memo_params = coded_fields(memo)
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {quoted_table(LedgerTransaction)} (idempotency_key, kind, organization_id, memo,"
-            " fingerprint, metadata, created_at, created_by_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s)"
-            " ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
+            " memo_code, memo_params, fingerprint, metadata, created_at, created_by_id)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (idempotency_key) DO NOTHING RETURNING id",
             [
                 idempotency_key,
                 str(kind),
                 organization_id,
                 memo[:300],
+                memo_code,
+                db_value(LedgerTransaction, "memo_params", memo_params),
                 fingerprint,
                 db_value(LedgerTransaction, "metadata", metadata or {}),
                 db_value(LedgerTransaction, "created_at", now),
@@ -194,6 +198,8 @@ def _transaction_insert(
         kind=kind,
         organization_id=organization_id,
         memo=memo[:300],
+        memo_code=memo_code,
+        memo_params=memo_params,
         fingerprint=fingerprint,
         metadata=metadata or {},
         created_at=now,
@@ -285,6 +291,8 @@ def ledger_post_many(*, postings: Sequence[BulkPosting], tracked_account_ids: se
             ("kind", "text"),
             ("organization_id", "bigint"),
             ("memo", "text"),
+            ("memo_code", "text"),
+            ("memo_params", "jsonb"),
             ("fingerprint", "text"),
             ("metadata", "jsonb"),
             ("created_at", "timestamptz"),
@@ -295,6 +303,7 @@ def ledger_post_many(*, postings: Sequence[BulkPosting], tracked_account_ids: se
                 str(p.kind),
                 p.organization_id,
                 p.memo[:300],
+                *coded_fields(p.memo),
                 _fingerprint({"kind": str(p.kind), "org": p.organization_id, "postings": sorted(p.legs)}),
                 p.metadata,
                 p.created_at,

@@ -25,6 +25,7 @@ from billing.choices import (
     TopUpStatus,
     TransactionKind,
 )
+from billing.memos import memo_display
 
 
 class LedgerAccount(models.Model):
@@ -57,7 +58,10 @@ class LedgerTransaction(models.Model):
     organization = models.ForeignKey(
         "portal.Organization", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger_transactions"
     )
-    memo = models.CharField(max_length=300, blank=True)
+    memo = models.CharField(max_length=300, blank=True)  # English, as posted (API, CSV, admin)
+    # the memo as a code of billing.memos.MEMOS and its parameters ("" / {} for a memo typed by a person)
+    memo_code = models.CharField(max_length=64, blank=True)
+    memo_params = models.JSONField(default=dict, blank=True)
     fingerprint = models.CharField(max_length=64, help_text="SHA-256 of the request; a reused key must match")
     metadata = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
@@ -68,6 +72,11 @@ class LedgerTransaction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.idempotency_key}"
+
+    @property
+    def memo_display(self) -> str:
+        """The memo in the reader's language (``billing.memos``), or as stored when it has no code."""
+        return memo_display(code=self.memo_code, params=self.memo_params, text=self.memo)
 
 
 class LedgerEntry(models.Model):

@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from billing import stripe_gateway
 from billing.choices import StripeEventStatus, SystemAccount, TopUpStatus, TransactionKind
+from billing.memos import memo as coded_memo
 from billing.models import PaymentReversal, StripeEvent, StripePayment, TopUp, Wallet
 from billing.money import MoneyError, format_cny, to_micros
 from billing.services import LedgerError, Posting, ledger_post, system_account, wallet_top_up
@@ -344,7 +345,7 @@ def _checkout_completed(session: dict[str, Any]) -> StripeEventStatus:
         organization=topup.organization,
         amount_micros=topup.amount_micros,
         idempotency_key=f"topup:{topup.pk}",
-        memo="Stripe top-up",
+        memo=coded_memo("stripe_top_up"),
         metadata={"topup_id": topup.pk, "session": session.get("id")},
     )
     if topup.status != TopUpStatus.PAID:
@@ -431,7 +432,7 @@ def _apply_reversal(topup: TopUp, reversal: PaymentReversal) -> int:
                 idempotency_key=f"{reversal.reference}:won",
                 kind=TransactionKind.REFUND,
                 organization=topup.organization,
-                memo="Stripe dispute won: amount credited back",
+                memo=coded_memo("stripe_dispute_won"),
                 postings=[Posting(wallet.paid_account, give), Posting(system_account(SystemAccount.STRIPE), -give)],
                 metadata={"reference": reversal.reference, "topup_id": topup.pk},
             )
@@ -455,7 +456,7 @@ def _apply_reversal(topup: TopUp, reversal: PaymentReversal) -> int:
             idempotency_key=f"{reversal.reference}:{reversal.target_micros}",
             kind=TransactionKind.REFUND,
             organization=topup.organization,
-            memo="Stripe refund" if reversal.reference.startswith("refund:") else "Stripe dispute",
+            memo=coded_memo("stripe_refund" if reversal.reference.startswith("refund:") else "stripe_dispute"),
             postings=[Posting(wallet.paid_account, -take), Posting(system_account(SystemAccount.STRIPE), take)],
             metadata={"reference": reversal.reference, "topup_id": topup.pk},
         )

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from billing.choices import GrantKind
+from billing.memos import grant_memo
 from billing.money import to_micros
 from billing.services import credit_grant_create, wallet_create
 from portal.models import Organization, User
@@ -33,6 +34,6 @@ def trial_credit_for_claim(sender: Any, *, organization: Organization, user: Use
         expires_at=timezone.now() + timedelta(days=settings.TRIAL_CREDIT_DAYS),
         kind=GrantKind.TRIAL,
         idempotency_key="trial:" + hashlib.sha256(user.email.encode()).hexdigest(),
-        reason="Trial credit",
+        reason=grant_memo(GrantKind.TRIAL),
         created_by=user,
     )

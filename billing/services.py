@@ -30,6 +30,8 @@ from billing.ledger import (  # re-exported: the ledger's public names are part 
     ledger_post_many,
     system_account,
 )
+from billing.memos import grant_memo
+from billing.memos import memo as coded_memo
 from billing.models import CreditGrant, LedgerAccount, LedgerTransaction, Wallet
 from billing.money import format_cny
 from portal.audit import audit_log
@@ -99,7 +101,7 @@ def credit_grant_create(
             idempotency_key=idempotency_key,
             kind=TransactionKind.CREDIT_GRANT,
             organization=organization,
-            memo=reason or str(GrantKind(kind).label),
+            memo=reason or grant_memo(kind),
             created_by=created_by,
             postings=[
                 Posting(account, amount_micros),
@@ -137,7 +139,7 @@ def credit_grant_expire(*, grant: CreditGrant, now: datetime | None = None) -> C
                 idempotency_key=f"grant-expiry:{grant.pk}",
                 kind=TransactionKind.GRANT_EXPIRY,
                 organization=grant.wallet.organization,
-                memo=f"Expiry of {GrantKind(grant.kind).label}",
+                memo=coded_memo("grant_expiry", name=grant_memo(grant.kind)),
                 postings=[
                     Posting(grant.account, -remaining),
                     Posting(system_account(SystemAccount.EXPIRED_CREDIT), remaining),
@@ -167,7 +169,7 @@ def wallet_top_up(
         idempotency_key=idempotency_key,
         kind=TransactionKind.TOP_UP,
         organization=organization,
-        memo=memo or "Top-up",
+        memo=memo or coded_memo("top_up"),
         created_by=created_by,
         metadata=metadata,
         postings=[Posting(wallet.paid_account, amount_micros), Posting(system_account(source), -amount_micros)],

@@ -14,6 +14,7 @@ from typing import Any
 
 from billing.choices import TransactionKind
 from billing.ledger import BulkPosting
+from billing.memos import memo
 from billing.tick_sql import Batch, billing_zone
 from portal.audit import audit_log
 from portal.models import Organization
@@ -108,7 +109,7 @@ def batch_postings(
                     idempotency_key=key,
                     kind=TransactionKind.USAGE,
                     organization_id=org,
-                    memo="GPU usage" if not left else "GPU usage (partly uncovered)",
+                    memo=memo("gpu_usage" if not left else "gpu_usage_uncovered"),
                     metadata=metadata,
                     created_at=now if batch.month == now_month else last,
                     legs=tuple(legs),

@@ -33,6 +33,7 @@ from django.utils import timezone
 
 from billing.choices import TransactionKind
 from billing.ledger import InsufficientFunds
+from billing.memos import memo
 from billing.models import VolumeUsage, Wallet
 from billing.pricing import PriceBook, volume_hour_charge_micros
 from billing.services import wallet_create, wallet_spend
@@ -102,7 +103,7 @@ def _charge_hour(
         "organization": organization,
         "idempotency_key": key,
         "kind": TransactionKind.STORAGE,
-        "memo": f"Volume {v['name']} ({v['size_gb']} GB), hour {index + 1}",
+        "memo": memo("volume_hour", name=v["name"], size_gb=v["size_gb"], hour=index + 1),
         "metadata": {"volume_id": v["id"], "hour_index": index, "hour": hour.isoformat(), "size_gb": v["size_gb"]},
         "now": hour,
     }

@@ -1,10 +1,9 @@
 """Template filters that show stored English words in the reader's language: ledger memos, pipeline
 stage names, corpus language codes.
 
-``{{ transaction.memo|ledger_memo }}``: memos are written once, in English, by the services that post
-(``"GPU usage"``, ``"App call: <app>"``, ``"License fee: <license>"``, ``"Expiry of Trial credit"``). Fixed
-memos are msgids of the catalogue; memos that end in a name are split into a translated prefix and the name
-as written.
+``{{ label|ledger_memo }}``: a memo known only by its English text (the statement's app-call lines, grouped by
+memo) in the reader's language, recognised by ``billing.memos`` (the one home of the memos' codes); a ledger
+line itself is shown by ``LedgerTransaction.memo_display`` from its stored code and params.
 """
 
 from __future__ import annotations
@@ -14,23 +13,13 @@ from django.utils.translation import gettext, gettext_noop
 
 register = template.Library()
 
-# prefix as stored -> msgid with %(name)s (the rest of the memo)
-PREFIXES: dict[str, str] = {
-    "App call: ": gettext_noop("App call: %(name)s"),
-    "License fee: ": gettext_noop("License fee: %(name)s"),
-    "Expiry of ": gettext_noop("Expiry of %(name)s"),
-}
-
 
 @register.filter
 def ledger_memo(memo: str) -> str:
-    """The memo translated: whole (a fixed memo), or by its prefix; unknown memos as they are."""
-    memo = memo or ""
-    for prefix, msgid in PREFIXES.items():
-        if memo.startswith(prefix):
-            rest = memo[len(prefix) :]
-            return gettext(msgid) % {"name": gettext(rest) if rest else rest}
-    return gettext(memo) if memo else ""
+    """The memo recognised and translated (``billing.memos.memo_of_text``); unknown memos as they are."""
+    from billing.memos import memo_of_text
+
+    return memo_of_text(memo or "")
 
 
 def _said(table: dict[str, str], key: str, otherwise: str) -> str:

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils.translation import gettext as _
 
 from billing.choices import TransactionKind
+from billing.memos import memo
 from billing.money import format_cny
 from billing.services import InsufficientFunds, wallet_spend
 from datasets.errors import (
@@ -115,7 +116,7 @@ def agreement_accept_once(
                     amount_micros=license_version.price_micros,
                     idempotency_key=f"license:{organization.pk}:{license_version.pk}",
                     kind=TransactionKind.LICENSE_FEE,
-                    memo=f"License fee: {license_version}",
+                    memo=memo("license_fee", name=str(license_version)),
                     created_by=user,
                     metadata={"license_version": license_version.pk},
                 )

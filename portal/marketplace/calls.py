@@ -42,6 +42,7 @@ from django.utils.translation import gettext as _
 
 from billing.call_sql import call_reserve_sql, call_settle_sql
 from billing.choices import SystemAccount, TransactionKind
+from billing.memos import memo
 from billing.models import LedgerTransaction
 from billing.money import format_cny
 from billing.services import IdempotencyKeyReused, InsufficientFunds, spend_fingerprint, wallet_lock, wallet_spend
@@ -465,7 +466,7 @@ def call_settle(
                     amount_micros=price,
                     idempotency_key=f"app-call:{call.pk}",
                     kind=TransactionKind.APP_CALL,
-                    memo=f"App call: {app.name}",
+                    memo=memo("app_call", name=app.name),
                     credit_wallets=[(app.publisher_id, share)] if share else (),
                     metadata=metadata,
                 )
@@ -527,7 +528,7 @@ def _settle_sql(
             share,
             key,
             TransactionKind.APP_CALL.value,
-            f"App call: {app.name}"[:300],
+            memo("app_call", name=app.name),  # its code and params are stored beside it (call_settle_sql)
             db_value(LedgerTransaction, "metadata", metadata),
             spend_fingerprint(
                 kind=TransactionKind.APP_CALL,

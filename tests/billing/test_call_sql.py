@@ -30,7 +30,7 @@ def _state() -> dict[str, object]:
     roll back)."""
     key_of = dict(AppCall.objects.values_list("id", "idempotency_key"))
     txns = sorted(
-        (key_of[t.metadata["call"]], t.kind, t.organization_id, t.memo, t.fingerprint,
+        (key_of[t.metadata["call"]], t.kind, t.organization_id, t.memo, t.memo_code, t.memo_params, t.fingerprint,
          sorted((k, v) for k, v in t.metadata.items() if k != "call"),
          [(e.account.code, e.amount_micros) for e in t.entries.order_by("id").select_related("account")])
         for t in LedgerTransaction.objects.filter(kind="app_call")
