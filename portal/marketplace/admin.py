@@ -12,6 +12,7 @@ from django.http import HttpRequest
 
 from portal.admin import ReadOnlyAdmin, StaffAuditMixin
 from portal.marketplace.models import App, AppCall
+from portal.marketplace.reasons import app_reason
 from portal.marketplace.services import MarketplaceError, app_transition
 
 
@@ -27,11 +28,11 @@ class AppAdmin(StaffAuditMixin, admin.ModelAdmin):  # type: ignore[type-arg]
 
     @admin.action(description="Approve and publish the selected apps")
     def approve(self, request: HttpRequest, queryset: Any) -> None:
-        self._move(request, queryset, "published", "approved by staff")
+        self._move(request, queryset, "published", app_reason("approved_by_staff"))
 
     @admin.action(description="Suspend the selected apps")
     def suspend(self, request: HttpRequest, queryset: Any) -> None:
-        self._move(request, queryset, "suspended", "suspended by staff")
+        self._move(request, queryset, "suspended", app_reason("suspended_by_staff"))
 
     def _move(self, request: HttpRequest, queryset: Any, to: str, reason: str) -> None:
         for app in queryset:

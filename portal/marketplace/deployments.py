@@ -114,17 +114,23 @@ def checkpoint_version_activate(*, version_id: int) -> AppVersion:
 def _publish_when_ready(version: AppVersion) -> None:
     """A private app published from a checkpoint goes live with its first built version (``app_transition``
     by the platform, so a paid app whose training data forbids it stays a draft with the reason)."""
-    from portal.marketplace.services import MarketplaceError, app_transition
+    from portal.marketplace.reasons import app_reason
+    from portal.marketplace.services import LicenseForbidsPublishing, MarketplaceError, app_transition
 
     app = App.objects.get(pk=version.app_id)
     if app.state != AppState.DRAFT:
         return
     try:
-        app_transition(
-            app=app, to=AppState.PUBLISHED, reason="published when its first version was built", acting_user=None
+        app_transition(app=app, to=AppState.PUBLISHED, reason=app_reason("published_first_version"), acting_user=None)
+    except LicenseForbidsPublishing as exc:  # stays a draft: why, as a code with the problems
+        why = app_reason("license_forbids", p=list(exc.details or []))
+        App.objects.filter(pk=app.pk, state=AppState.DRAFT).update(
+            state_reason=why[:300], state_reason_code=why.code, state_reason_params=why.params
         )
     except MarketplaceError as exc:
-        App.objects.filter(pk=app.pk, state=AppState.DRAFT).update(state_reason=str(exc)[:300])
+        App.objects.filter(pk=app.pk, state=AppState.DRAFT).update(
+            state_reason=str(exc)[:300], state_reason_code="", state_reason_params={}
+        )
 
 
 def _stop_quietly(version_id: int, reason: str) -> bool:
@@ -328,8 +334,10 @@ def _check_one(backend: Deployments, version_id: int, now: datetime) -> str:
                 record = {**base, "pid": None, "stage": DOWN, "restart_failures": failures, "last_error": error[:1000]}
                 outcome, action = "restart_failed", "marketplace.version_restart_failed"
                 if failures >= _max_restarts():
-                    record.update(
-                        stage=UNHEALTHY, unhealthy_reason=(f"{failures} restarts in a row failed; last: {error}")[:1000]
+                    record.update(  # the text for the API; the page shows the code's summary and last_error
+                        stage=UNHEALTHY,
+                        unhealthy_reason=(f"{failures} restarts in a row failed; last: {error}")[:1000],
+                        unhealthy_code="restarts_failed",
                     )
                     outcome, action = "unhealthy", "marketplace.version_unhealthy"
             AppVersion.objects.filter(pk=version_id).update(deployment=record)

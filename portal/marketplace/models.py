@@ -8,6 +8,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from django.utils.translation import gettext
 from django.utils.translation import gettext_lazy as _
 
 from portal.marketplace.choices import (
@@ -19,6 +20,7 @@ from portal.marketplace.choices import (
     ServingKind,
     VersionStatus,
 )
+from portal.marketplace.reasons import APP_REASONS, app_reason_display
 
 
 class App(models.Model):
@@ -46,7 +48,10 @@ class App(models.Model):
     publisher_share_bps = models.PositiveIntegerField(default=7000)
     visibility = models.CharField(max_length=10, choices=AppVisibility.choices, default=AppVisibility.PRIVATE)
     state = models.CharField(max_length=12, choices=AppState.choices, default=AppState.DRAFT)
-    state_reason = models.CharField(max_length=300, blank=True)
+    state_reason = models.CharField(max_length=300, blank=True)  # English (API, admin)
+    # the reason as a code of portal.marketplace.reasons.APP_REASONS and its parameters ("" for typed text)
+    state_reason_code = models.CharField(max_length=64, blank=True)
+    state_reason_params = models.JSONField(default=dict, blank=True)
     attributions = models.JSONField(default=list, blank=True, help_text="attribution texts of training datasets")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(default=timezone.now)
@@ -57,6 +62,11 @@ class App(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def state_reason_display(self) -> str:
+        """Why the app is in its state, in the reader's language (``portal.marketplace.reasons``)."""
+        return app_reason_display(self.state_reason, code=self.state_reason_code, params=self.state_reason_params)
 
     @property
     def is_paid(self) -> bool:
@@ -101,6 +111,23 @@ class AppVersion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.app} v{self.number}"
+
+    def deployment_problem(self) -> tuple[str, str]:
+        """What went wrong with this version, as ``(summary, detail)``: the summary in the reader's language
+        (``portal.marketplace.reasons``; "" when there is none), the detail the technical error as recorded
+        (English, shown apart as code): an unhealthy model server, a server that is down, a failed build."""
+        d = self.deployment or {}
+        if d.get("unhealthy_reason"):
+            n = int(d.get("restart_failures") or 0)
+            if d.get("unhealthy_code") in APP_REASONS and n:
+                summary = APP_REASONS.render(code="restarts_failed_summary", params={"n": n}, fallback="")
+                return summary, str(d.get("last_error") or "")
+            return "", str(d["unhealthy_reason"])
+        if d.get("stage") == "down":
+            return gettext("The model server is down; the last error:"), str(d.get("last_error") or "")
+        if self.error:
+            return gettext("The build failed:"), self.error
+        return "", ""
 
     def deployment_stage_display(self) -> str:
         """The model server's stage in words ("" when the version has no server record)."""

@@ -23,6 +23,7 @@ from portal.marketplace.services import (  # the app operations a publish builds
     app_create,
     app_version_add,
     license_problems,
+    problems_display,
     request_hash,
 )
 from portal.models import Organization, User
@@ -238,7 +239,8 @@ def _publish(
             problems = license_problems(lineage) if commercial else []
             if problems:  # the new version would serve a public or paid app: the same rule as app_transition
                 raise LicenseForbidsPublishing(
-                    _("This model cannot become a version of a public or paid app: %(p)s") % {"p": "; ".join(problems)},
+                    _("This model cannot become a version of a public or paid app: %(p)s")
+                    % {"p": problems_display(problems)},
                     details=problems,
                 )
         else:

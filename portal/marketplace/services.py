@@ -17,10 +17,12 @@ from django.utils.translation import gettext as _
 
 from portal.audit import audit_log
 from portal.lib import egress
+from portal.lib.coded_text import CodedText, coded_fields
 from portal.lib.slugs import ascii_slug
 from portal.marketplace import deployments
 from portal.marketplace.choices import APP_TRANSITIONS, AppState, AppVisibility, ServingKind, VersionStatus
 from portal.marketplace.models import App, AppVersion
+from portal.marketplace.reasons import app_reason, app_reason_display
 from portal.models import Organization, User
 from portal.permissions import Action, PermissionRefused, authorize
 
@@ -240,8 +242,10 @@ def app_call_cap_set(*, organization: Organization, user: User, cap_micros: int 
     return organization
 
 
-def license_problems(lineage: list[dict[str, Any]]) -> list[str]:
-    """Reasons a model trained on ``lineage`` may not be offered publicly or for money (empty if none).
+def license_problems(lineage: list[dict[str, Any]]) -> list[CodedText]:
+    """Reasons a model trained on ``lineage`` may not be offered publicly or for money (empty if none), each
+    an English text with its code (``portal.marketplace.reasons``: ``license_no_derivatives`` /
+    ``license_no_commercial``; shown with ``app_reason_display``).
 
     Each lineage entry carries the dataset and license version names and the terms
     ``commercial_use`` and ``derivative_models`` recorded when the checkpoint was published.
@@ -250,14 +254,20 @@ def license_problems(lineage: list[dict[str, Any]]) -> list[str]:
     for entry in lineage:
         label = f"{entry.get('dataset', '?')} ({entry.get('license', '?')})"
         if not entry.get("derivative_models", False):
-            problems.append(f"{label} does not allow derivative models")
+            problems.append(app_reason("license_no_derivatives", label=label))
         if not entry.get("commercial_use", False):
-            problems.append(f"{label} does not allow commercial use")
+            problems.append(app_reason("license_no_commercial", label=label))
     return problems
 
 
+def problems_display(problems: list[CodedText]) -> str:
+    """``license_problems`` in the active language, joined with "; "."""
+    return "; ".join(app_reason_display(p) for p in problems)
+
+
 def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | None, staff: bool = False) -> App:
-    """Move ``app`` to state ``to`` if the transition table allows it.
+    """Move ``app`` to state ``to`` if the transition table allows it. ``reason``: plain text (typed by staff)
+    or a ``portal.marketplace.reasons.app_reason`` (its code and params are stored beside the text).
 
     A public app, or one with a price, is refused (``LicenseForbidsPublishing``, naming the licenses)
     when its active version's training data forbids commercial use or derivative models; a public app
@@ -278,11 +288,15 @@ def app_transition(*, app: App, to: str, reason: str = "", acting_user: User | N
             problems = license_problems(version.lineage) if commercial else []
             if problems:
                 raise LicenseForbidsPublishing(
-                    _("A public or paid app cannot be published: %(p)s") % {"p": "; ".join(problems)}, details=problems
+                    _("A public or paid app cannot be published: %(p)s") % {"p": problems_display(problems)},
+                    details=problems,
                 )
             if to == AppState.PUBLISHED and app.visibility == AppVisibility.PUBLIC and not staff:
                 raise IllegalAppTransition(_("A public app goes live after staff review: submit it for review."))
-        App.objects.filter(pk=app.pk).update(state=to, state_reason=reason[:300])
+        code, params = coded_fields(reason)
+        App.objects.filter(pk=app.pk).update(
+            state=to, state_reason=reason[:300], state_reason_code=code, state_reason_params=params
+        )
         audit_log(
             action="marketplace.app_transition",
             actor=acting_user,

@@ -22,6 +22,7 @@ from portal.marketplace import calls, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
 from portal.marketplace.openai_api import BASE_PATH
+from portal.marketplace.reasons import app_reason_display
 from portal.marketplace.selectors import (
     app_for,
     app_of_publisher,
@@ -196,7 +197,7 @@ def app_publish(request: AuthedHttpRequest, org: str, job_id: int, checkpoint_id
         "checkpoint": checkpoint,
         "job": checkpoint.job,
         "lineage": lineage,
-        "problems": services.license_problems(lineage),
+        "problems": [app_reason_display(p) for p in services.license_problems(lineage)],
     }
     return render(request, "marketplace/publish_form.html", context, status=400 if form.errors else 200)
 

@@ -543,6 +543,9 @@ def test_the_app_page_shows_the_publisher_each_versions_server_state(
         '<td data-testid="deployment-state"><span class="badge danger">Unhealthy, no longer restarted</span>'
         in unhealthy
     )
-    assert "1 restarts in a row failed; last: RuntimeError: the model server exited with code 1" in unhealthy
+    assert (  # the summary in the reader's language, the technical error apart
+        "1 restarts in a row failed; the last error: <code>RuntimeError: the model server exited with code 1: out of"
+        " memory</code>" in unhealthy
+    )
     assert client.get(url).status_code == 404
     assert client.get(f"/o/{charlie.organizations.get().slug}/apps/{version.app.slug}/").status_code == 404

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import translation
 
 from tests.marketplace.test_publish_checkpoint import _dataset_version, _job_with_checkpoint
 
@@ -45,6 +46,9 @@ def test_a_private_app_goes_live_with_its_first_built_version(
     assert (app.state, app.versions.get().deployment) == ("draft", {"stage": "queued", "publish_when_ready": True})
     app = _built(app)
     assert (app.state, app.state_reason) == ("published", "published when its first version was built")
+    assert (app.state_reason_code, app.state_reason_params) == ("published_first_version", {})
+    with translation.override("zh-hans"):
+        assert app.state_reason_display == "首个版本构建完成后已自动上架"
     event = AuditEvent.objects.get(action="marketplace.app_transition")
     assert (event.actor, event.extra["from"], event.extra["to"]) == (None, "draft", "published")
     # a second delivery of the activation publishes nothing twice
@@ -65,6 +69,13 @@ def test_a_public_app_still_waits_for_review_and_a_forbidden_paid_one_stays_a_dr
         "draft",
         "A public or paid app cannot be published: Chinese laws (Legal corpus license) does not allow commercial use",
     )
+    label = "Chinese laws (Legal corpus license)"
+    assert (paid.state_reason_code, paid.state_reason_params) == (
+        "license_forbids",
+        {"p": [{"code": "license_no_commercial", "params": {"label": label}}]},
+    )
+    with translation.override("zh-hans"):
+        assert paid.state_reason_display == f"公开或付费应用无法上架：{label} 不允许商业使用"
 
 
 def test_a_new_version_of_an_app_unpublished_by_its_owner_leaves_it_unpublished(
