@@ -117,3 +117,48 @@ def mfu_note_display(progress: dict[str, Any]) -> str:
             "device": device
         }
     return note
+
+
+@dataclass(frozen=True)
+class CrashReport:
+    """Why the job's newest failed attempt ended, for the job page: ``summary`` in the reader's language (what
+    the runtime's exit code means, ``instances.reasons.runtime_exit_reason``, or the attempt's own reason when
+    the runtime said nothing: a kill, a lost node), ``message`` the runtime's own words (English, technical; ""
+    when none) and ``lines`` the last lines of that attempt's rank-0 log, where the traceback is."""
+
+    attempt: int
+    summary: str
+    message: str
+    lines: list[str]
+
+
+def crash_report(job: TrainingJob, *, lines: int = 15) -> CrashReport | None:
+    """The :class:`CrashReport` of the job's newest failed attempt; None when no attempt failed. Two queries
+    and one log read (the backend's live log or the archived copy, ``instances.joblogs.job_log``)."""
+    from instances.choices import AttemptState
+    from instances.joblogs import UnknownRank, job_log
+    from instances.reason_display import reason_render
+    from instances.reasons import runtime_exit_reason
+
+    attempt = job.attempts.filter(state=AttemptState.FAILED).order_by("-number").first()
+    if attempt is None:
+        return None
+    said: dict[str, Any] = (
+        job.events.filter(attempt=attempt.number, type="exit")
+        .order_by("-seq")
+        .values_list("payload", flat=True)
+        .first()
+        or {}
+    )
+    if said:
+        code = said.get("exit_code")
+        step = said.get("step")
+        why = runtime_exit_reason(code if isinstance(code, int) else None, step if isinstance(step, int) else None)
+        summary = reason_render(code=why.code, params=why.params, fallback=str(why))
+    else:
+        summary = attempt.message_display
+    try:
+        tail = job_log(job=job, attempt_number=attempt.number, lines=lines).lines
+    except UnknownRank:  # never submitted: no log
+        tail = []
+    return CrashReport(attempt.number, summary, str(said.get("message") or ""), list(tail))

@@ -222,11 +222,11 @@ def job_log(
     if attempt.backend == "local" or attempt.handle.startswith("local:"):
         try:
             _pgid, ws = LocalBackend.parse_handle(attempt.handle)
-        except UnknownHandle:  # not a local process's handle (a stand-in's): no file to read
-            return JobLog(*head, [], "none", at, at, 0, False, following)
+        except UnknownHandle:  # not a local process's handle (a stand-in's): no file, perhaps an archived copy
+            return _archived(attempt, rank, head, following, after=after, lines=lines)
         read = _file_log(ws / LOG_FILE, after=after, lines=lines, ended=attempt.state in ATTEMPT_TERMINAL)
-        if read is None:
-            return JobLog(*head, [], "none", at, at, 0, False, following)
+        if read is None:  # the workspace is gone: the archived copy, if any
+            return _archived(attempt, rank, head, following, after=after, lines=lines)
         first, out, _none_gone, more = read  # one attempt's file keeps every line
         source = "live" if out or first else "none"
         return JobLog(*head, out, source, first, first + len(out), 0, more, following)
@@ -241,8 +241,22 @@ def job_log(
             return JobLog(*head, live, "live", None, None, 0, False, following)
         first, out, dropped, more = _window(live, 0, after=after, lines=lines, restarts=True)
         return JobLog(*head, out, "live", first, first + len(out), dropped, more, following)
+    return _archived(attempt, rank, head, following, after=after, lines=lines)
+
+
+def _archived(
+    attempt: JobAttempt,
+    rank: int,
+    head: tuple[int, int, int],
+    following: int | None,
+    *,
+    after: int | None,
+    lines: int,
+) -> JobLog:
+    """The archived copy of ``rank``'s log of ``attempt`` (``JobLogArchive``), or an empty ``none`` log."""
     kept = JobLogArchive.objects.filter(attempt=attempt, rank=rank).values_list("text", "first_line").first()
     if kept is not None:
         first, out, dropped, more = _window(split_log_lines(kept[0]), kept[1], after=after, lines=lines)
         return JobLog(*head, out, "archive", first, first + len(out), dropped, more, following)
+    at = after or 0
     return JobLog(*head, [], "none", at, at, 0, False, following)

@@ -43,6 +43,29 @@ REASON_TEXTS: dict[str, str] = {
     "crashed": gettext_noop("crashed (exit code %(exit_code)s)"),
     "processes_gone": gettext_noop("processes gone without an exit code (killed)"),
     "node_lost": gettext_noop("node lost: %(msg)s"),
+    # what the runtime said when it exited (its exit event: exit code and step; runtime_exit_reason)
+    "exit_finished": gettext_noop("the training program finished at step %(step)d"),
+    "exit_preempted": gettext_noop("the training program saved a checkpoint at step %(step)d and stopped (preempted)"),
+    "exit_stopped": gettext_noop("the training program saved a checkpoint at step %(step)d and stopped"),
+    "exit_failed": gettext_noop(
+        "the training program stopped with an error at step %(step)d: the last lines of its log say which"
+    ),
+    "exit_config_error": gettext_noop(
+        "the training program refused its configuration: nothing trained (not retried); its log says which setting"
+    ),
+    "exit_resume_refused": gettext_noop(
+        "the training program cannot resume exactly from the checkpoint it was given: nothing trained (not "
+        "retried); roll back to another checkpoint"
+    ),
+    "exit_store_unavailable": gettext_noop(
+        "the checkpoint store kept failing at step %(step)d (transient I/O errors): resumed later, not counted "
+        "as a crash"
+    ),
+    "exit_rank_lost": gettext_noop(
+        "a peer process was lost at step %(step)d (killed, out of memory or node loss): resumed from the newest "
+        "checkpoint, not counted as a crash"
+    ),
+    "exit_code_other": gettext_noop("the training program exited with code %(exit_code)d at step %(step)d"),
     # instance status changes (services, views, API, admin, budget guard)
     "running": gettext_noop("running"),
     "training_started": gettext_noop("training started"),
@@ -199,3 +222,26 @@ def reason_text(code: str, params: dict[str, Any], *, translate: Any) -> str:
             value = reason_text(value["code"], dict(value.get("params") or {}), translate=translate)
         values[key] = value
     return template % values if values else template
+
+
+def runtime_exit_reason(exit_code: int | None, step: int | None) -> Reason:
+    """What the training runtime said when it exited (its ``exit`` event: ``exit_code``, ``step``), as a reason:
+    the portal maps the runtime's exit code (``instances/runtime/exitcodes.py``) to a code of
+    :data:`REASON_TEXTS`; an unknown code is ``exit_code_other``. The runtime's own English message is not
+    part of it: the job page shows it, with the log's last lines, as technical text beside this summary."""
+    from instances.runtime import exitcodes
+
+    known = {
+        exitcodes.EXIT_FINISHED: "exit_finished",
+        exitcodes.EXIT_PREEMPTED: "exit_preempted",
+        exitcodes.EXIT_STOPPED: "exit_stopped",
+        exitcodes.EXIT_FAILED: "exit_failed",
+        exitcodes.EXIT_CONFIG_ERROR: "exit_config_error",
+        exitcodes.EXIT_RESUME_REFUSED: "exit_resume_refused",
+        exitcodes.EXIT_STORE_UNAVAILABLE: "exit_store_unavailable",
+        exitcodes.EXIT_RANK_LOST: "exit_rank_lost",
+    }
+    at = int(step or 0)
+    if exit_code in known:
+        return reason(known[exit_code], step=at)
+    return reason("exit_code_other", exit_code=int(exit_code if exit_code is not None else -1), step=at)

@@ -24,7 +24,7 @@ from instances import checkpoints, joblogs, selectors, services
 from instances.capacity import capacity_refusal
 from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
 from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
-from instances.job_page import format_duration, job_speed, job_summary, mfu_note_display
+from instances.job_page import crash_report, format_duration, job_speed, job_summary, mfu_note_display
 from instances.models import GpuType, Instance, TrainingJob
 from instances.reasons import Reason
 from instances.tiers import tier_and_idle_context, tier_prices
@@ -236,6 +236,7 @@ def job_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
         "last": curve[-1] if curve else None,
         "last_progress": progress or None,
         "mfu_note": mfu_note_display(progress),
+        "crash": crash_report(job),
     }
     summary = job_summary(job)
     speed = job_speed(job)

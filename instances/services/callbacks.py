@@ -14,7 +14,7 @@ from django.utils import timezone
 from instances import checkpoints
 from instances.choices import AttemptState, InstanceStatus
 from instances.models import Checkpoint, Instance, JobAttempt, JobEvent, JobMetric, TrainingJob
-from instances.reasons import Reason
+from instances.reasons import Reason, runtime_exit_reason
 from instances.services.errors import CallbackRefused
 from instances.services.transitions import _try_transition
 from portal.webhooks.services import webhook_emit
@@ -152,7 +152,9 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         )
     elif kind == "checkpoint_pruned":  # the runtime deleted it (keep-last-K)
         checkpoints.checkpoint_pruned_apply(job=job, step=step, path=ev.get("path"), now=now)
-    elif kind == "exit":
+    elif kind == "exit":  # what the runtime said, as a code (its own message stays in the event and the log)
+        code = ev.get("exit_code")
+        said = runtime_exit_reason(code if isinstance(code, int) else None, step if isinstance(step, int) else None)
         JobAttempt.objects.filter(pk=attempt.pk).update(
-            message=f"{ev.get('reason', '')}: {ev.get('message', '')}"[:300]
+            message=said, message_code=said.code, message_params=said.params
         )

@@ -72,8 +72,9 @@ def test_a_crash_reads_in_english_and_in_chinese_and_the_api_gives_the_code(
     url = f"/o/{funded.slug}/jobs/{job.pk}/"
     english = client.get(url, HTTP_ACCEPT_LANGUAGE="en").content.decode()
     chinese = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
-    assert english.count("crashed (exit code 87)") == 2  # the status line and the attempt's row
-    assert chinese.count("已崩溃（退出码 87）") == 2
+    # the status line, the crash report's summary (the runtime said nothing: the attempt's reason) and its row
+    assert english.count("crashed (exit code 87)") == 3
+    assert chinese.count("已崩溃（退出码 87）") == 3
     assert "crashed (exit code 87)" not in chinese
 
     api = APIClient()
