@@ -108,8 +108,6 @@ ALLOWED_WORDS: frozenset[str] = frozenset(
         "Celery",
         "Redis",
         "PostgreSQL",
-        "Webhook",
-        "webhook",
         "Idempotency",
         "Key",
         "Content",

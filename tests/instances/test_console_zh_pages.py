@@ -4,6 +4,12 @@ an app and a call to it, an upload, a token, a webhook endpoint with deliveries,
 its visible text may hold no ASCII word outside the allow-list of product names and units
 (``portal.lib.i18n_scan``) and the names this test gave its own objects.
 
+Stored texts are part of the data (issue 25): the wallet holds a ledger line of every memo code of
+``billing.memos`` (volume hours, Stripe top-ups, refunds and disputes, grants and their expiry, a license fee,
+an adjustment and a staff grant typed by a person), the app was published "when its first version was built"
+and has a version whose model server gave up restarting, and the crashed job's runtime said why it exited (its
+page is scanned as well: the crash's summary beside its last log lines).
+
 The routes come from the URLconf: a page without parameters other than ``org`` is scanned as soon as it
 exists; a new route with other parameters fails this test until it is given values below (or listed as an
 action that has no page of its own).
@@ -18,41 +24,44 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from instances_support import FakeBackend
 
-# Routes that are not pages: POST-only actions, redirects, machine endpoints, one-time links.
-NOT_PAGES = {
-    "logout",  # POST only
-    "verify_email",  # a one-time link (its page is the dashboard it redirects to)
-    "resend_verification",  # POST only
-    "password_reset_confirm",  # a one-time link
-    "api_token_revoke",  # POST only
-    "member_remove",  # POST only
-    "job_checkpoint_now",  # POST only
-    "job_checkpoint_pin",  # POST only
-    "dataset_mount",  # POST only
-    "app_state",  # POST only
-    "app_try",  # POST only (the result fragment of the app page)
-    "webhook_endpoint_delete",  # POST only
-    "webhook_endpoint_rotate",  # POST only
-    "webhook_delivery_redeliver",  # POST only
-    "topup_start",  # POST only (redirects to Stripe Checkout)
-    "stripe_webhook",  # Stripe's endpoint
-    "set_language",  # POST only
-    "launch_quote",  # an htmx fragment of the launch forms (scanned with them)
-    "volume_quote",  # an htmx fragment of the Volumes page (scanned with it)
-    "instance_jupyter_panel",  # an htmx fragment of the instance page (scanned with it)
-    "instance_access",  # an htmx fragment of the instance page: SSH command and utilization (scanned with it)
-    "instance_jupyter",  # the door: a page that POSTs a ticket to the JupyterLab server, or a redirect
-    "instance_keep_running",  # POST only
-    "ssh_key_revoke",  # POST only
-    "instance_share_remove",  # POST only
-    "volume_share_remove",  # POST only
-    None,  # favicon
+# Routes that are not pages, each with the reason it is skipped: POST-only actions, redirects, machine endpoints,
+# one-time links. Every other route of the URLconf (outside admin/ and api/) is requested.
+NOT_PAGES: dict[str | None, str] = {
+    "logout": "POST only",
+    "verify_email": "a one-time link (its page is the dashboard it redirects to)",
+    "resend_verification": "POST only",
+    "password_reset_confirm": "a one-time link",
+    "api_token_revoke": "POST only",
+    "member_remove": "POST only",
+    "job_checkpoint_now": "POST only",
+    "job_checkpoint_pin": "POST only",
+    "dataset_mount": "POST only",
+    "app_state": "POST only",
+    "app_try": "POST only (the result fragment of the app page)",
+    "webhook_endpoint_delete": "POST only",
+    "webhook_endpoint_rotate": "POST only",
+    "webhook_delivery_redeliver": "POST only",
+    "topup_start": "POST only (redirects to Stripe Checkout)",
+    "stripe_webhook": "Stripe's endpoint",
+    "set_language": "POST only",
+    "launch_quote": "an htmx fragment of the launch forms (scanned with them)",
+    "volume_quote": "an htmx fragment of the Volumes page (scanned with it)",
+    "instance_jupyter_panel": "an htmx fragment of the instance page (scanned with it)",
+    "instance_access": "an htmx fragment of the instance page: SSH command and utilization (scanned with it)",
+    "instance_jupyter": "the door: a page that POSTs a ticket to the JupyterLab server, or a redirect",
+    "instance_keep_running": "POST only",
+    "ssh_key_revoke": "POST only",
+    "instance_share_remove": "POST only",
+    "volume_share_remove": "POST only",
+    None: "favicon",
 }
+# Memo codes no ledger line of this data set carries, each with the reason (tests/billing/test_memos.py renders it).
+MEMOS_NOT_POSTED = {"gpu_usage_uncovered": "needs a wallet that runs dry in the middle of a metering tick"}
 ANONYMOUS = ["home", "signup", "login", "password_reset", "password_reset_done", "password_reset_complete", "pricing"]
 # The names this test gives its objects (user data is not UI text).
 OWN_WORDS = {"alice", "bob", "A", "Corpus", "corpus", "license", "Use", "it", "for", "training", "legal",
              "crashy", "local", "Contract", "review", "Finds", "risky", "clauses", "notes", "ci", "hook", "example",
-             "shell", "sleep", "box", "data1", "laptop"}  # fmt: skip
+             "shell", "sleep", "box", "data1", "laptop", "v1"}  # fmt: skip
 # A valid public key for alice's SSH keys page (made with ssh-keygen -t ed25519; the private half was discarded).
 ED25519_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICnsBniNCIT3LucBYZyH5D1s+7s3OpAViRvaujgJnLnm laptop"
 
@@ -93,12 +102,14 @@ def world(
     from billing.metering import metering_tick
     from billing.services import wallet_top_up
     from instances.backends.base import JobStatus, state_for_exit_code
-    from instances.models import Checkpoint, JobMetric
+    from instances.models import Checkpoint, JobEvent, JobLogArchive, JobMetric
     from instances.services import LaunchSpec, attempt_observe, instance_launch
     from portal.choices import TokenScope
     from portal.marketplace import calls
     from portal.marketplace import services as apps
     from portal.marketplace.choices import AppState, AppVisibility, ServingKind
+    from portal.marketplace.models import AppVersion
+    from portal.marketplace.reasons import app_reason
     from portal.services import api_token_create
     from portal.webhooks.services import webhook_endpoint_create
 
@@ -135,7 +146,16 @@ def world(
     )
     metering_tick(now=timezone.now() + timedelta(minutes=3))
     state, message = state_for_exit_code(87)
-    attempt_observe(attempt=crashy.attempts.get(), status=JobStatus(state, 87, message))
+    crashed = crashy.attempts.get()
+    JobEvent.objects.create(  # what the runtime said as it exited (issue 25, item 2's refusal)
+        job=crashy, attempt=crashed.number, seq=99, type="exit",
+        payload={"reason": "failed", "exit_code": 87, "step": 0,
+                 "message": "resume_step 320: no complete checkpoint at that step"},
+    )  # fmt: skip
+    JobLogArchive.objects.create(
+        attempt=crashed, rank=0, text="step 0: resuming\nexit failed (87) at step 0: resume_step 320: no complete\n"
+    )
+    attempt_observe(attempt=crashed, status=JobStatus(state, 87, message))
 
     app = apps.app_create(
         publisher=funded,
@@ -148,8 +168,14 @@ def world(
         price_per_call_micros=500_000,
         visibility=AppVisibility.PRIVATE,
     )
+    first, _secret = apps.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
     apps.app_version_add(app=app, user=alice, kind=ServingKind.ECHO, endpoint_url="", lineage=None)
-    apps.app_transition(app=app, to=AppState.PUBLISHED, acting_user=alice)
+    AppVersion.objects.filter(pk=first.pk).update(  # a model server the health check gave up restarting
+        deployment={"stage": "unhealthy", "restart_failures": 3, "unhealthy_code": "restarts_failed",
+                    "unhealthy_reason": "3 restarts in a row failed; last: RuntimeError: exited with code 1",
+                    "last_error": "RuntimeError: exited with code 1"}
+    )  # fmt: skip
+    apps.app_transition(app=app, to=AppState.PUBLISHED, reason=app_reason("published_first_version"), acting_user=None)
     calls.app_invoke(app=app, caller=funded, user=alice, payload={"text": "合同"}, idempotency_key="zh-call")
 
     from datasets.services.uploads import upload_create
@@ -173,6 +199,7 @@ def world(
     attempt_observe(attempt=box.attempts.get(), status=JobStatus("running"))
     volume = volume_create(organization=funded, user=alice, name="data1", size_gb=1)
     ssh_key_add(user=alice, name="laptop", public_key=ED25519_KEY)
+    _ledger_lines_of_every_kind(funded, alice)
     now = timezone.localtime()
     return {
         "org": funded.slug,
@@ -199,6 +226,48 @@ def world(
         "month": now.month,
         "crashy": crashy,
     }
+
+
+def _ledger_lines_of_every_kind(org: Any, alice: Any) -> None:
+    """The ledger lines the GPU metering, the app call and the license agreement did not already post: a volume's
+    first hour (the volume tick), top-ups, a Stripe refund, dispute and won dispute, a promotional grant and its
+    expiry, staff grants (one with the kind's words, one with a reason typed in Chinese) and an adjustment."""
+    from django.utils import timezone
+
+    from billing.choices import GrantKind, SystemAccount, TransactionKind
+    from billing.memos import memo
+    from billing.models import Wallet
+    from billing.services import (
+        Posting,
+        credit_grant_create,
+        credit_grant_expire,
+        ledger_adjust,
+        ledger_post,
+        system_account,
+        wallet_spend,
+        wallet_top_up,
+    )
+    from billing.volume_metering import volume_metering_tick
+
+    now = timezone.now()
+    volume_metering_tick(now=now + timedelta(minutes=1))
+    wallet_top_up(organization=org, amount_micros=5_000_000, idempotency_key="zh-stripe", memo=memo("stripe_top_up"))
+    paid, stripe = Wallet.objects.get(organization=org).paid_account, system_account(SystemAccount.STRIPE)
+    for code, micros in (("stripe_refund", -1_000_000), ("stripe_dispute", -500_000), ("stripe_dispute_won", 500_000)):
+        ledger_post(idempotency_key=f"zh-{code}", kind=TransactionKind.REFUND, organization=org, memo=memo(code),
+                    postings=[Posting(paid, micros), Posting(stripe, -micros)])  # fmt: skip
+    promo = credit_grant_create(organization=org, amount_micros=1_000_000, expires_at=now + timedelta(hours=1),
+                                kind=GrantKind.PROMOTIONAL, idempotency_key="zh-promo")  # fmt: skip
+    credit_grant_expire(grant=promo, now=now + timedelta(hours=2))
+    credit_grant_create(organization=org, amount_micros=1_000_000, expires_at=now + timedelta(days=9),
+                        kind=GrantKind.STAFF, idempotency_key="zh-staff")  # fmt: skip
+    credit_grant_create(organization=org, amount_micros=1_000_000, expires_at=now + timedelta(days=9),
+                        kind=GrantKind.STAFF, idempotency_key="zh-staff-typed", reason="补偿停机")  # fmt: skip
+    ledger_adjust(
+        organization=org, amount_micros=200_000, reason="人工调整", staff_user=alice, idempotency_key="zh-adj"
+    )
+    wallet_spend(organization=org, amount_micros=300_000, idempotency_key="zh-license",
+                 kind=TransactionKind.LICENSE_FEE, memo=memo("license_fee", name="Corpus license v1"))  # fmt: skip
 
 
 def _url(name: str, route: str, params: list[str], world: dict[str, Any]) -> str:
@@ -240,9 +309,44 @@ def test_every_console_page_reads_in_chinese(client: Any, alice: Any, world: dic
         url = _url(name, route, params, world)
         findings[url] = _scan(client, url)
         scanned += 1
+    # the crashed job's page too: the runtime's exit reason in words beside its last log lines
+    crash_page = reverse("job_detail", kwargs={"org": world["org"], "pk": world["crashy"].pk})
+    findings[crash_page] = _scan(client, crash_page)
     assert scanned >= 25
     report = findings_report(findings)
     assert not report, "untranslated UI text on zh-hans pages:\n" + report
+    _stored_texts_read_in_chinese(client, alice, world)
+
+
+def _stored_texts_read_in_chinese(client: Any, alice: Any, world: dict[str, Any]) -> None:
+    """The data set really holds every kind of stored text the scan is meant to cover, and each reads in
+    Chinese: every memo code (but those listed in ``MEMOS_NOT_POSTED``), the app's state reason, the unhealthy
+    version, the crash summary. (Part of the scan's test: one data set per module.)"""
+    from django.urls import reverse
+
+    from billing.memos import MEMOS
+    from billing.models import LedgerTransaction
+
+    posted = set(LedgerTransaction.objects.filter(organization__slug=world["org"]).values_list("memo_code", flat=True))
+    assert set(MEMOS.texts) - posted == set(MEMOS_NOT_POSTED)
+    client.force_login(alice)
+    org = world["org"]
+
+    def page(name: str, **kwargs: Any) -> str:
+        return client.get(reverse(name, kwargs={"org": org, **kwargs}), HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+
+    wallet = page("wallet")
+    for text in ("数据卷 data1（1 GB），第 1 小时", "Stripe 充值", "Stripe 退款", "Stripe 争议扣款",
+                 "Stripe 争议胜诉：金额已退回", "补偿停机", "人工调整", "应用调用：Contract review"):  # fmt: skip
+        assert f"<td>{text}</td>" in wallet, text
+    app = page("app_detail", slug=world["slug"])
+    assert '<p class="muted" data-testid="app-state-reason">首个版本构建完成后已自动上架</p>' in app
+    assert "连续 3 次重启失败；最近一次错误： <code>RuntimeError: exited with code 1</code>" in app
+    crash = page("job_detail", pk=world["crashy"].pk)
+    summary = "训练程序无法从给定的检查点精确恢复：未进行任何训练（不会重试）；请回滚到另一个检查点"
+    assert f'<p data-testid="crash-summary">{summary}</p>' in crash
+    assert '<code data-testid="crash-message">resume_step 320: no complete checkpoint at that step</code>' in crash
+    assert "exit failed (87) at step 0: resume_step 320: no complete\n</pre>" in crash
 
 
 def test_the_scanner_reads_text_only_and_reports_english_words() -> None:
