@@ -5,7 +5,9 @@ Invariants:
 - a transaction's ``idempotency_key`` is unique, so a retried posting writes nothing new;
 - ``LedgerAccount.balance_micros`` of a wallet or grant account equals the sum of its entries; it is
   updated only by ``billing.services.ledger_post`` under a row lock taken in primary-key order;
-- rows are never updated (except the cached balance) nor deleted: corrections are new transactions.
+- rows are never updated (except the cached balance) nor deleted: corrections are new transactions. (Migration
+  ``0012_memo_codes`` once filled the then-new ``memo_code`` / ``memo_params`` of older transactions from their
+  memo text; no amount, key or text changed.)
 """
 
 from __future__ import annotations
