@@ -27,6 +27,7 @@ from portal.marketplace.selectors import (
     app_of_publisher,
     apps_visible_to,
     calls_of_caller,
+    revenue_summary,
     usage_per_day,
 )
 from portal.scoping import request_organization
@@ -67,6 +68,10 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         days = usage_per_day(app)
         context["calls_chart"] = bar_chart([(d, n) for d, n, _ in days], fmt="{:.0f}")
         context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
+        context["revenue"] = revenue_summary(app)
+        listed = app.price_per_call_micros  # the publisher's own call: the listed price less its share
+        context["own_price"] = {"list": listed, "share": calls.own_share_micros(app, listed)}
+        context["own_price"]["charged"] = listed - context["own_price"]["share"]
     return render(request, "marketplace/app_detail.html", context)
 
 
@@ -86,6 +91,7 @@ def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
                 app=app, caller=organization, user=request.user, payload=form.cleaned_data["payload"]
             )
             context["result"] = result
+            context["cost"] = calls.call_cost(result.call)
         except services.MarketplaceError as exc:
             context["error"] = str(exc)
     return render(request, "marketplace/try_result.html", context)
