@@ -191,7 +191,11 @@ class Instance(models.Model):
             return ""
         status = str(self.status)
         same = {status.casefold(), str(self.get_status_display()).casefold()}  # type: ignore[attr-defined]
-        if self.status_reason_code == status or text.casefold() in same or self.status_reason.strip().casefold() in same:
+        if (
+            self.status_reason_code == status
+            or text.casefold() in same
+            or self.status_reason.strip().casefold() in same
+        ):
             return ""
         return text
 

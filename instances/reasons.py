@@ -86,9 +86,7 @@ REASON_TEXTS: dict[str, str] = {
     # (instances.backends.base.command_state_for_exit_code, instances.services.reconcile)
     "command_exited": gettext_noop("the command exited with code %(exit_code)s; the disk is kept"),
     "command_killed": gettext_noop("the command was killed by %(signal)s; the disk is kept"),
-    "command_stopped": gettext_noop(
-        "its processes were ended; the disk (workspace folder and volumes) is kept"
-    ),
+    "command_stopped": gettext_noop("its processes were ended; the disk (workspace folder and volumes) is kept"),
     "suspended_at_shutdown_interactive": gettext_noop(
         "stopped because the portal shut down: the disk is kept, running processes are not; it starts again "
         "when the portal starts again"

@@ -185,8 +185,8 @@ def command_state_for_exit_code(exit_code: int, *, stop_requested: bool = False)
     Unlike :func:`state_for_exit_code` the training runtime's codes (85 preempted, 86 stopped, …) mean nothing
     here: the command is the user's program. After a stop request every ending is a stop (``command_stopped``:
     the exit status of a program the portal ended says nothing more); otherwise 0 is ``succeeded``
-    (``finished``), a death by signal (``command_killed``) or any other code (``command_exited``) ``failed``. ``exit_code`` as in :func:`state_for_exit_code`. Returns
-    ``(state, message)``."""
+    (``finished``), a death by signal (``command_killed``) or any other code (``command_exited``) ``failed``.
+    ``exit_code`` as in :func:`state_for_exit_code`. Returns ``(state, message)``."""
     if stop_requested:
         return "stopped", reason("command_stopped")
     if exit_code == 0:

@@ -55,6 +55,7 @@ from instances.runtime.saving import PAUSE_BEFORE_COMMIT_ENV, SavingMixin  # noq
 # value, so a test preempts a job at an exact step (and resumes it elsewhere) without racing the loop.
 PREEMPT_AT_STEP_ENV = "RUNTIME_TEST_PREEMPT_AT_STEP"
 
+
 def exit_log_line(reason: str, code: int, step: int, message: str) -> str:
     """The runtime's last log line. SIGTERM (exit ``EXIT_PREEMPTED``, 85) is how the portal stops an attempt
     (a user's stop, a rollback, a shutdown) as well as how a preemption begins; the runtime cannot tell them

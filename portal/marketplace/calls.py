@@ -49,6 +49,7 @@ from portal.db import db_value, loaded, quoted_table, set_based_paths
 from portal.marketplace import serving
 from portal.marketplace.choices import AppState, CallStatus
 from portal.marketplace.models import App, AppCall, AppVersion
+from portal.marketplace.pricing import list_price_micros, own_share_micros
 from portal.marketplace.services import (
     MAX_KEY_LENGTH,
     CallFailed,
@@ -104,59 +105,12 @@ def token_allowance(app: App, payload: Any) -> int:
     return cap
 
 
-def list_price_micros(app: App, *, prompt_tokens: int, completion_tokens: int) -> int:
-    """The listed price of one call of ``app`` with ``prompt_tokens`` in and ``completion_tokens`` out, in
-    micro-CNY: the price per call plus ``(price_per_1k_prompt_tokens_micros × prompt_tokens +
-    price_per_1k_tokens_micros × completion_tokens) / 1000`` rounded up once (to the micro-CNY)."""
-    per_tokens = (
-        app.price_per_1k_prompt_tokens_micros * prompt_tokens + app.price_per_1k_tokens_micros * completion_tokens
-    )
-    return app.price_per_call_micros + -(-per_tokens // 1000)
-
-
-def own_share_micros(app: App, list_micros: int) -> int:
-    """The publisher's share of ``list_micros`` (``publisher_share_bps``, rounded down): what a publisher's call
-    of its own app is not charged, instead of being paid and credited back to itself."""
-    return list_micros * app.publisher_share_bps // 10_000
-
-
 def token_price_micros(app: App, *, prompt_tokens: int, completion_tokens: int, caller: Organization) -> int:
     """Price of one call of ``app`` by ``caller`` with ``prompt_tokens`` in and ``completion_tokens`` out, in
     micro-CNY — the one pricing rule of app calls: the listed price (:func:`list_price_micros`) — less the
     publisher's share (:func:`own_share_micros`) when the caller is the publisher itself."""
     full = list_price_micros(app, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
     return full - own_share_micros(app, full) if caller.pk == app.publisher_id else full
-
-
-@dataclass(frozen=True)
-class CallCost:
-    """What one call cost its caller, in micro-CNY: ``list_micros`` (the app's listed price for the call),
-    ``own_share_micros`` (the publisher's share left out because the caller is the publisher: 0 for any other
-    caller) and ``charged_micros`` (= ``list_micros - own_share_micros``, what the ledger took)."""
-
-    list_micros: int
-    own_share_micros: int
-    charged_micros: int
-
-    @property
-    def own_app(self) -> bool:
-        """True when the publisher called its own app (its share was left out of the charge)."""
-        return self.own_share_micros > 0
-
-
-def call_cost(call: AppCall) -> CallCost:
-    """The cost of a settled ``call`` split as :class:`CallCost`, from its app's prices and the tokens it was
-    charged for. A call whose charge the current prices do not reproduce (the app's price changed since) is
-    shown as charged, with no share."""
-    app = call.app
-    charged = call.price_micros
-    if call.caller_id != app.publisher_id:
-        return CallCost(charged, 0, charged)
-    full = list_price_micros(app, prompt_tokens=call.prompt_tokens or 0, completion_tokens=call.billed_tokens or 0)
-    share = own_share_micros(app, full)
-    if full - share != charged:
-        return CallCost(charged, 0, charged)
-    return CallCost(full, share, charged)
 
 
 def call_price_micros(app: App, tokens: int, caller: Organization) -> int:

@@ -18,7 +18,7 @@ from billing.money import from_micros, to_micros
 from portal.lib.charts import bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
-from portal.marketplace import calls, services
+from portal.marketplace import calls, pricing, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
 from portal.marketplace.openai_api import BASE_PATH
@@ -70,7 +70,7 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
         context["revenue"] = revenue_summary(app)
         listed = app.price_per_call_micros  # the publisher's own call: the listed price less its share
-        context["own_price"] = {"list": listed, "share": calls.own_share_micros(app, listed)}
+        context["own_price"] = {"list": listed, "share": pricing.own_share_micros(app, listed)}
         context["own_price"]["charged"] = listed - context["own_price"]["share"]
     return render(request, "marketplace/app_detail.html", context)
 
@@ -91,7 +91,7 @@ def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
                 app=app, caller=organization, user=request.user, payload=form.cleaned_data["payload"]
             )
             context["result"] = result
-            context["cost"] = calls.call_cost(result.call)
+            context["cost"] = pricing.call_cost(result.call)
         except services.MarketplaceError as exc:
             context["error"] = str(exc)
     return render(request, "marketplace/try_result.html", context)

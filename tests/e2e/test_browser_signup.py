@@ -57,6 +57,7 @@ def _assert_one_row_header(page) -> dict:
     assert geometry["overflow"] <= 0, geometry  # and nothing pushed out of sight on the right
     return geometry
 
+
 pytestmark = [
     pytest.mark.browser,
     pytest.mark.engine_independent(

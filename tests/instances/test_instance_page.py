@@ -124,7 +124,12 @@ def test_the_training_runtime_logs_sigterm_as_a_signal_not_as_a_preemption() -> 
 
 
 def test_the_badge_and_a_reason_that_repeats_it_are_shown_once_in_both_languages(
-    client: Any, alice: Any, charlie: Any, funded: Any, nodes: Any, fake_backend: FakeBackend,
+    client: Any,
+    alice: Any,
+    charlie: Any,
+    funded: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
     from django.utils.translation import override
@@ -167,14 +172,27 @@ def test_the_page_names_the_default_image_and_shows_the_price_per_hour_and_the_c
 
     inst = _running(funded, alice, fake_backend, django_capture_on_commit_callbacks)
     other = _running(
-        funded, alice, fake_backend, django_capture_on_commit_callbacks, name="old", image="PyTorch 2.1 + CUDA 12.1 + DeepSpeed 0.12.3"
+        funded,
+        alice,
+        fake_backend,
+        django_capture_on_commit_callbacks,
+        name="old",
+        image="PyTorch 2.1 + CUDA 12.1 + DeepSpeed 0.12.3",
     )
     start = timezone.now().replace(second=0, microsecond=0)
     for i, amount in enumerate((10_000, 10_000, 10_001)):  # three minutes at 0.60 CNY/slot-hour, one rounded up
         UsageRecord.objects.create(
-            instance_id=inst.pk, segment_id=None, minute_index=i, organization=funded, minute=start + timedelta(minutes=i),
-            gpu_type="cpu-local", mode="container", gpu_count=1, price_per_gpu_hour_micros=600_000,
-            price_minute_index=i + 1, amount_micros=amount,
+            instance_id=inst.pk,
+            segment_id=None,
+            minute_index=i,
+            organization=funded,
+            minute=start + timedelta(minutes=i),
+            gpu_type="cpu-local",
+            mode="container",
+            gpu_count=1,
+            price_per_gpu_hour_micros=600_000,
+            price_minute_index=i + 1,
+            amount_micros=amount,
         )
     cost = instance_cost(inst)
     assert (cost.price_per_hour_micros, cost.cost_micros, cost.price_per_hour_cny, cost.cost_cny) == (
@@ -210,7 +228,10 @@ def test_the_utilization_charts_read_minutes_ago_and_start_at_zero(
     t0 = timezone.now().replace(microsecond=0)
     for i, cpu_s in enumerate((10.0, 13.0, 13.3, 13.6)):  # 10 %, then a flat 0.5 %
         utilization_record(
-            instance=inst, totals=ProcessTotals(1, cpu_s, (100 + i) * 2**20), gpu=GpuReading(), now=t0 + i * timedelta(seconds=60)
+            instance=inst,
+            totals=ProcessTotals(1, cpu_s, (100 + i) * 2**20),
+            gpu=GpuReading(),
+            now=t0 + i * timedelta(seconds=60),
         )
     client.force_login(alice)
     page = client.get(f"/o/{funded.slug}/instances/{inst.pk}/").content.decode()

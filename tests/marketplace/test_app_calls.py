@@ -465,7 +465,10 @@ def test_a_publishers_own_calls_explain_their_cost_and_the_app_page_shows_the_le
     app, _, _ = _app(alice, alice_org, price=10_000)  # 0.010000 CNY a call, 70 % to the publisher
     _publish(app, alice)
     client.force_login(alice)
-    detail, try_url = reverse("app_detail", args=[alice_org.slug, app.slug]), reverse("app_try", args=[alice_org.slug, app.slug])
+    detail, try_url = (
+        reverse("app_detail", args=[alice_org.slug, app.slug]),
+        reverse("app_try", args=[alice_org.slug, app.slug]),
+    )
     page = client.get(detail).content.decode()
     assert text(page, "own-call-price") == (
         "Your own app: a call costs you its price 0.010000 CNY less your publisher share 0.007000 CNY = 0.003000 CNY; "
@@ -481,7 +484,9 @@ def test_a_publishers_own_calls_explain_their_cost_and_the_app_page_shows_the_le
     assert wallet_balance(organization=alice_org).paid_micros == 1_000_000 - 4 * 3_000
     page = client.get(detail).content.decode()
     assert 'data-testid="revenue_chart-empty">No revenue yet.<' in page
-    assert text(page, "revenue-summary") == "Revenue in these 30 days: 0.000000 CNY from 0 calls by other organizations."
+    assert (
+        text(page, "revenue-summary") == "Revenue in these 30 days: 0.000000 CNY from 0 calls by other organizations."
+    )
     assert text(page, "revenue-own-calls") == (
         "4 calls by your own organization: charged 0.012000 CNY (the price less your publisher share); your own "
         "calls earn no revenue."

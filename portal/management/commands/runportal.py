@@ -256,7 +256,8 @@ class Command(BaseCommand):
 
             suspended = local_jobs_suspend(on_start=announce)
             if suspended:
-                say(f"checkpointed and stopped {len(suspended)} local instance(s) and job(s); they resume on the next start")
+                n = len(suspended)
+                say(f"checkpointed and stopped {n} local instance(s) and job(s); they resume on the next start")
             # nor may a published app's model server (it runs in its own session); it comes back on the next start
             if resumer is not None:
                 resumer.join(60)  # a server being started again right now is stopped too
