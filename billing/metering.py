@@ -574,7 +574,10 @@ def budget_guard(*, now: datetime | None = None) -> list[int]:
         balance = wallet_balance(organization=organization, now=now).total_micros
         if balance < burn.per_minute_micros * settings.BUDGET_GUARD_MINUTES:
             for instance in instances_for_org(organization).filter(pk__in=burn.instance_ids):
-                instance_stop(instance=instance, reason=Reason("budget_stop"))
+                interactive = instance.kind == "interactive"  # its disk is kept; there is no checkpoint
+                instance_stop(
+                    instance=instance, reason=Reason("budget_stop_interactive" if interactive else "budget_stop")
+                )
                 stopped.append(instance.pk)
             audit_log(
                 action="billing.budget_guard_stop",

@@ -1,5 +1,7 @@
 """What the job page shows beside the curve: the dataset versions it trains on, its cost so far and how long
-it has been running (read-only; uses the datasets app's selectors and the metering records)."""
+it has been running (read-only; uses the datasets app's selectors and the metering records). The price per
+hour and the cost so far of any instance (:func:`instance_cost`) live here too: the job page and the instance
+page show the same figures from the one function."""
 
 from __future__ import annotations
 
@@ -11,7 +13,56 @@ from typing import Any
 from django.db.models import Sum
 from django.utils import timezone
 
-from instances.models import TrainingJob
+from instances.models import Instance, TrainingJob, placement_gpus
+
+
+def cny_2(micros: int) -> str:
+    """Micro-CNY as CNY with 2 decimals, rounded half-up (``12_345`` -> ``"0.01"``), for display."""
+    cents = (micros + 5_000) // 10_000
+    return f"{cents // 100}.{cents % 100:02d}"
+
+
+@dataclass(frozen=True)
+class InstanceCost:
+    """``price_per_hour_micros``: micro-CNY one hour of the instance costs now (its GPUs held — the
+    placement, else ``gpu_count`` — at the price book's price for its GPU type, mode and tier, by the one
+    charging rule ``billing.pricing.cumulative_charge_micros``); None when the price book has no price.
+    ``cost_micros``: micro-CNY charged so far (every metered minute of the instance, every attempt)."""
+
+    price_per_hour_micros: int | None
+    cost_micros: int
+
+    @property
+    def cost_cny(self) -> str:
+        """The cost so far with 2 decimals (:func:`cny_2`)."""
+        return cny_2(self.cost_micros)
+
+    @property
+    def price_per_hour_cny(self) -> str:
+        """The price per hour with 2 decimals (:func:`cny_2`), ``""`` without a price."""
+        return "" if self.price_per_hour_micros is None else cny_2(self.price_per_hour_micros)
+
+
+def instance_cost(instance: Instance, *, now: datetime | None = None) -> InstanceCost:
+    """The price per hour and the cost so far of ``instance`` (two queries: the price book rows of its GPU
+    type, the sum of its usage records; a third for a tier discount)."""
+    from billing.pricing import PriceBook, cumulative_charge_micros
+
+    now = now or timezone.now()
+    code = instance.gpu_type.code
+    price = PriceBook({code}).at(code, instance.mode, now, instance.tier)
+    gpus = placement_gpus(instance.placement) or instance.gpu_count
+    per_hour = (
+        None if price is None else cumulative_charge_micros(price_per_gpu_hour_micros=price, gpus=gpus, minutes=60)
+    )
+    return InstanceCost(per_hour, cost_so_far_micros(instance))
+
+
+def cost_so_far_micros(instance: Instance) -> int:
+    """Micro-CNY charged so far for ``instance``: the sum of its metered minutes (one query)."""
+    from billing.models import UsageRecord  # metering's per-minute charges (billing's read model)
+
+    return int(UsageRecord.objects.filter(instance_id=instance.pk).aggregate(s=Sum("amount_micros"))["s"] or 0)
 
 
 @dataclass(frozen=True)
@@ -27,9 +78,8 @@ class JobSummary:
 
     @property
     def cost_cny(self) -> str:
-        """The cost as CNY with 2 decimals (rounded half-up from micro-CNY), for display."""
-        cents = (self.cost_micros + 5_000) // 10_000
-        return f"{cents // 100}.{cents % 100:02d}"
+        """The cost as CNY with 2 decimals (rounded half-up from micro-CNY), for display (:func:`cny_2`)."""
+        return cny_2(self.cost_micros)
 
 
 def _hms(d: timedelta) -> str:
@@ -39,7 +89,6 @@ def _hms(d: timedelta) -> str:
 
 def job_summary(job: TrainingJob, *, now: datetime | None = None) -> JobSummary:
     """The summary of ``job`` (two queries plus one for the dataset versions)."""
-    from billing.models import UsageRecord  # metering's per-minute charges (billing's read model)
     from datasets.selectors import versions_visible_to
 
     now = now or timezone.now()
@@ -51,11 +100,11 @@ def job_summary(job: TrainingJob, *, now: datetime | None = None) -> JobSummary:
         for v in (versions.get(i) for i in ids)
         if v is not None
     ]
-    cost = UsageRecord.objects.filter(instance_id=instance.pk).aggregate(s=Sum("amount_micros"))["s"] or 0
+    cost = cost_so_far_micros(instance)
     running = timedelta()
     for start, end in instance.run_segments.values_list("started_at", "ended_at"):
         running += (end or now) - start
-    return JobSummary(datasets, int(cost), running, now - instance.created_at)
+    return JobSummary(datasets, cost, running, now - instance.created_at)
 
 
 @dataclass(frozen=True)

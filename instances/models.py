@@ -181,6 +181,24 @@ class Instance(models.Model):
         code, params = self.status_reason_code, self.status_reason_params
         return reason_render(code=code, params=params, fallback=self.status_reason)
 
+    @property
+    def status_reason_extra(self) -> str:
+        """The status reason in the active language when it adds something to the status badge, else ``""``:
+        a reason that only repeats the status (code or text ``running`` on a running instance, which read
+        "Running running" / "运行中 运行中") is not shown beside it. The one rule of every page with a badge."""
+        text = self.status_reason_display.strip()
+        if not text:
+            return ""
+        status = str(self.status)
+        same = {status.casefold(), str(self.get_status_display()).casefold()}  # type: ignore[attr-defined]
+        if (
+            self.status_reason_code == status
+            or text.casefold() in same
+            or self.status_reason.strip().casefold() in same
+        ):
+            return ""
+        return text
+
 
 class InstanceTransition(models.Model):
     """One status change of an instance (append-only)."""

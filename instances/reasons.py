@@ -105,6 +105,18 @@ REASON_TEXTS: dict[str, str] = {
         "preempted for an on-demand request (interruptible tier): checkpoint saved at the current step, resumes "
         "exactly from it when capacity returns (not a crash)"
     ),
+    # an interactive instance runs the user's own command, not the training runtime: no checkpoint wording
+    # (instances.backends.base.command_state_for_exit_code, instances.services.reconcile)
+    "command_exited": gettext_noop("the command exited with code %(exit_code)s; the disk is kept"),
+    "command_killed": gettext_noop("the command was killed by %(signal)s; the disk is kept"),
+    "command_stopped": gettext_noop("its processes were ended; the disk (workspace folder and volumes) is kept"),
+    "suspended_at_shutdown_interactive": gettext_noop(
+        "stopped because the portal shut down: the disk is kept, running processes are not; it starts again "
+        "when the portal starts again"
+    ),
+    "budget_stop_interactive": gettext_noop(
+        "stopped by the budget guard before the balance ran out (the disk is kept, running processes are not)"
+    ),
     # why the scheduler cannot place a request now (instances.scheduler)
     "sched_invalid_mode": gettext_noop("unknown mode %(mode)s; expected container or bare_metal"),
     "sched_invalid_count": gettext_noop("a request asks for 1 to %(max)d GPUs, not %(gpus)d"),

@@ -16,6 +16,7 @@ from instances.models import (
     Checkpoint,
     GpuQuota,
     GpuType,
+    Image,
     Instance,
     InstanceRunSegment,
     JobMetric,
@@ -232,3 +233,12 @@ def instance_labels(instance_ids: Iterable[int]) -> dict[int, tuple[str, int | N
     ledger lines and statements (``billing.line_labels``, a documented hook)."""
     rows = Instance.objects.filter(pk__in=set(instance_ids)).values_list("pk", "name", "job__pk")
     return {pk: (name, job) for pk, name, job in rows}
+
+
+def instance_image(instance: Instance) -> tuple[Image | None, bool]:
+    """The image ``instance`` runs in and whether it is the default: its own image, else the catalogue's
+    default image (``Image.is_default``; ``(None, True)`` when the catalogue has none) — what the instance
+    page names instead of "—"."""
+    if instance.image_id is not None:
+        return instance.image, False
+    return Image.objects.filter(is_default=True).order_by("pk").first(), True

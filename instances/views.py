@@ -22,9 +22,10 @@ from billing.choices import PriceTier, RentalMode
 from billing.pricing import PriceNotFound
 from instances import checkpoints, joblogs, selectors, services
 from instances.capacity import capacity_refusal
+from instances.choices import InstanceKind
 from instances.forms import IdleAutostopForm, InstanceLaunchForm, JobLaunchForm
 from instances.interactive.idle import instance_activity_record, organization_idle_autostop_set
-from instances.job_page import crash_report, format_duration, job_speed, job_summary, mfu_note_display
+from instances.job_page import crash_report, format_duration, instance_cost, job_speed, job_summary, mfu_note_display
 from instances.models import GpuType, Instance, TrainingJob
 from instances.reasons import Reason
 from instances.tiers import tier_and_idle_context, tier_prices
@@ -155,10 +156,14 @@ def instance_new(request: AuthedHttpRequest, org: str) -> HttpResponse:
 @login_required
 def instance_detail(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse:
     organization, instance = _instance(request, org, pk)
+    image, image_default = selectors.instance_image(instance)
     ctx = {
         "org": organization,
         "instance": instance,
         "transitions": instance.transitions.order_by("-id")[:50],
+        "image": image,
+        "image_default": image_default,
+        "cost": instance_cost(instance),
         **tier_and_idle_context(instance),
     }
     template = "instances/instance_status.html" if is_partial(request) else "instances/instance_detail.html"
@@ -173,7 +178,13 @@ def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
         services.instance_stop(
             instance=instance, reason=Reason("stopped_by_user", {"user": str(request.user)}), acting_user=request.user
         )
-        messages.info(request, _("Stopping %(name)s: a final checkpoint is written first.") % {"name": instance.name})
+        interactive = instance.kind == InstanceKind.INTERACTIVE
+        done = (
+            _("Stopping %(name)s: its processes are ended; its disk (workspace folder and volumes) is kept.")
+            if interactive
+            else _("Stopping %(name)s: a final checkpoint is written first.")
+        )
+        messages.info(request, done % {"name": instance.name})
         return redirect("instance_detail", org=organization.slug, pk=instance.pk)
     return render(
         request,
@@ -181,7 +192,14 @@ def instance_stop(request: AuthedHttpRequest, org: str, pk: int) -> HttpResponse
         {
             "org": organization,
             "title": _("Stop %(name)s?") % {"name": instance.name},
-            "text": _("Training jobs write a final checkpoint, then the instance stops and billing ends."),
+            "text": (
+                _(
+                    "Its processes are ended (JupyterLab and SSH sessions close), then the instance stops and "
+                    "billing ends. Its disk (workspace folder and volumes) is kept."
+                )
+                if instance.kind == InstanceKind.INTERACTIVE
+                else _("Training jobs write a final checkpoint, then the instance stops and billing ends.")
+            ),
             "button": _("Stop"),
             "cancel": request.META.get("HTTP_REFERER", ""),
         },

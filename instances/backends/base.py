@@ -179,6 +179,28 @@ def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tupl
     return "failed", reason("crashed", exit_code=exit_code)
 
 
+def command_state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tuple[JobState, str]:
+    """Map the exit status of a user's own command (an interactive instance) to a job state and message.
+
+    Unlike :func:`state_for_exit_code` the training runtime's codes (85 preempted, 86 stopped, …) mean nothing
+    here: the command is the user's program. After a stop request every ending is a stop (``command_stopped``:
+    the exit status of a program the portal ended says nothing more); otherwise 0 is ``succeeded``
+    (``finished``), a death by signal (``command_killed``) or any other code (``command_exited``) ``failed``.
+    ``exit_code`` as in :func:`state_for_exit_code`. Returns ``(state, message)``."""
+    if stop_requested:
+        return "stopped", reason("command_stopped")
+    if exit_code == 0:
+        return "succeeded", reason("finished")
+    signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None
+    if signum is not None:
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = f"signal {signum}"
+        return "failed", reason("command_killed", signal=name)
+    return "failed", reason("command_exited", exit_code=exit_code)
+
+
 class ComputeBackend(abc.ABC):
     """The interface every backend implements. Handles are opaque strings, stable across processes."""
 

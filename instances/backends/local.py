@@ -99,7 +99,7 @@ def _volume_link(ws: Path, name: str, source: Path) -> None:
 def _reap_children() -> None:
     for pid, proc in list(_CHILDREN.items()):
         if proc.poll() is not None:
-            del _CHILDREN[pid]
+            _CHILDREN.pop(pid, None)  # two stops in threads may both see it exited
 
 
 def _now() -> datetime:

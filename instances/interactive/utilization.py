@@ -258,12 +258,19 @@ def utilization_view(instance: Instance) -> UtilizationView:
     def minutes(s: UtilizationSample) -> float:
         return round((s.sampled_at - last.sampled_at).total_seconds() / 60, 2)
 
+    def ago(x: float) -> str:  # the x axis reads "N min ago … now", not "-N … 0"
+        return str(_("now")) if x == 0 else _("%(n)s min ago") % {"n": f"{-x:g}"}
+
+    axis: dict[str, Any] = {"y_min": 0, "x_label": ago}  # use and sizes start at 0: never a negative axis
     charts = [
         svg_line_chart(
-            [(minutes(s), s.cpu_percent) for s in samples if s.cpu_percent is not None], title=_("CPU (%)"), unit="%"
+            [(minutes(s), s.cpu_percent) for s in samples if s.cpu_percent is not None],
+            title=_("CPU (%)"),
+            unit="%",
+            **axis,
         ),
         svg_line_chart(
-            [(minutes(s), s.memory_bytes / 2**20) for s in samples], title=_("Memory (MiB)"), color="#1f8a4c"
+            [(minutes(s), s.memory_bytes / 2**20) for s in samples], title=_("Memory (MiB)"), color="#1f8a4c", **axis
         ),
     ]
     for card in last.gpus:
@@ -275,6 +282,7 @@ def utilization_view(instance: Instance) -> UtilizationView:
                 title=_("GPU %(i)s utilization (%%)") % {"i": idx},
                 color="#b4541a",
                 unit="%",
+                **axis,
             )
         )
         charts.append(
@@ -282,6 +290,7 @@ def utilization_view(instance: Instance) -> UtilizationView:
                 [(x, c["memory_used_bytes"] / 2**20) for x, c in per],
                 title=_("GPU %(i)s memory (MiB)") % {"i": idx},
                 color="#7a3db8",
+                **axis,
             )
         )
     return UtilizationView(latest=last, charts=charts, absent=utilization_absent(instance, last), gpus=last.gpus)

@@ -55,6 +55,16 @@ from instances.runtime.saving import PAUSE_BEFORE_COMMIT_ENV, SavingMixin  # noq
 # value, so a test preempts a job at an exact step (and resumes it elsewhere) without racing the loop.
 PREEMPT_AT_STEP_ENV = "RUNTIME_TEST_PREEMPT_AT_STEP"
 
+
+def exit_log_line(reason: str, code: int, step: int, message: str) -> str:
+    """The runtime's last log line. SIGTERM (exit ``EXIT_PREEMPTED``, 85) is how the portal stops an attempt
+    (a user's stop, a rollback, a shutdown) as well as how a preemption begins; the runtime cannot tell them
+    apart, so the line names the signal rather than calling every stop a preemption (the portal records which
+    it was): ``exit on SIGTERM (85) at step 320: checkpoint saved at step 320``."""
+    what = "on SIGTERM" if code == exitcodes.EXIT_PREEMPTED else reason
+    return f"exit {what} ({code}) at step {step}: {message}"
+
+
 FLAG_NAMES = ("term", "usr1", "portal_checkpoint", "portal_stop", "interval")
 
 
@@ -401,7 +411,7 @@ class Trainer(ResumeMixin, SavingMixin):
                     }
                 )
             )
-        self.log(f"exit {reason} ({code}) at step {self.step}: {message}")
+        self.log(exit_log_line(reason, code, self.step, message))
         return code
 
     def close(self) -> None:

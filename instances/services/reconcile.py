@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
 from django.db import transaction
@@ -12,8 +14,22 @@ from django.db.models import F
 from django.utils import timezone
 
 from instances import attempt_watch, joblogs, tasks
-from instances.backends.base import BackendError, ComputeBackend, JobStatus, UnknownHandle
-from instances.choices import ATTEMPT_TERMINAL, RESTING, WATCHED, AttemptState, InstanceStatus, JobOutcome
+from instances.backends.base import (
+    BackendError,
+    ComputeBackend,
+    JobStatus,
+    UnknownHandle,
+    command_state_for_exit_code,
+)
+from instances.choices import (
+    ATTEMPT_TERMINAL,
+    RESTING,
+    WATCHED,
+    AttemptState,
+    InstanceKind,
+    InstanceStatus,
+    JobOutcome,
+)
 from instances.k8s_reasons import status_reason
 from instances.models import Instance, JobAttempt, Node, TrainingJob
 from instances.preemption import notices_withdraw
@@ -61,6 +77,12 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         status = JobStatus("stopped", None, Reason("stopped"), status.started_at, now)
     elif status.reason:  # the backend's cause in the user's language (instances.k8s_reasons)
         status = dataclasses.replace(status, message=status_reason(status, gpu_type=instance.gpu_type.code))
+    elif instance.kind == InstanceKind.INTERACTIVE and status.exit_code is not None:
+        # the user's own command: the training runtime's exit codes (85 "preempted, checkpoint saved", …) and
+        # their checkpoint wording do not apply; a stop is a stop, whatever the program returned
+        stop_asked = status.state == "stopped" or instance.status == S.STOPPING
+        state, message = command_state_for_exit_code(status.exit_code, stop_requested=stop_asked)
+        status = dataclasses.replace(status, state=state, message=message)  # type: ignore[arg-type]
     message_code, message_params = reason_fields(status.message)
     with transaction.atomic():
         claimed = (
@@ -85,7 +107,7 @@ def attempt_observe(*, attempt: JobAttempt, status: JobStatus, now: datetime | N
         # no exit code, or a rank lost / checkpoint store unavailable (88, 75): not the job's fault, no crash budget
         lost_node = (
             state == "failed"
-            and (status.exit_code is None or status.exit_code in RESUMABLE_EXIT_CODES)
+            and (status.exit_code is None or (job is not None and status.exit_code in RESUMABLE_EXIT_CODES))
             and instance.status != S.STOPPING
         )
         # the scheduler's preemption notice for this attempt (interruptible tier): its stop is a preemption
@@ -332,24 +354,35 @@ def instances_reconcile_queue() -> None:
     instances_schedule(now=now)
 
 
-def local_jobs_suspend(*, grace_s: int | None = None) -> list[str]:
+def local_jobs_suspend(*, grace_s: int | None = None, on_start: Callable[[int], None] | None = None) -> list[str]:
     """Stop every attempt still running on the *local* backend (SIGTERM: the runtime saves a checkpoint and
     exits), e.g. when the embedded product (``manage.py runportal``) shuts down, so that no training process
     outlives it, and record each as suspended (:func:`_suspension_record`): nothing is billed while the portal
-    is down, and the work comes back on the next start. Returns the handles stopped. Does nothing for the
-    Kubernetes backend, whose pods outlive workers.
+    is down, and the work comes back on the next start. The attempts are stopped at once, each in its own
+    thread (the whole stop takes the longest one's time, at most its grace, not their sum); ``on_start`` is
+    called first with how many there are (when any). Returns the handles stopped, in the attempts' order. Does
+    nothing for the Kubernetes backend, whose pods outlive workers.
     """
     if _setting("INSTANCES_BACKEND", "local") != "local":
         return []
     backend = boundary.compute_backend()
     attempts = list(JobAttempt.objects.filter(backend="local").exclude(state__in=ATTEMPT_TERMINAL).exclude(handle=""))
     grace = _setting("INSTANCES_STOP_GRACE_S", 120) if grace_s is None else grace_s
-    stopped = []
-    for attempt in attempts:
+    if attempts and on_start is not None:
+        on_start(len(attempts))
+
+    def stop_one(handle: str) -> JobStatus | None:
         try:
-            status = backend.stop(attempt.handle, grace)
+            return backend.stop(handle, grace)
         except Exception:  # a vanished workspace must not keep the others running
-            log.exception("could not stop local attempt %s", attempt.handle)
+            log.exception("could not stop local attempt %s", handle)
+            return None
+
+    with ThreadPoolExecutor(max_workers=max(1, min(len(attempts), 16)), thread_name_prefix="suspend") as pool:
+        statuses = list(pool.map(stop_one, [a.handle for a in attempts]))  # no database work in the threads
+    stopped = []
+    for attempt, status in zip(attempts, statuses, strict=True):
+        if status is None:
             continue
         stopped.append(attempt.handle)
         if status.terminal and status.state != "stopped":  # it had already ended by itself: record that
@@ -364,7 +397,9 @@ def _suspension_record(*, attempt: JobAttempt, now: datetime) -> None:
     instance become ``preempted`` at ``now`` (the run segment closes: the minutes the portal is down are not
     billed), a training job is due to resume (from the checkpoint its SIGTERM saved) at the next start, and an
     interactive instance queues again. An instance the user was already stopping is simply ``stopped``."""
-    why = Reason("suspended_at_shutdown")
+    kind = Instance.objects.filter(pk=attempt.instance_id).values_list("kind", flat=True).first()
+    # a training job saved a checkpoint on SIGTERM; an interactive instance keeps its disk, not its processes
+    why = Reason("suspended_at_shutdown_interactive" if kind == InstanceKind.INTERACTIVE else "suspended_at_shutdown")
     with transaction.atomic():
         claimed = (
             JobAttempt.objects.filter(pk=attempt.pk)

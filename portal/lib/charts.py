@@ -181,11 +181,16 @@ def svg_line_chart(
     width: int = 640,
     height: int = 200,
     unit: str = "",
+    y_min: float | None = None,
+    x_label: Callable[[float], str] | None = None,
 ) -> SafeString:
     """A line chart of ``(x, y)`` points with min / max labels, as an ``<svg>`` element.
 
     ``title`` becomes the accessible name (``role="img"`` + ``<title>``). An empty series draws an empty frame
-    with "no data". Values are plain floats (never money).
+    with "no data". Values are plain floats (never money). ``y_min``: where the y axis starts (e.g. 0 for a
+    percentage or a size, so that the axis never goes negative and a flat line is not magnified); a value
+    below it is drawn at it. ``x_label``: the text under the first and the last x, from its value (default: the
+    value itself, e.g. ``-2`` where ``x_label`` may say "2 min ago").
     """
     pad_l, pad_r, pad_t, pad_b = 56, 12, 22, 24
     inner_w, inner_h = width - pad_l - pad_r, height - pad_t - pad_b
@@ -204,7 +209,11 @@ def svg_line_chart(
     xs = [p[0] for p in points]
     ys = [p[1] for p in points]
     x0, x1 = min(xs), max(xs)
+    label = x_label or (lambda x: f"{x:g}")
+    first, last = label(x0), label(x1) if x1 != x0 else ""
     y0, y1 = min(ys), max(ys)
+    if y_min is not None:
+        y0, y1 = y_min, max(y1, y_min)
     if x1 == x0:
         x1 = x0 + 1
     if y1 == y0:
@@ -212,7 +221,7 @@ def svg_line_chart(
     sx = _scale(x0, x1, pad_l, inner_w)
     sy = _scale(y0, y1, pad_t, inner_h, flip=True)
 
-    path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in points)
+    path = " ".join(f"{sx(x):.1f},{sy(max(y, y0)):.1f}" for x, y in points)
     parts.append(f'<polyline fill="none" stroke="{escape(color)}" stroke-width="1.8" points="{path}"/>')
     parts.append(
         f'<text x="{pad_l - 4}" y="{pad_t + 10}" font-size="11" text-anchor="end" fill="#6b7385">'
@@ -222,9 +231,9 @@ def svg_line_chart(
         f'<text x="{pad_l - 4}" y="{pad_t + inner_h}" font-size="11" text-anchor="end" fill="#6b7385">'
         f"{y0:.4g}{escape(unit)}</text>"
     )
-    parts.append(f'<text x="{pad_l}" y="{height - 6}" font-size="11" fill="#6b7385">{x0:g}</text>')
+    parts.append(f'<text x="{pad_l}" y="{height - 6}" font-size="11" fill="#6b7385">{escape(first)}</text>')
     parts.append(
         f'<text x="{pad_l + inner_w}" y="{height - 6}" font-size="11" text-anchor="end" '
-        f'fill="#6b7385">{x1:g}</text></svg>'
+        f'fill="#6b7385">{escape(last)}</text></svg>'
     )
     return mark_safe("".join(parts))  # noqa: S308 - every interpolated text is escaped

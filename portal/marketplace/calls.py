@@ -50,6 +50,7 @@ from portal.db import db_value, loaded, quoted_table, set_based_paths
 from portal.marketplace import serving
 from portal.marketplace.choices import AppState, CallStatus
 from portal.marketplace.models import App, AppCall, AppVersion
+from portal.marketplace.pricing import list_price_micros, own_share_micros
 from portal.marketplace.services import (
     MAX_KEY_LENGTH,
     CallFailed,
@@ -107,15 +108,10 @@ def token_allowance(app: App, payload: Any) -> int:
 
 def token_price_micros(app: App, *, prompt_tokens: int, completion_tokens: int, caller: Organization) -> int:
     """Price of one call of ``app`` by ``caller`` with ``prompt_tokens`` in and ``completion_tokens`` out, in
-    micro-CNY — the one pricing rule of app calls: the price per call plus
-    ``(price_per_1k_prompt_tokens_micros × prompt_tokens + price_per_1k_tokens_micros × completion_tokens) / 1000``
-    rounded up once (to the micro-CNY) — less the publisher's share (``publisher_share_bps``, rounded down) when
-    the caller is the publisher itself."""
-    per_tokens = (
-        app.price_per_1k_prompt_tokens_micros * prompt_tokens + app.price_per_1k_tokens_micros * completion_tokens
-    )
-    full = app.price_per_call_micros + -(-per_tokens // 1000)
-    return full - full * app.publisher_share_bps // 10_000 if caller.pk == app.publisher_id else full
+    micro-CNY — the one pricing rule of app calls: the listed price (:func:`list_price_micros`) — less the
+    publisher's share (:func:`own_share_micros`) when the caller is the publisher itself."""
+    full = list_price_micros(app, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    return full - own_share_micros(app, full) if caller.pk == app.publisher_id else full
 
 
 def call_price_micros(app: App, tokens: int, caller: Organization) -> int:

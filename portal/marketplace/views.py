@@ -18,7 +18,7 @@ from billing.money import from_micros, to_micros
 from portal.lib.charts import bar_chart
 from portal.lib.htmx import is_partial
 from portal.lib.http import AuthedHttpRequest
-from portal.marketplace import calls, services
+from portal.marketplace import calls, pricing, services
 from portal.marketplace.choices import AppCategory, AppState, AppVisibility, ServingKind
 from portal.marketplace.forms import AppForm, CallCapForm, PublishForm, TryForm
 from portal.marketplace.openai_api import BASE_PATH
@@ -28,6 +28,7 @@ from portal.marketplace.selectors import (
     app_of_publisher,
     apps_visible_to,
     calls_of_caller,
+    revenue_summary,
     usage_per_day,
 )
 from portal.scoping import request_organization
@@ -68,6 +69,10 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         days = usage_per_day(app)
         context["calls_chart"] = bar_chart([(d, n) for d, n, _ in days], fmt="{:.0f}")
         context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
+        context["revenue"] = revenue_summary(app)
+        listed = app.price_per_call_micros  # the publisher's own call: the listed price less its share
+        context["own_price"] = {"list": listed, "share": pricing.own_share_micros(app, listed)}
+        context["own_price"]["charged"] = listed - context["own_price"]["share"]
     return render(request, "marketplace/app_detail.html", context)
 
 
@@ -87,6 +92,7 @@ def app_try(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
                 app=app, caller=organization, user=request.user, payload=form.cleaned_data["payload"]
             )
             context["result"] = result
+            context["cost"] = pricing.call_cost(result.call)
         except services.MarketplaceError as exc:
             context["error"] = str(exc)
     return render(request, "marketplace/try_result.html", context)

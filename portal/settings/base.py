@@ -139,6 +139,9 @@ PORTAL_DEFAULT_TIMEZONE = env_str("PORTAL_DEFAULT_TIMEZONE", "Asia/Shanghai")
 
 STATIC_URL = "/static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+# The embedded run (runportal) serves without DEBUG (the product's own 404 page): WhiteNoise then serves the
+# apps' static folders itself, no collectstatic needed; production serves the collected, hashed files only.
+WHITENOISE_USE_FINDERS = True
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},

@@ -1,7 +1,8 @@
 """The newcomer's first minutes in a real browser: Debian's headless Chromium driven by Playwright.
 
 Sign up → open the verification link from the e-mail outbox → the dashboard shows 10.00 CNY of
-trial credit → switch to Chinese and see the dashboard in Chinese. Screenshots are saved under
+trial credit → switch to Chinese and see the dashboard in Chinese. At 1280×800 the header is one row in both
+languages (measured: its height is one row of its children plus its padding). Screenshots are saved under
 ``test-artifacts/``. Nothing is replaced: the live server, the database and the browser are real;
 only e-mail goes to Django's in-memory outbox instead of an SMTP server.
 """
@@ -28,6 +29,34 @@ ARGS = [
     "--disable-sync",
 ]
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
+VIEWPORT = {"width": 1280, "height": 800}  # a common laptop screen: the header must stay one row
+# The header's geometry: its height, the tallest of its visible children, its padding, whether its content is
+# wider than itself (cut off) and the vertical centres of its visible children and nav links.
+HEADER_GEOMETRY = """() => {
+  const h = document.querySelector("header.topbar");
+  const style = getComputedStyle(h);
+  const shown = [...h.children, ...h.querySelectorAll(".mainnav > a")].filter((e) => e.getClientRects().length);
+  const centre = (e) => { const r = e.getBoundingClientRect(); return r.top + r.height / 2; };
+  const kids = [...h.children].filter((e) => e.getClientRects().length);
+  return {
+    height: h.getBoundingClientRect().height,
+    tallest: Math.max(...kids.map((e) => e.getBoundingClientRect().height)),
+    padding: parseFloat(style.paddingTop) + parseFloat(style.paddingBottom),
+    overflow: h.scrollWidth - h.clientWidth,
+    centres: shown.map(centre),
+  };
+}"""
+
+
+def _assert_one_row_header(page) -> dict:
+    """The header of the page is one row at the viewport's width; returns its geometry (for the report)."""
+    geometry = page.evaluate(HEADER_GEOMETRY)
+    assert abs(geometry["height"] - (geometry["tallest"] + geometry["padding"])) < 1, geometry  # one row of children
+    centres = geometry.pop("centres")
+    assert max(centres) - min(centres) < 2, (centres, geometry)  # every child and nav link on the same line
+    assert geometry["overflow"] <= 0, geometry  # and nothing pushed out of sight on the right
+    return geometry
+
 
 pytestmark = [
     pytest.mark.browser,
@@ -51,7 +80,7 @@ def page(live_server, settings):
     settings.SITE_URL = live_server.url
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS)  # fresh temporary profile
-        context = browser.new_context(locale="en-US", timezone_id="Asia/Shanghai")
+        context = browser.new_context(locale="en-US", timezone_id="Asia/Shanghai", viewport=VIEWPORT)
         yield context.new_page()
         browser.close()
 
@@ -75,6 +104,7 @@ def test_signup_verify_and_see_trial_credit_then_switch_to_chinese(page, live_se
     assert page.text_content("[data-testid=balance-total]").strip() == "10.00 CNY"
     assert "Expires" in page.text_content("[data-testid=trial-expiry]")
     page.screenshot(path=str(ARTIFACTS / "dashboard-en.png"), full_page=True)
+    english = _assert_one_row_header(page)  # signed in, with the organization's whole navigation
 
     page.select_option("[data-testid=language-switcher]", "zh-hans")
     page.wait_for_load_state("load")
@@ -83,3 +113,5 @@ def test_signup_verify_and_see_trial_credit_then_switch_to_chinese(page, live_se
     assert page.text_content("h1").strip().startswith("概览")
     assert page.text_content("[data-testid=balance-trial]").strip() == "10.00 CNY"
     page.screenshot(path=str(ARTIFACTS / "dashboard-zh.png"), full_page=True)
+    chinese = _assert_one_row_header(page)
+    print(f"header at {VIEWPORT['width']}x{VIEWPORT['height']}: en {english}, zh {chinese}")

@@ -88,7 +88,7 @@ def test_an_idle_instance_is_warned_then_stopped_a_training_job_is_not_and_off_m
     assert (idle.status, idle.autostopped_at) == ("stopped", T0 + 30 * MIN)
     assert list(idle.transitions.values_list("to_status", "reason"))[-2:] == [
         ("stopping", "idle autostop: no activity for 30 minutes (limit 30)"),
-        ("stopped", "stopped, checkpoint saved"),
+        ("stopped", "its processes were ended; the disk (workspace folder and volumes) is kept"),
     ]
     assert minutes_saved(idle, now=T0 + 75 * MIN) == 45
     assert len(mailoutbox) == 1

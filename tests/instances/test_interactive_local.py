@@ -89,7 +89,13 @@ def test_stopping_a_running_command_kills_it_and_frees_the_slot(local: Path, ali
     instance_stop(instance=inst, reason="done", acting_user=alice)  # eager Celery: the stop task runs here
     inst.refresh_from_db()
     assert inst.status == "stopped"
-    assert inst.attempts.get().state == "stopped"
+    attempt = inst.attempts.get()
+    # the user's own program, killed by the stop: no training wording ("checkpoint saved", "preempted")
+    assert (attempt.state, attempt.exit_code, attempt.message_code) == ("stopped", -15, "command_stopped")
+    assert (inst.status_reason_code, inst.status_reason) == (
+        "command_stopped",
+        "its processes were ended; the disk (workspace folder and volumes) is kept",
+    )
     assert [v.gpus_free for v in node_views()] == [2]
 
 
@@ -124,7 +130,9 @@ def test_shutting_down_the_embedded_product_leaves_no_process_running(local: Pat
     _reconcile_until(lambda: Instance.objects.get(pk=inst.pk).status == "running")
     attempt = inst.attempts.get()
     state = json.loads((local / f"instance-{inst.pk}" / "attempt-1" / "backend.json").read_text())
-    assert local_jobs_suspend(grace_s=5) == [attempt.handle]
+    announced: list[int] = []
+    assert local_jobs_suspend(grace_s=5, on_start=announced.append) == [attempt.handle]
+    assert announced == [1]  # runportal says "stopping 1 local instance(s) and job(s)…" before it waits
     for pid in {int(state["pgid"]), *[int(p) for p in state.get("pids", [])]}:
         # A process that exited but was not reaped yet by its new parent (pid 1, slow on a loaded machine) is a
         # zombie: it runs nothing, and os.kill(pid, 0) still finds it (seen in CI) — read its state instead.
@@ -138,10 +146,10 @@ def test_shutting_down_the_embedded_product_leaves_no_process_running(local: Pat
     # down) and the instance queued to come back on the next start
     attempt.refresh_from_db()
     inst.refresh_from_db()
-    assert (attempt.state, attempt.message_code) == ("preempted", "suspended_at_shutdown")
+    assert (attempt.state, attempt.message_code) == ("preempted", "suspended_at_shutdown_interactive")
     assert inst.status == "scheduling"
     assert list(inst.transitions.order_by("id").values_list("to_status", "reason_code"))[-2:] == [
-        ("preempted", "suspended_at_shutdown"),
+        ("preempted", "suspended_at_shutdown_interactive"),
         ("scheduling", "waiting_after_preemption"),
     ]
     segment = inst.run_segments.get()

@@ -443,3 +443,69 @@ def test_the_monthly_cap_counts_succeeded_and_open_calls_of_this_month(alice, al
         calls.app_invoke(app=app, caller=caller, user=charlie, payload={"text": "c"}, idempotency_key="c")
     assert AppCall.objects.filter(idempotency_key="c").count() == 0
     assert wallet_balance(organization=caller).total_micros == 9_000_000
+
+
+def test_a_publishers_own_calls_explain_their_cost_and_the_app_page_shows_the_ledgers_revenue(
+    client, alice, alice_org, caller, charlie
+):
+    """Issue 25: "Try it" said "Call (0.010000 CNY)" and then "Cost 0.003000 CNY" to the publisher, and the app
+    said "No revenue yet" after its calls: own calls are charged the price less the publisher's share (never
+    paid out to oneself), so they earn no revenue. Both are now said with their exact amounts; the revenue
+    shown is what the ledger credited to the publisher."""
+    import re
+
+    from django.urls import reverse
+
+    def text(html, testid):
+        found = re.search(rf'data-testid="{testid}">(.*?)</p>', html, re.S)
+        assert found, html
+        return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", found.group(1))).strip()
+
+    wallet_top_up(organization=alice_org, amount_micros=1_000_000, idempotency_key="own-calls")
+    app, _, _ = _app(alice, alice_org, price=10_000)  # 0.010000 CNY a call, 70 % to the publisher
+    _publish(app, alice)
+    client.force_login(alice)
+    detail, try_url = (
+        reverse("app_detail", args=[alice_org.slug, app.slug]),
+        reverse("app_try", args=[alice_org.slug, app.slug]),
+    )
+    page = client.get(detail).content.decode()
+    assert text(page, "own-call-price") == (
+        "Your own app: a call costs you its price 0.010000 CNY less your publisher share 0.007000 CNY = 0.003000 CNY; "
+        "the share is left out, not paid to you, so your own calls earn no revenue."
+    )
+    for _ in range(4):
+        result = client.post(try_url, {"payload": '{"text": "hi"}'}, HTTP_HX_REQUEST="true").content.decode()
+        assert re.fullmatch(
+            r"Price 0\.010000 CNY − your publisher share 0\.007000 CNY \(your own app: the share is left out, not "
+            r"paid to you\) = cost 0\.003000 CNY, \d+ ms",
+            text(result, "try-cost"),
+        )
+    assert wallet_balance(organization=alice_org).paid_micros == 1_000_000 - 4 * 3_000
+    page = client.get(detail).content.decode()
+    assert 'data-testid="revenue_chart-empty">No revenue yet.<' in page
+    assert (
+        text(page, "revenue-summary") == "Revenue in these 30 days: 0.000000 CNY from 0 calls by other organizations."
+    )
+    assert text(page, "revenue-own-calls") == (
+        "4 calls by your own organization: charged 0.012000 CNY (the price less your publisher share); your own "
+        "calls earn no revenue."
+    )
+
+    # another organization's call: the full price, 70 % credited to the publisher by the ledger
+    client.force_login(charlie)
+    other = client.post(
+        reverse("app_try", args=[caller.slug, app.slug]), {"payload": '{"text": "hi"}'}, HTTP_HX_REQUEST="true"
+    ).content.decode()
+    assert re.fullmatch(r"Cost 0\.010000 CNY, \d+ ms", text(other, "try-cost"))
+    foreign = client.get(reverse("app_detail", args=[caller.slug, app.slug])).content.decode()
+    assert 'data-testid="revenue-summary"' not in foreign and 'data-testid="own-call-price"' not in foreign
+    credited = LedgerEntry.objects.filter(
+        transaction__kind="app_call", account__code=f"org:{alice_org.pk}:paid", amount_micros__gt=0
+    ).aggregate(s=Sum("amount_micros"))["s"]
+    assert credited == 7_000
+    client.force_login(alice)
+    page = client.get(detail).content.decode()
+    assert text(page, "revenue-summary") == "Revenue in these 30 days: 0.007000 CNY from 1 call by other organizations."
+    assert 'data-testid="revenue_chart-empty"' not in page
+    assert wallet_balance(organization=alice_org).paid_micros == 1_000_000 - 4 * 3_000 + 7_000

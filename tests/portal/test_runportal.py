@@ -1,9 +1,10 @@
-"""``manage.py runportal`` keeps serving when its Celery worker dies, and still stops cleanly on SIGTERM.
+"""``manage.py runportal`` keeps serving when its Celery worker dies, and still stops cleanly on Ctrl-C / SIGTERM.
 
 The real command runs on the embedded defaults (a fresh SQLite file and the filesystem broker under a temp
 data dir): web server, Celery worker (prefork) and beat as child processes. The test kills the worker with
 SIGKILL, as a crash would, and checks that runportal logs the exit code, starts a new worker that runs the
-tasks beat sends, and that the web server answers throughout.
+tasks beat sends, and that the web server answers throughout; then Ctrl-C (SIGINT to the process group) says
+what it stops and leaves no process of the run behind.
 """
 
 from __future__ import annotations
@@ -147,10 +148,23 @@ def test_a_killed_worker_is_restarted_while_the_web_server_keeps_answering(runpo
     assert run.pids("web") == [web] and _alive(web)
     assert "stopping the rest" not in run.output()
 
-    run.proc.send_signal(signal.SIGTERM)
+    # Ctrl-C in a terminal: SIGINT to the whole foreground group (runportal and its children alike)
+    from portal.management.commands.runportal import descendants
+
+    family = descendants(run.proc.pid)  # web, workers with their pool processes, beat
+    assert {web, new_worker, *run.pids("bulk"), *run.pids("beat")} <= set(family)
+    stopping_at = len(run.lines)
+    began = time.monotonic()
+    os.killpg(run.proc.pid, signal.SIGINT)
     assert run.proc.wait(60) == 0
+    took = time.monotonic() - began  # measured, reported; not asserted
+    run._reader.join(10)
+    said = run.lines[stopping_at:]
+    assert "stopping web, worker, bulk, beat (at most 3 s)…" in said, said
+    assert [line for line in said if re.fullmatch(r"stopped in \d+\.\d s", line)], said
+    print(f"runportal stopped {took:.1f} s after Ctrl-C; it said:", *said, sep="\n  ")
     assert run.web_status() == 0
-    assert [pid for pid in (web, new_worker, *run.pids("bulk"), *run.pids("beat")) if _alive(pid)] == []
+    assert [pid for pid in family if _alive(pid)] == []
 
 
 def test_the_restart_budget_allows_five_restarts_within_ten_minutes_per_child() -> None:

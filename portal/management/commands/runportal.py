@@ -19,6 +19,7 @@ import sys
 import threading
 import time
 from collections import deque
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -35,6 +36,49 @@ SEED_COMMANDS: list[tuple[str, list[str]]] = [
 RESTARTABLE = ("worker", "bulk", "beat")
 MAX_RESTARTS = 5  # restarts of one child within RESTART_WINDOW_S before the command gives up
 RESTART_WINDOW_S = 600.0
+# Ctrl-C: how long the children (web, workers, beat) get to end after SIGTERM, all at once, before SIGKILL. A
+# worker killed mid-task loses nothing: tasks are acknowledged late (redelivered) and idempotent.
+CHILD_STOP_S = 3.0
+
+
+def embedded_env(environ: Mapping[str, str], addr: str) -> dict[str, str]:
+    """The environment of ``runportal``'s children, from ``environ`` and the served ``addr`` (``host:port``):
+    ``PORTAL_SITE_URL`` defaults to ``http://<addr>`` (e-mailed links and the training callbacks point here) and
+    ``DJANGO_DEBUG`` to ``false``, so that a user of the embedded run sees the product's own pages for an unknown
+    address or an error, never Django's technical ones (``DJANGO_DEBUG=true`` brings those back for developing).
+    What a developer needs keeps working without DEBUG: static files are served from the apps' folders
+    (``WHITENOISE_USE_FINDERS``), e-mails are printed (console backend) and tracebacks logged in this terminal."""
+    env = dict(environ)
+    if not env.get("PORTAL_SITE_URL"):
+        env["PORTAL_SITE_URL"] = f"http://{addr}"
+    env.setdefault("DJANGO_DEBUG", "false")
+    return env
+
+
+def descendants(pid: int) -> list[int]:
+    """The pids of every live descendant of ``pid`` (children first), read from ``/proc``; ``[]`` where there
+    is no ``/proc``. A Celery worker's pool processes: they must end with it when it is killed (but not what
+    runs in a session of its own, such as the local jobs its tasks started: the caller checks the session)."""
+    children: dict[int, list[int]] = {}
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry))
+    out, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop(0)
+        out.append(child)
+        todo.extend(children.get(child, []))
+    return out
 
 
 class RestartBudget:
@@ -110,10 +154,9 @@ class Command(BaseCommand):
         if settings.CELERY_BROKER_URL.startswith("filesystem"):
             for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
                 os.makedirs(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS[key]), exist_ok=True)
-        # Links in e-mails and the training runtime's callback URL must point at the address served here.
-        env = dict(os.environ)
-        if not env.get("PORTAL_SITE_URL"):
-            env["PORTAL_SITE_URL"] = f"http://{options['addr']}"
+        # Links in e-mails and the training runtime's callback URL point at the address served here; the
+        # product's own error pages (DEBUG off unless DJANGO_DEBUG says otherwise)
+        env = embedded_env(os.environ, options["addr"])
         py = sys.executable
         schedule = str(settings.DATA_DIR / "celerybeat-schedule")
         commands = {
@@ -182,25 +225,39 @@ class Command(BaseCommand):
             if stopping:
                 return
             stopping = True
-            for proc in procs.values():
-                if proc.poll() is None:
-                    proc.send_signal(signal.SIGTERM)
-            deadline = time.monotonic() + 20
-            for proc in procs.values():
+            began = time.monotonic()
+            alive = {name: proc for name, proc in procs.items() if proc.poll() is None}
+            if alive:
+                say(f"stopping {', '.join(alive)} (at most {CHILD_STOP_S:g} s)…")
+            family = {name: descendants(proc.pid) for name, proc in alive.items()}  # e.g. a worker's pool
+            for proc in alive.values():  # all at once: their shutdowns overlap
+                proc.send_signal(signal.SIGTERM)
+            deadline = time.monotonic() + CHILD_STOP_S
+            for name, proc in alive.items():
                 try:
                     proc.wait(max(0.1, deadline - time.monotonic()))
                 except subprocess.TimeoutExpired:
+                    say(f"{name} did not stop within {CHILD_STOP_S:g} s: killed (its tasks are redelivered)")
                     proc.kill()
+                    proc.wait(10)
+            session = os.getsid(0)
+            for pid in (pid for pids in family.values() for pid in pids):  # nothing of theirs is left behind,
+                try:  # except what runs in its own session: local jobs and model servers, stopped below
+                    if os.getsid(pid) == session:
+                        os.kill(pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
             # No training process may outlive the product: checkpoint and stop local jobs (they resume
             # as preempted on the next start).
             from instances.services import local_jobs_suspend
 
-            suspended = local_jobs_suspend()
+            def announce(n: int) -> None:
+                say(f"stopping {n} local instance(s) and job(s) (jobs write a checkpoint first)…")
+
+            suspended = local_jobs_suspend(on_start=announce)
             if suspended:
-                self.stdout.write(
-                    f"checkpointed and stopped {len(suspended)} local instance(s) and job(s);"
-                    " they resume on the next start"
-                )
+                n = len(suspended)
+                say(f"checkpointed and stopped {n} local instance(s) and job(s); they resume on the next start")
             # nor may a published app's model server (it runs in its own session); it comes back on the next start
             if resumer is not None:
                 resumer.join(60)  # a server being started again right now is stopped too
@@ -208,7 +265,12 @@ class Command(BaseCommand):
 
             servers = local_servers_suspend()
             if servers:
-                self.stdout.write(f"stopped {len(servers)} app model server(s); they start again with runportal")
+                say(f"stopped {len(servers)} app model server(s); they start again with runportal")
+            say(f"stopped in {time.monotonic() - began:.1f} s")
+
+        def say(line: str) -> None:
+            self.stdout.write(line)
+            self.stdout.flush()
 
         signal.signal(signal.SIGTERM, lambda *_: stop())
         signal.signal(signal.SIGINT, lambda *_: stop())  # also when started with SIGINT ignored (nohup, &)
