@@ -27,7 +27,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from instances.models import Checkpoint, TrainingJob
-from instances.runtime.checkpoint import PIN_MARKER, CheckpointStore
+from instances.runtime.checkpoint import PIN_MARKER, STEP_RE, CheckpointStore
 from portal.audit import audit_log
 from portal.models import User
 from portal.permissions import authorize_change
@@ -72,8 +72,9 @@ def _available_sentence(job: TrainingJob) -> str:
 def checkpoints_reconcile(*, job: TrainingJob, now: datetime | None = None) -> dict[int, str]:
     """Re-read the job's usable checkpoints from storage and mark those that are not really there: a folder
     moved into a ``rolled-back-*`` folder (a rollback's runtime set it aside) → ``rolled_back``; a folder gone
-    or no longer complete (no commit marker) → ``deleted_at``. Returns ``{checkpoint id: "rolled_back" |
-    "deleted"}`` for the rows it marked.
+    → ``deleted_at``; a folder there without its commit marker → ``complete=False``. Returns ``{checkpoint id:
+    "rolled_back" | "deleted" | "incomplete"}`` for the rows it marked. Only locations named like the
+    runtime's folders (``step-N``) are judged.
 
     Storage the portal cannot see is left alone (the database stays the truth there): a checkpoint root that
     does not exist from here (a cluster volume not mounted in the portal) or that cannot be read (an fsspec
@@ -84,7 +85,7 @@ def checkpoints_reconcile(*, job: TrainingJob, now: datetime | None = None) -> d
     by_root: dict[str, list[tuple[int, str]]] = {}
     for pk, location in rows:
         root, _sep, name = location.rstrip("/").rpartition("/")
-        if root and name:
+        if root and STEP_RE.match(name):  # only the runtime's own step-N folders can be judged
             by_root.setdefault(root, []).append((pk, name))
     marked: dict[int, str] = {}
     for root, entries in by_root.items():
@@ -96,6 +97,9 @@ def checkpoints_reconcile(*, job: TrainingJob, now: datetime | None = None) -> d
             for pk, name in entries:
                 if present.get(name):
                     continue
+                if name in present:  # there, but without its commit marker
+                    marked[pk] = "incomplete"
+                    continue
                 aside = store.fs.glob(f"{store.root.rstrip('/')}/rolled-back-*/{name}")
                 marked[pk] = "rolled_back" if aside else "deleted"
         except (OSError, ValueError, ImportError) as exc:
@@ -103,8 +107,10 @@ def checkpoints_reconcile(*, job: TrainingJob, now: datetime | None = None) -> d
     if marked:
         aside_ids = [pk for pk, how in marked.items() if how == "rolled_back"]
         gone_ids = [pk for pk, how in marked.items() if how == "deleted"]
+        partial_ids = [pk for pk, how in marked.items() if how == "incomplete"]
         Checkpoint.objects.filter(pk__in=aside_ids).update(rolled_back=True)
         Checkpoint.objects.filter(pk__in=gone_ids).update(deleted_at=now)
+        Checkpoint.objects.filter(pk__in=partial_ids).update(complete=False)
         log.info("job %s: checkpoints no longer on storage: %s", job.pk, marked)
     return marked
 
@@ -119,12 +125,11 @@ def checkpoint_for_action(*, job: TrainingJob, checkpoint_id: Any) -> Checkpoint
     marked = checkpoints_reconcile(job=job)
     cp.refresh_from_db()
     reason = ""
-    if cp.pk in marked:
+    if marked.get(cp.pk) == "incomplete":
+        reason = _("The checkpoint at step %(step)d is not complete.") % {"step": cp.step}
+    elif cp.pk in marked:
         reason = (
-            _(
-                "The checkpoint at step %(step)d is no longer in the job's checkpoint storage: a rollback set it "
-                "aside."
-            )
+            _("The checkpoint at step %(step)d is no longer in the job's checkpoint storage: a rollback set it aside.")
             if marked[cp.pk] == "rolled_back"
             else _("The checkpoint at step %(step)d is no longer in the job's checkpoint storage.")
         ) % {"step": cp.step}

@@ -860,8 +860,7 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     res = cli("jobs", "rollback", str(job.pk), "--step", "3")
     assert res.returncode == 1
     assert res.stderr.startswith(
-        f"gpu-portal: error: job {job.pk} has no checkpoint at step 3 to roll back to (checkpoints you can use: "
-        "steps "
+        f"gpu-portal: error: job {job.pk} has no checkpoint at step 3 to roll back to (checkpoints you can use: steps "
     )
     assert job.attempts.count() == 1
 

@@ -220,7 +220,10 @@ def test_every_readme_command_runs_as_written_against_a_live_portal(
 
     def run(command: str) -> tuple[str, str]:
         argv = [ids.get(w, w) for w in shlex.split(command)][1:]
-        argv = [live_server.url if re.fullmatch(r"https?://(127\.0\.0\.1:8000|portal\.example\.com)", w) else w for w in argv]
+        argv = [
+            live_server.url if re.fullmatch(r"https?://(127\.0\.0\.1:8000|portal\.example\.com)", w) else w
+            for w in argv
+        ]
         monkeypatch.setattr("sys.stdin", io.StringIO(alice_token + "\n"))  # login reads the token from stdin
         from gpu_portal_cli.main import main
 

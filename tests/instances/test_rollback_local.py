@@ -60,9 +60,7 @@ def _corpus(data_dir: Path) -> Any:
 def _loss(job: Any, attempt: int, step: int) -> float | None:
     from instances.models import JobMetric
 
-    return (
-        JobMetric.objects.filter(job=job, attempt__number=attempt, step=step).values_list("loss", flat=True).first()
-    )
+    return JobMetric.objects.filter(job=job, attempt__number=attempt, step=step).values_list("loss", flat=True).first()
 
 
 def _usable(job: Any) -> list[int]:

@@ -33,7 +33,14 @@ def save(root: Path, step: int) -> dict[str, Any]:
     folder = root / f"step-{step:08d}"
     folder.mkdir(parents=True)
     (folder / ".metadata").write_bytes(b"m")
-    return {"seq": 1000 + step, "type": "checkpoint", "step": step, "path": str(folder), "bytes": 1, "loss": 9 - step / 10}
+    return {
+        "seq": 1000 + step,
+        "type": "checkpoint",
+        "step": step,
+        "path": str(folder),
+        "bytes": 1,
+        "loss": 9 - step / 10,
+    }
 
 
 def progress(steps: range) -> list[dict[str, Any]]:
@@ -54,7 +61,12 @@ def ckpt(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def job(
-    funded: Any, alice: Any, licensed: Any, nodes: Any, fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any
+    funded: Any,
+    alice: Any,
+    licensed: Any,
+    nodes: Any,
+    fake_backend: FakeBackend,
+    django_capture_on_commit_callbacks: Any,
 ) -> Any:
     """alice's running job (stand-in backend): trained to step 22, checkpoints at 10 and 20 on disk."""
     job = training_job_launch(
@@ -237,5 +249,24 @@ def test_console_times_on_the_job_and_instance_pages_carry_their_zone(
     job_page = client.get(f"/o/{funded.slug}/jobs/{job.pk}/").content.decode()
     instance_page = client.get(f"/o/{funded.slug}/instances/{job.instance_id}/").content.decode()
 
-    assert "<td>2026-12-02 18:00:00 CST</td>" in job_page
-    assert "<td>2026-12-02 18:00:00 CST</td>" in instance_page
+    assert "<td>2026-12-02 18:00:00 UTC+08:00</td>" in job_page
+    assert "<td>2026-12-02 18:00:00 UTC+08:00</td>" in instance_page
+
+
+def test_a_listed_checkpoint_whose_folder_lost_its_commit_marker_is_refused_before_a_publish(
+    alice: Any, funded: Any, job: Any, ckpt: Path
+) -> None:
+    from portal.marketplace.models import App
+    from portal.marketplace.services import MarketplaceError, app_publish_from_checkpoint
+
+    report(job, [save(ckpt, 10), save(ckpt, 20)])
+    (ckpt / "step-00000020" / ".metadata").unlink()
+    cp = job.checkpoints.get(step=20)
+
+    with pytest.raises(MarketplaceError) as refused:
+        app_publish_from_checkpoint(organization=funded, user=alice, job_id=job.pk, checkpoint_id=cp.pk, name="x")
+
+    assert str(refused.value) == "The checkpoint at step 20 is not complete. Checkpoints you can use: steps 10."
+    assert listed(job) == [(20, False, False), (10, False, False)]
+    assert job.checkpoints.get(step=20).complete is False
+    assert App.objects.count() == 0
