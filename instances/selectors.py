@@ -122,8 +122,10 @@ def loss_curve(job: TrainingJob) -> list[CurvePoint]:
     Two queries."""
     by_attempt: dict[int, list[CurvePoint]] = {}
     rows = JobMetric.objects.filter(job=job).order_by("attempt__number", "step")
-    for number, *m in rows.values_list("attempt__number", "step", "loss", "lr", "tokens_per_s"):
-        by_attempt.setdefault(number, []).append(CurvePoint(*m))
+    for number, step, loss, lr, tokens_per_s in rows.values_list(
+        "attempt__number", "step", "loss", "lr", "tokens_per_s"
+    ):
+        by_attempt.setdefault(number, []).append(CurvePoint(step, loss, lr, tokens_per_s))
     points: dict[int, CurvePoint] = {}
     attempts = job.attempts.order_by("number").values_list("number", "started_step", "resume_from_step")
     for number, started, resume_from in attempts:
