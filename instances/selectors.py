@@ -115,12 +115,28 @@ class CurvePoint:
 
 
 def loss_curve(job: TrainingJob) -> list[CurvePoint]:
-    """The job's training curve, one point per step, ascending. A step trained again after a resume or
-    rollback is taken from the newest attempt that reported it."""
-    points: dict[int, CurvePoint] = {}
+    """The job's training curve on its current timeline, one point per step, ascending. Each attempt
+    continues the curve from the step it started at (``started_step``, else the ``resume_from_step`` it was
+    given): points of earlier attempts past that step belong to an abandoned timeline (a rollback, or steps
+    re-run after a crash) and are left out, and while a rollback is pending (``job.resume_step``) so are
+    the points past its target. A step trained again is taken from the newest attempt that reported it.
+    Two queries."""
+    by_attempt: dict[int, list[CurvePoint]] = {}
     rows = JobMetric.objects.filter(job=job).order_by("attempt__number", "step")
-    for m in rows.values_list("step", "loss", "lr", "tokens_per_s"):
-        points[m[0]] = CurvePoint(*m)
+    for number, step, loss, lr, tokens_per_s in rows.values_list(
+        "attempt__number", "step", "loss", "lr", "tokens_per_s"
+    ):
+        by_attempt.setdefault(number, []).append(CurvePoint(step, loss, lr, tokens_per_s))
+    points: dict[int, CurvePoint] = {}
+    attempts = job.attempts.order_by("number").values_list("number", "started_step", "resume_from_step")
+    for number, started, resume_from in attempts:
+        start = started if started is not None else (resume_from if resume_from >= 0 else None)
+        if start is not None:
+            points = {s: p for s, p in points.items() if s <= start}
+        for p in by_attempt.get(number, []):
+            points[p.step] = p
+    if job.resume_step >= 0:
+        points = {s: p for s, p in points.items() if s <= job.resume_step}
     return [points[s] for s in sorted(points)]
 
 

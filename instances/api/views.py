@@ -180,8 +180,11 @@ class JobViewSet(mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.Gene
             job = services.job_rollback(
                 job=job, checkpoint_id=data.validated_data["checkpoint"], acting_user=request.user
             )
-        except services.RollbackError as exc:
-            raise ApiError("unknown_checkpoint", str(exc), 400, {"field": "checkpoint"}) from None
+        except services.RollbackError as exc:  # nothing stopped; the message names the usable steps
+            details: dict[str, Any] = {"field": "checkpoint"}
+            if exc.available_steps:
+                details["available_steps"] = exc.available_steps
+            raise ApiError("unknown_checkpoint", str(exc), 400, details) from None
         except services.LaunchError as exc:  # its volumes, as for a restart
             raise _launch_refused(exc) from None
         return Response(JobSerializer(job).data)

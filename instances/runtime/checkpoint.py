@@ -470,12 +470,16 @@ class CheckpointStore:
         return aside
 
     def roll_back(self, step: int, *, label: str = "rolled-back") -> builtins.list[str]:
-        """Move every ``step-N`` folder with N > ``step`` into ``<label>-<unix time>/`` (``step=-1``: all of
-        them, for a fresh start). Returns the moved paths."""
+        """Move every ``step-N`` folder with N > ``step`` into ``<label>-<unix time>/`` (``.1``, ``.2`` … appended
+        when that folder exists: a rollback repeated within the second) (``step=-1``: all of them, for a fresh
+        start). Returns the moved paths."""
         newer = [f for f in self.list() if f.step > step]
         if not newer:
             return []
-        dest = f"{self.root.rstrip('/')}/{label}-{int(time.time())}"
+        dest = base = f"{self.root.rstrip('/')}/{label}-{int(time.time())}"
+        n = 1
+        while self.fs.exists(dest):  # two rollbacks within one second: never merge their folders
+            dest, n = f"{base}.{n}", n + 1
         self.fs.makedirs(dest, exist_ok=True)
         moved = []
         for f in newer:

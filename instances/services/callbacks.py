@@ -98,6 +98,8 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         return
     if kind == "started":
         JobAttempt.objects.filter(pk=attempt.pk).update(started_step=int(step or 0))
+        if not _abandoned_timeline(job, attempt, int(step or 0)):  # resumed here: the job is at this step now
+            TrainingJob.objects.filter(pk=job.pk).update(last_step=int(step or 0))
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
@@ -118,12 +120,16 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
             ],
             ignore_conflicts=True,
         )
-        TrainingJob.objects.filter(pk=job.pk).update(last_step=step, tokens_seen=int(ev.get("tokens_seen", 0)))
+        if not _abandoned_timeline(job, attempt, step):  # the header follows the timeline a rollback keeps
+            TrainingJob.objects.filter(pk=job.pk).update(last_step=step, tokens_seen=int(ev.get("tokens_seen", 0)))
         JobAttempt.objects.filter(pk=attempt.pk, first_step_at__isnull=True).update(first_step_at=now)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, Reason("training"), now=now)
     elif kind == "checkpoint" and isinstance(step, int):
+        abandoned = _abandoned_timeline(job, attempt, step)
+        if abandoned and Checkpoint.objects.filter(job=job, step=step, attempt__number__gt=attempt.number).exists():
+            return  # a late report of an abandoned attempt: the newer timeline's checkpoint at this step stays
         Checkpoint.objects.update_or_create(
             job=job,
             step=step,
@@ -133,7 +139,7 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
                 "size_bytes": int(ev.get("bytes", 0)),
                 "loss": ev.get("loss"),
                 "complete": True,
-                "rolled_back": False,
+                "rolled_back": abandoned,  # a rollback's own stop: set aside, as its folder will be on disk
                 "created_at": now,
                 "deleted_at": None,
             },
@@ -158,3 +164,17 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         JobAttempt.objects.filter(pk=attempt.pk).update(
             message=said, message_code=said.code, message_params=said.params
         )
+
+
+def _abandoned_timeline(job: TrainingJob, attempt: JobAttempt, step: int) -> bool:
+    """Whether ``step`` reported by ``attempt`` belongs to a timeline a rollback abandons: a rollback to an
+    earlier step is pending (``job.resume_step``: the stop it asked for writes a final checkpoint, and
+    interval saves may land before the stop), or a newer attempt of the job resumed from an earlier step
+    (a late report of the attempt it replaced). Such checkpoints are recorded set aside, as the next
+    attempt's runtime moves their folders aside on disk (``CheckpointStore.roll_back``)."""
+    job.refresh_from_db(fields=["resume_step"])
+    if 0 <= job.resume_step < step:
+        return True
+    return JobAttempt.objects.filter(
+        job=job, number__gt=attempt.number, resume_from_step__gte=0, resume_from_step__lt=step
+    ).exists()

@@ -14,7 +14,12 @@ class LaunchError(ValueError):
 
 
 class RollbackError(ValueError):
-    """A rollback names no complete checkpoint of this job."""
+    """A rollback names no usable checkpoint of this job. ``available_steps``: the steps it could use
+    (ascending; empty when unknown or none)."""
+
+    def __init__(self, message: str, *, available_steps: list[int] | None = None) -> None:
+        super().__init__(message)
+        self.available_steps = list(available_steps or [])
 
 
 class NotRunning(ValueError):

@@ -61,14 +61,17 @@ def job_restart(
 
 def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | None = None) -> TrainingJob:
     """Restart ``job`` from one of its complete checkpoints: later checkpoints are set aside (the runtime
-    moves their folders away, the portal marks them ``rolled_back``), and the next attempt starts with the
-    runtime config's ``resume_step``. Raises :class:`RollbackError` (nothing written) for a checkpoint that
-    is not a complete, current checkpoint of this job, ``LaunchError`` as :func:`job_restart` does."""
+    moves their folders away, the portal marks them ``rolled_back`` — those the stop of the running attempt
+    writes too), and the next attempt starts with the runtime config's ``resume_step``. Repeatable: each
+    rollback starts from the list as it is then, re-read from storage first. Raises :class:`RollbackError`
+    (nothing stopped, nothing of the job written; its message names the steps that can be used) for a
+    checkpoint that is not a complete, current checkpoint of this job or is no longer on storage,
+    ``LaunchError`` as :func:`job_restart` does."""
     authorize_change(user=acting_user, organization=job.organization, created_by_id=job.instance.created_by_id)
     try:  # one check for rollback and publish (deleted by keep-last-K, set aside, foreign, partial)
         cp = checkpoints.checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
     except checkpoints.CheckpointUnavailable as exc:
-        raise RollbackError(str(exc)) from None
+        raise RollbackError(str(exc), available_steps=exc.available_steps) from None
     if job.instance.status in RESTING:  # its volumes first (again under their locks in job_restart)
         from instances.interactive.volumes import volumes_hold_again
 
@@ -77,6 +80,9 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
     checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
+        # the job is at the target's step now (the header, the API's last_step): the stopping attempt's later
+        # reports belong to the abandoned timeline and no longer move it (instances.services.callbacks)
+        TrainingJob.objects.filter(pk=job.pk).update(last_step=cp.step)
         audit_log(
             action="instances.job.rollback",
             actor=acting_user,

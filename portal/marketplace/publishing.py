@@ -62,19 +62,23 @@ def training_lineage(*, job_id: int) -> list[dict[str, Any]]:
 
 
 def _checkpoint_of(organization: Organization, job_id: int, checkpoint_id: int) -> Any:
-    """The organization's complete, not rolled-back checkpoint ``checkpoint_id`` of job ``job_id`` (404-style
-    ``CheckpointNotFound`` otherwise — another organization's checkpoint looks exactly like a missing one)."""
-    from instances.selectors import checkpoints_of, jobs_for_org
+    """The organization's checkpoint ``checkpoint_id`` of job ``job_id`` if it may be published: the one check
+    a rollback makes too (``instances.checkpoints.checkpoint_for_action``: the job's list re-read from storage
+    first; complete, not set aside, not deleted). 404-style ``CheckpointNotFound`` for another organization's
+    or job's checkpoint (it looks exactly like a missing one); ``MarketplaceError`` naming the reason and the
+    steps that can be published otherwise."""
+    from instances.checkpoints import CheckpointUnavailable, checkpoint_for_action
+    from instances.selectors import jobs_for_org
 
     job = jobs_for_org(organization).filter(pk=job_id).first()
-    checkpoint = None if job is None else checkpoints_of(job).filter(pk=checkpoint_id).first()
-    if checkpoint is None:
+    if job is None:
         raise CheckpointNotFound("no such checkpoint of this job in your organization")
-    if checkpoint.deleted_at is not None:  # h-k8s: pruned by the runtime's keep-last-K
-        raise MarketplaceError(_("This checkpoint was deleted by the job (keep-last-K); it cannot be published."))
-    if not checkpoint.complete or checkpoint.rolled_back:
-        raise MarketplaceError(_("Only a complete checkpoint that was not rolled back can be published."))
-    return checkpoint
+    try:
+        return checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
+    except CheckpointUnavailable as exc:
+        if exc.not_found:
+            raise CheckpointNotFound("no such checkpoint of this job in your organization") from None
+        raise MarketplaceError(str(exc)) from None
 
 
 class PublishKeyReused(MarketplaceError):

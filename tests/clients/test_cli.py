@@ -345,6 +345,15 @@ def test_a_job_launched_with_the_cli_rolls_back_to_a_checkpoint(
     assert backend.stopped == [attempt.handle]
     assert job.attempts.get(number=2).resume_from_step == 4
 
+    # step 8 was set aside by that rollback: refused before anything is sent, naming the steps there are
+    code, out, err = run_main(capsys, "jobs", "rollback", str(job.pk), "--step", "8")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"gpu-portal: error: job {job.pk} has no checkpoint at step 8 to roll back to (checkpoints you can use: "
+        "steps 4)\n"
+    )
+    assert (job.attempts.count(), backend.stopped) == (2, [attempt.handle])
+
 
 @pytest.mark.django_db(transaction=True)
 def test_apps_invoke_prints_the_output_and_the_cost(
@@ -535,17 +544,106 @@ def test_logs_follow_marks_the_lines_the_portal_no_longer_has_with_their_count(
     assert [json.loads(x) for x in out.splitlines()][:2] == [{"line": whole[-200]}, {"line": whole[-199]}]
 
 
-def test_times_are_shown_in_this_machines_time_zone(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("zone", "shown"),
+    [
+        ("UTC", "2026-12-01 09:58:21 UTC"),
+        ("Asia/Shanghai", "2026-12-01 17:58:21 CST"),  # as the console shows it to a user in that zone
+        ("Asia/Dubai", "2026-12-01 13:58:21 UTC+04:00"),  # a zone whose abbreviation is a number ("+04")
+    ],
+)
+def test_times_are_shown_in_this_machines_time_zone_labelled_with_it(
+    zone: str, shown: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gpu_portal_cli.output import cell
 
-    monkeypatch.setenv("TZ", "UTC")
+    monkeypatch.setenv("TZ", zone)
     time.tzset()
     try:
-        assert cell("2026-12-01T17:58:21.423118+08:00") == "2026-12-01 09:58:21"
+        assert cell("2026-12-01T17:58:21.423118+08:00") == shown
         assert [cell(None), cell(True), cell(["a", 1]), cell(0.000123456)] == ["-", "yes", "a,1", "0.0001235"]
     finally:
         monkeypatch.undo()
         time.tzset()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_global_options_work_after_the_command_as_the_readme_shows_them(
+    live_server: Any, alice_token: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_main(capsys, "login", "--url", live_server.url, "--token", alice_token)
+    assert (code, err) == (0, "")
+    assert json.loads((tmp_path / "xdg" / "gpu-portal" / "config.json").read_text()) == {
+        "url": live_server.url,
+        "token": alice_token,
+    }
+    code, out, err = run_main(capsys, "jobs", "list", "--json", "-o", "alice")
+    assert (code, json.loads(out), err) == (0, [], "")
+    code, out, err = run_main(capsys, "jobs", "list", "--organization", "charlie")  # not the token's: a 404
+    assert (code, out) == (1, "")
+    assert "(not_found, HTTP 404)" in err
+    code, out, err = run_main(capsys, "logout", "--json")
+    assert (code, json.loads(out)) == (0, {"logged_out": True})
+
+
+def test_each_commands_help_shows_the_global_options(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from gpu_portal_cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # the usage on one line
+
+    with pytest.raises(SystemExit) as done:
+        main(["login", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert out.startswith("usage: gpu-portal login [-h] [--json] [--url URL] [-o ORGANIZATION] [--token TOKEN]")
+
+
+@pytest.mark.parametrize(
+    ("argv", "command", "unrecognized", "hint", "options"),
+    [
+        (
+            ["jobs", "checkpoints", "5", "--jsn"],
+            "jobs checkpoints",
+            "--jsn",
+            "  --jsn: did you mean --json?",
+            "-h/--help, --json, --url URL, -o/--organization ORGANIZATION",
+        ),
+        (
+            ["login", "--uri", "http://127.0.0.1:1", "--token", "gpp_x"],
+            "login",
+            "--uri http://127.0.0.1:1",
+            "  --uri: did you mean --url?",
+            "-h/--help, --json, --url URL, -o/--organization ORGANIZATION, --token TOKEN",
+        ),
+    ],
+)
+def test_a_wrong_flag_names_the_valid_options_and_sends_nothing(
+    argv: list[str],
+    command: str,
+    unrecognized: str,
+    hint: str,
+    options: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from gpu_portal_cli.main import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # the usage on one line
+    with pytest.raises(SystemExit) as refused:
+        main(argv)  # no portal listens: a request would fail as "cannot reach", not like this
+    out, err = capsys.readouterr()
+    assert (refused.value.code, out) == (2, "")
+    lines = err.splitlines()
+    assert lines[0].startswith(f"usage: gpu-portal {command} [-h] [--json] [--url URL] [-o ORGANIZATION]")
+    assert lines[-3:] == [
+        f"gpu-portal {command}: error: unrecognized arguments: {unrecognized}",
+        hint,
+        f"valid options of 'gpu-portal {command}': {options}",
+    ]
+    assert not (tmp_path / "xdg" / "gpu-portal").exists()  # nothing saved
 
 
 def test_money_is_printed_exactly() -> None:
@@ -762,7 +860,7 @@ def test_the_cli_launches_a_job_follows_its_log_lists_checkpoints_and_stops_it(
     res = cli("jobs", "rollback", str(job.pk), "--step", "3")
     assert res.returncode == 1
     assert res.stderr.startswith(
-        f"gpu-portal: error: job {job.pk} has no complete checkpoint at step 3 (complete checkpoints at steps: "
+        f"gpu-portal: error: job {job.pk} has no checkpoint at step 3 to roll back to (checkpoints you can use: steps "
     )
     assert job.attempts.count() == 1
 

@@ -121,7 +121,8 @@ def test_rollback_to_a_pruned_step_is_refused_and_the_job_keeps_running(
     assert resp.status_code == 400
     assert resp.json()["error"]["message"] == (
         "The checkpoint at step 10 no longer exists: the job deleted it to keep only its newest checkpoints. "
-        "Choose a checkpoint that is still listed, or pin checkpoints you want to keep."
+        "Choose a checkpoint that is still listed, or pin checkpoints you want to keep. Checkpoints you can use: "
+        "steps 20."
     )
     assert (before.status, job.instance.status) == ("running", "running")
     assert (job.resume_step, job.restart_after_stop, job.stop_requested) == (-1, False, False)
@@ -135,7 +136,7 @@ def test_publishing_a_pruned_checkpoint_is_refused(alice: Any, funded: Any, job:
     pruned = job.checkpoints.get()
     report(job, [{"seq": 300, "type": "checkpoint_pruned", "step": 10, "path": pruned.location}])
 
-    with pytest.raises(MarketplaceError, match="deleted by the job"):
+    with pytest.raises(MarketplaceError, match="the job deleted it to keep only its newest checkpoints"):
         app_publish_from_checkpoint(
             organization=funded, user=alice, job_id=job.pk, checkpoint_id=pruned.pk, name="legal"
         )

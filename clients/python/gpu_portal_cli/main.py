@@ -75,7 +75,10 @@ def cmd_login(args: argparse.Namespace) -> None:
 
 
 def cmd_logout(args: argparse.Namespace) -> None:
-    print("Logged out." if config.forget() else "Not logged in.")
+    forgot = config.forget()
+    if args.json:
+        return emit_json({"logged_out": forgot})
+    print("Logged out." if forgot else "Not logged in.")
 
 
 def cmd_whoami(args: argparse.Namespace) -> None:
@@ -261,12 +264,13 @@ def cmd_jobs_checkpoints(args: argparse.Namespace) -> None:
 def cmd_jobs_rollback(args: argparse.Namespace) -> None:
     api = api_from(args)
     checkpoints = api(jobs_checkpoints_list, args.id)
-    matches = [c for c in checkpoints if c["step"] == args.step and c.get("complete")]
-    if not matches:
-        steps = sorted({c["step"] for c in checkpoints if c.get("complete")})
+    usable = [c for c in checkpoints if c.get("complete") and not c.get("rolled_back") and not c.get("deleted_at")]
+    matches = [c for c in usable if c["step"] == args.step]
+    if not matches:  # nothing sent: the portal would refuse it too (set aside, deleted or never written)
+        steps = sorted({c["step"] for c in usable})
         raise CliError(
-            f"job {args.id} has no complete checkpoint at step {args.step} (complete checkpoints at "
-            f"steps: {', '.join(map(str, steps)) or 'none'})"
+            f"job {args.id} has no checkpoint at step {args.step} to roll back to (checkpoints you can use: "
+            f"steps {', '.join(map(str, steps)) or 'none'})"
         )
     checkpoint = max(matches, key=lambda c: c["id"])
     job = api(jobs_rollback_create, args.id, body=RollbackRequest(checkpoint=checkpoint["id"]))
@@ -405,9 +409,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the API's JSON instead of tables")
     parser.add_argument("--url", help=f"portal URL (default: ${config.URL_ENV}, then the saved login)")
     parser.add_argument("-o", "--organization", help="organization slug to act for (default: the token's)")
-    # every leaf command also takes --json after its name
+    # every leaf command also takes the global options after its name (`gpu-portal login --url …`)
     leaf = argparse.ArgumentParser(add_help=False)
     leaf.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="JSON output")
+    leaf.add_argument("--url", default=argparse.SUPPRESS, help="portal URL (as before the command)")
+    leaf.add_argument(
+        "-o", "--organization", default=argparse.SUPPRESS, help="organization slug to act for (as before the command)"
+    )
     waits = argparse.ArgumentParser(add_help=False)
     waits.add_argument("--timeout", type=float, default=1800, help="seconds to wait (default 1800)")
     waits.add_argument("--interval", type=float, default=1.0, help="seconds between polls (default 1)")
@@ -418,7 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("login", parents=[leaf], help="save the portal URL and an API token (checked first)")
     p.add_argument("--token", help=f"API token (default: ${config.TOKEN_ENV}, else asked for / read from stdin)")
     p.set_defaults(func=cmd_login)
-    sub.add_parser("logout", help="forget the saved login").set_defaults(func=cmd_logout)
+    sub.add_parser("logout", parents=[leaf], help="forget the saved login").set_defaults(func=cmd_logout)
     sub.add_parser("whoami", parents=[leaf], help="the token's user and organizations").set_defaults(func=cmd_whoami)
 
     inst = sub.add_parser("instances", help="GPU instances").add_subparsers(
@@ -524,11 +532,57 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, metavar="JSON", help="the input: a JSON object, @file or -")
     p.add_argument("--idempotency-key", help="a retried call with the same key runs and costs once")
     p.set_defaults(func=cmd_apps_invoke)
+    _mark_commands(parser)
     return parser
 
 
+def _mark_commands(parser: argparse.ArgumentParser) -> None:
+    """Give every command's parser the default ``_command_parser`` = itself, so an unrecognized argument is
+    reported by the command that was given (its usage and options), not by the top-level parser."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                child.set_defaults(_command_parser=child)
+                _mark_commands(child)
+
+
+def _options_of(parser: argparse.ArgumentParser) -> list[str]:
+    """The options ``parser`` accepts, as its help writes them (``-o/--organization ORGANIZATION``)."""
+    out = []
+    for action in parser._actions:
+        if not action.option_strings or action.help == argparse.SUPPRESS:
+            continue
+        names = "/".join(action.option_strings)
+        takes = action.nargs != 0
+        out.append(f"{names} {action.metavar or action.dest.upper()}" if takes else names)
+    return out
+
+
+def refuse_unknown(parser: argparse.ArgumentParser, args: argparse.Namespace, extras: list[str]) -> None:
+    """Exit 2 (nothing sent to the portal) for arguments the command does not take: the command's usage, the
+    arguments refused, close matches and every option the command accepts."""
+    import difflib
+
+    command = getattr(args, "_command_parser", parser)
+    valid = [n for a in command._actions for n in a.option_strings]
+    hints = []
+    for extra in extras:
+        if extra.startswith("-"):
+            close = difflib.get_close_matches(extra.split("=", 1)[0], valid, n=1)
+            if close:
+                hints.append(f"{extra.split('=', 1)[0]}: did you mean {close[0]}?")
+    message = f"unrecognized arguments: {' '.join(extras)}"
+    if hints:
+        message += "\n  " + "\n  ".join(hints)
+    message += f"\nvalid options of '{command.prog}': {', '.join(_options_of(command))}"
+    command.error(message)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        refuse_unknown(parser, args, extras)
     try:
         args.func(args)
     except CliError as exc:

@@ -23,8 +23,9 @@ def dig(row: Any, key: str) -> Any:
 
 
 def cell(value: Any) -> str:
-    """One table cell: ``-`` for nothing, lists comma-joined, ISO times as ``YYYY-MM-DD HH:MM:SS`` in this
-    machine's time zone (the API sends them with their offset)."""
+    """One table cell: ``-`` for nothing, lists comma-joined, ISO times as ``YYYY-MM-DD HH:MM:SS ZONE`` in this
+    machine's time zone (``TZ`` chooses another), labelled (:func:`zone_label`; the API sends them with their
+    offset)."""
     if value is None or value == "":
         return "-"
     if isinstance(value, bool):
@@ -36,10 +37,21 @@ def cell(value: Any) -> str:
     text = str(value)
     if len(text) >= 19 and text[4] == "-" and text[10] == "T" and text[13] == ":":
         try:
-            return datetime.fromisoformat(text).astimezone().strftime("%Y-%m-%d %H:%M:%S")
+            local = datetime.fromisoformat(text).astimezone()
+            return f"{local.strftime('%Y-%m-%d %H:%M:%S')} {zone_label(local)}"
         except ValueError:
             pass
     return text.replace("\n", " ")
+
+
+def zone_label(moment: datetime) -> str:
+    """The zone of an aware time as people read it: its abbreviation (``CST``, ``UTC``, ``CET``) where the zone
+    has one, else its offset (``UTC+04:00``; zones whose abbreviation is a number, ``+04``)."""
+    name = moment.tzname() or ""
+    if name.isalpha():
+        return name
+    offset = moment.strftime("%z") or "+0000"
+    return f"UTC{offset[:3]}:{offset[3:5]}"
 
 
 def table(
