@@ -194,10 +194,16 @@ class JobLaunchForm(_CapacityForm):
 
 
 class InstanceLaunchForm(_CapacityForm):
-    """An interactive instance running the user's own command in the image."""
+    """An interactive instance: JupyterLab and SSH, and the user's own command in the image if one is given."""
 
     command = forms.CharField(
-        label=_("Command"), max_length=2000, help_text=_("Run in the image, e.g. python train.py --epochs 3")
+        label=_("Command (optional)"),
+        max_length=2000,
+        required=False,
+        help_text=_(
+            "Run in the image, e.g. python train.py --epochs 3. Leave it empty to work in JupyterLab and over SSH: "
+            "the instance runs until you stop it or idle autostop does."
+        ),
     )
     idle_autostop_minutes = forms.IntegerField(
         label=_("Idle autostop (minutes)"),
@@ -212,13 +218,11 @@ class InstanceLaunchForm(_CapacityForm):
     )
 
     def clean_command(self) -> list[str]:
+        """The command as an argv (shell quoting rules, no shell); ``[]`` when left empty (no command)."""
         try:
-            argv = shlex.split(self.cleaned_data["command"])
+            return shlex.split(self.cleaned_data.get("command") or "")
         except ValueError as exc:
             raise forms.ValidationError(_("The command cannot be parsed: %(err)s") % {"err": exc}) from None
-        if not argv:
-            raise forms.ValidationError(_("Enter a command."))
-        return argv
 
     def to_spec(self) -> LaunchSpec:
         return LaunchSpec(

@@ -198,14 +198,21 @@ class CheckpointSerializer(serializers.ModelSerializer[Checkpoint]):
 
 
 class InstanceLaunchSerializer(serializers.Serializer[Any]):
-    """Input of ``POST /instances`` (an interactive instance running ``command``)."""
+    """Input of ``POST /instances``: an interactive instance (JupyterLab, SSH) running ``command`` if given."""
 
     name = serializers.CharField(max_length=100, required=False, allow_blank=True, default="")
     gpu_type = serializers.CharField(max_length=40)
     gpu_count = _documented(LAUNCH_LIMITS["gpu_count"])
     mode = serializers.ChoiceField(choices=RentalMode.choices, default=RentalMode.CONTAINER)
     image = serializers.CharField(max_length=120, required=False, allow_blank=True, default="")
-    command = serializers.ListField(child=serializers.CharField(max_length=2000), min_length=1, max_length=256)
+    command = serializers.ListField(
+        child=serializers.CharField(max_length=2000),
+        required=False,
+        default=list,
+        max_length=256,
+        help_text="argv run in the image; omitted or []: none, JupyterLab and SSH keep the instance running until "
+        "it is stopped or idle autostop stops it",
+    )
     volumes = serializers.ListField(
         child=serializers.CharField(max_length=40),
         required=False,

@@ -80,7 +80,7 @@ def _launch(request: Request, spec: services.LaunchSpec) -> tuple[Instance, bool
 
 
 class InstanceViewSet(SharesMixin, mixins.ListModelMixin, mixins.RetrieveModelMixin, viewsets.GenericViewSet):  # type: ignore[type-arg]
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``)."""
 

@@ -33,6 +33,9 @@ from instances.scheduler import NodeView
 JobState = Literal["pending", "running", "succeeded", "failed", "preempted", "stopped", "unknown"]
 JOB_STATES: tuple[str, ...] = ("pending", "running", "succeeded", "failed", "preempted", "stopped", "unknown")
 TERMINAL_JOB_STATES = frozenset({"succeeded", "failed", "preempted", "stopped"})
+# What an interactive instance launched without a command runs (``python -m KEEPALIVE_MODULE``): it waits for
+# the stop while JupyterLab and SSH serve (instances/interactive/keepalive.py).
+KEEPALIVE_MODULE = "instances.interactive.keepalive"
 
 
 class BackendError(Exception):
@@ -78,8 +81,10 @@ class JobSpec:
 
     ``config_json`` (the runtime's config as JSON text, built by the portal) or ``config_path`` (a file
     holding it) is handed to ``python -m instances.runtime --config``; ``command`` replaces the runtime
-    (an interactive instance runs the user's own command). ``placement``: ``((node_name, gpus), …)`` from
-    the scheduler; ``nproc_per_node``: processes per node (one per GPU, or per CPU slot locally).
+    (an interactive instance runs the user's own command; an empty one keeps the instance alive for its
+    JupyterLab and SSH until it is stopped: each backend runs :data:`KEEPALIVE_MODULE`). ``placement``:
+    ``((node_name, gpus), …)`` from the scheduler; ``nproc_per_node``: processes per node (one per GPU, or
+    per CPU slot locally).
     ``checkpoint_uri``: folder or fsspec URL the runtime writes checkpoints to. ``workspace_root``: where
     the local backend creates ``<job_id>/attempt-<n>/``. ``termination_grace_s``: seconds a process gets
     between SIGTERM and SIGKILL; must cover the final checkpoint.

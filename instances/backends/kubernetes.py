@@ -45,6 +45,7 @@ from typing import Any
 
 from instances.backends import k8s_volumes
 from instances.backends.base import (
+    KEEPALIVE_MODULE,
     BackendError,
     ComputeBackend,
     JobSpec,
@@ -248,11 +249,12 @@ class KubernetesBackend(ComputeBackend):
         instances.runtime``: torchrun exits 1 whatever its workers returned, so each rank's shim records its
         exit code, and the launcher (the container's first process, forwarding SIGTERM to torchrun) exits
         with the combined code and writes it to the termination message (``/dev/termination-log``). So a
-        config error (64) or a refused resume (87) reaches the portal as itself, not as a crash."""
-        if spec.command is not None:
-            return list(spec.command)
-        nproc = min(spec.nproc_per_node, gpus_per_node) if gpus_per_node else spec.nproc_per_node
-        return [
+        config error (64) or a refused resume (87) reaches the portal as itself, not as a crash.
+
+        An interactive instance runs its command as given; without one (``[]``) the launcher keeps the pod
+        alive (:data:`KEEPALIVE_MODULE` under it, until the Job is deleted) for JupyterLab and SSH: the launcher,
+        the container's first process, forwards the kubelet's SIGTERM and reaps what sshd's sessions leave."""
+        launcher = [
             "python",
             "-m",
             "instances.backends.local_launcher",
@@ -260,6 +262,12 @@ class KubernetesBackend(ComputeBackend):
             f"--termination-log={TERMINATION_LOG}",
             "--forward-signals",
             "--",
+        ]
+        if spec.command is not None:
+            return list(spec.command) or [*launcher, "python", "-m", KEEPALIVE_MODULE]
+        nproc = min(spec.nproc_per_node, gpus_per_node) if gpus_per_node else spec.nproc_per_node
+        return [
+            *launcher,
             "torchrun",
             f"--nnodes={spec.nnodes}",
             f"--nproc-per-node={nproc}",

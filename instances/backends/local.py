@@ -16,7 +16,8 @@ The job is started as ``python -m instances.backends.local_launcher --workspace 
 (``start_new_session=True``): the launcher is the process-group leader, waits for ``CMD`` and records its exit
 code (see that module). ``CMD`` is ``python -m torch.distributed.run --standalone --nproc-per-node N -m
 instances.backends.rank_shim … -m instances.runtime --config WS/job.json``, or the user's own command for an
-interactive instance.
+interactive instance (none given: ``python -m instances.interactive.keepalive``, which waits for the stop while
+JupyterLab and SSH serve).
 
 Signals (checked against torch 2.13's torchrun source):
 
@@ -31,7 +32,10 @@ Signals (checked against torch 2.13's torchrun source):
 
 Dataset folders are linked, not copied: a symlink cannot be made read-only, so read-only-ness comes from the
 shard files' own permissions (bind mounts would need root). The job gets a small environment (PATH, HOME,
-locale, venv, the spec's ``env``), not the portal's, which holds secrets.
+locale, the spec's ``env``), not the portal's, which holds secrets; PATH starts with the training Python's
+folder (``training_bin``) and ``VIRTUAL_ENV`` names its virtual environment, so ``python`` in the command, a
+JupyterLab terminal or kernel and an SSH session is the Python the portal trains with
+(:mod:`instances.interactive.shell_env`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from pathlib import Path
 from typing import Any
 
 from instances.backends.base import (
+    KEEPALIVE_MODULE,
     BackendError,
     ComputeBackend,
     JobSpec,
@@ -59,6 +64,7 @@ from instances.backends.base import (
 )
 from instances.backends.local_launcher import EXIT_CODE_FILE, RANKS_DIR, write_atomically
 from instances.backends.procfs import MARKER_ENV, ProcInfo, job_processes, signal_all, start_ticks
+from instances.interactive.shell_env import training_environment
 from instances.reasons import reason
 from instances.scheduler import NodeView
 
@@ -75,7 +81,6 @@ _PASSED_ENV = (
     "LC_ALL",
     "TZ",
     "TMPDIR",
-    "VIRTUAL_ENV",
     "HF_HUB_OFFLINE",
     "OMP_NUM_THREADS",
 )
@@ -112,7 +117,9 @@ class LocalBackend(ComputeBackend):
     Options: ``workspace_root`` (folder for workspaces when a spec gives none), ``slots`` (CPU slots = the
     local node's "GPUs"; nproc is capped at it; default 2), ``node_name`` (default ``"local"``), ``gpu_type``
     (default ``"cpu-local"``), ``block`` (default ``"local"``), ``python`` (interpreter for the launcher and
-    torchrun; default this one), ``kill_wait_s`` (how long to wait for SIGKILLed processes to vanish),
+    torchrun; default this one), ``training_bin`` (the folder put first on the job's PATH, so that ``python``
+    in every shell of an instance is the training Python; default the folder of ``python``, not resolved: a
+    virtual environment's ``bin``), ``kill_wait_s`` (how long to wait for SIGKILLed processes to vanish),
     ``runtime_module`` (the module torchrun runs; ``instances.runtime``, replaced only in tests).
     """
 
@@ -127,6 +134,7 @@ class LocalBackend(ComputeBackend):
         gpu_type: str = "cpu-local",
         block: str = "local",
         python: str = sys.executable,
+        training_bin: str = "",
         kill_wait_s: float = 5.0,
         runtime_module: str = "instances.runtime",
     ) -> None:
@@ -138,6 +146,8 @@ class LocalBackend(ComputeBackend):
         self.gpu_type = gpu_type
         self.block = block
         self.python = python
+        exe = python if os.path.isabs(python) else shutil.which(python) or python
+        self.training_bin = os.path.abspath(training_bin or os.path.dirname(os.path.abspath(exe)))
         self.kill_wait_s = kill_wait_s
         self.runtime_module = runtime_module
 
@@ -177,9 +187,10 @@ class LocalBackend(ComputeBackend):
 
     # -- the interface ---------------------------------------------------------------------------------
     def command_for(self, spec: JobSpec, ws: Path, nproc: int) -> list[str]:
-        """The launcher's full argv for ``spec`` in workspace ``ws`` with ``nproc`` processes."""
+        """The launcher's full argv for ``spec`` in workspace ``ws`` with ``nproc`` processes (an empty
+        ``spec.command``: the keep-alive, ``python -m instances.interactive.keepalive``)."""
         if spec.command is not None:
-            inner = list(spec.command)
+            inner = list(spec.command) or [self.python, "-m", KEEPALIVE_MODULE]
         else:
             inner = [
                 self.python, "-m", "torch.distributed.run", "--standalone", "--nnodes", "1",
@@ -192,6 +203,7 @@ class LocalBackend(ComputeBackend):
     def _environment(self, spec: JobSpec, ws: Path, nproc: int) -> dict[str, str]:
         env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
         env.update(spec.env)
+        env.update(training_environment(self.training_bin, env.get("PATH")))
         pythonpath = [str(PROJECT_ROOT), *filter(None, spec.env.get("PYTHONPATH", "").split(os.pathsep))]
         env.update(
             {

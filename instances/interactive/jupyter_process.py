@@ -9,6 +9,10 @@ ends it when the command exits, and metering covers it as part of the instance. 
 port the kernel picks (``port=0``); the port is read back from the server's info file
 ``WS/.jupyter/runtime/jpserver-<pid>.json`` (:data:`INFO_GLOB`). The per-instance secret reaches the server
 in its environment only (never argv) and is removed from the launcher's environment before the user's command starts.
+Its terminals are interactive, not login, shells with the instance's start file (``shell_command`` =
+:func:`instances.interactive.shell_env.interactive_shell_argv`: a login shell's ``/etc/profile`` would reset PATH)
+and its default kernel (``python3``) is pinned to the Python the server runs with, the training Python, so both
+have the training environment first on PATH (:mod:`instances.interactive.shell_env`).
 
 Kubernetes: the same argv (ip ``0.0.0.0``, a fixed port) runs as the pod's Jupyter sidecar
 (:mod:`instances.interactive.jupyter_k8s`).
@@ -22,6 +26,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from instances.interactive.shell_env import interactive_shell_argv, interactive_shell_env, shell_rc_write
 from instances.interactive.tickets import ACCESS_URL_ENV, INSTANCE_ENV, RECHECK_S_ENV, SECRET_ENV
 
 ENABLE_ENV = "GPU_PORTAL_JUPYTER"
@@ -31,6 +36,7 @@ INFO_GLOB = "runtime/jpserver-*.json"  # under STATE_DIR: written by the server 
 # JupyterLab's "get notified about Jupyter news?" prompt would fetch from the internet: off.
 PAGE_CONFIG = {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}
 IDENTITY_PROVIDER = "instances.interactive.jupyter_auth.PortalIdentityProvider"
+DEFAULT_KERNEL = "python3"  # the name of ipykernel's own spec, which JupyterLab opens notebooks with
 
 
 def jupyter_argv(*, python: str, ip: str, port: int, base_url: str, root_dir: str) -> list[str]:
@@ -60,6 +66,17 @@ def jupyter_environment(base: dict[str, str], state_dir: str) -> dict[str, str]:
     }
 
 
+def kernel_spec(python: str) -> dict[str, object]:
+    """The default kernel's spec (``kernel.json``, Jupyter's kernel spec format): ipykernel on ``python``, an
+    absolute path, so a notebook runs the training Python whatever else is installed."""
+    return {
+        "argv": [python, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "metadata": {"debugger": True},
+    }
+
+
 def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subprocess.Popen[bytes] | None:
     """Start the instance's Jupyter server if the environment asks for it; see the module docstring.
 
@@ -83,6 +100,19 @@ def jupyter_start(workspace: Path, *, python: str = sys.executable) -> subproces
     labconfig = state_dir / "config" / "labconfig"
     labconfig.mkdir(parents=True, exist_ok=True)
     (labconfig / "page_config.json").write_text(json.dumps(PAGE_CONFIG))
+    try:
+        shell_rc_write(workspace)
+    except OSError as exc:  # terminals then start the user's own shell
+        print(f"local_launcher: cannot write the shells' start file: {exc}", file=sys.stderr, flush=True)
+    server_config = {"ServerApp": {"terminado_settings": {"shell_command": interactive_shell_argv(workspace)}}}
+    (state_dir / "config" / "jupyter_server_config.json").write_text(json.dumps(server_config))
+    # JUPYTER_PATH comes first in Jupyter's data path (a virtual environment's own share/jupyter, whose spec
+    # says "python", would otherwise win over JUPYTER_DATA_DIR: jupyter_core prefers the environment there).
+    kernel = state_dir / "path" / "kernels" / DEFAULT_KERNEL
+    kernel.mkdir(parents=True, exist_ok=True)
+    (kernel / "kernel.json").write_text(json.dumps(kernel_spec(python)))
+    env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(state_dir / "path"), env.get("JUPYTER_PATH", "")]))
+    env.update(interactive_shell_env(workspace))
     env.update({SECRET_ENV: secret, INSTANCE_ENV: instance_id, **access})
     argv = jupyter_argv(python=python, ip="127.0.0.1", port=0, base_url=base_url, root_dir=str(workspace))
     try:

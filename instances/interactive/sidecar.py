@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 
 from instances.interactive.jupyter_process import jupyter_start
+from instances.interactive.shell_env import shell_rc_write
 
 SSH_STATE_DIR = "ssh"  # beside the attempts: <workspace_root>/<job_id>/ssh
 
@@ -38,6 +39,10 @@ def sidecars_start(workspace: Path) -> list[subprocess.Popen[bytes]]:
         started.append(jupyter)
     state = ssh_state_dir(workspace)
     if (state / "host_key").is_file():
+        try:
+            shell_rc_write(workspace)  # its logins' start file (instances.interactive.shell_env)
+        except OSError as exc:
+            print(f"local_launcher: cannot write the shells' start file: {exc}", file=sys.stderr, flush=True)
         argv = [sys.executable, "-m", "instances.interactive.ssh_server", "--state", str(state)]
         try:
             started.append(subprocess.Popen([*argv, "--workspace", str(workspace)], stdin=subprocess.DEVNULL))

@@ -5,7 +5,8 @@ The portal (``instances.interactive.ssh``) creates the Secret ``<job object>-ssh
 (:func:`secret_manifest`: ``authorized_keys``, the instance's Ed25519 host key, ``sshd_config``) and names it in
 the spec's environment (:data:`SECRET_ENV`); the backend's ``manifests`` then calls :func:`ssh_manifests_add`,
 which mounts the Secret read-only (mode 0400) at :data:`SSH_MOUNT` in the trainer container, starts ``sshd``
-before the user's command (``sshd`` daemonizes; the command stays the container's main process, so the
+(its sessions given the container's PATH, so ``python`` is the image's training Python in ``ssh host cmd`` and
+in logins alike) before the user's command (``sshd`` daemonizes; the command stays the container's main process, so the
 container's life is the command's) and adds the Service ``<job object>-ssh`` (port 22 to :data:`SSH_PORT` of
 the pod with completion index 0). A key added or revoked rewrites the Secret; the kubelet refreshes mounted
 Secret files (within its sync period, about a minute) and ``sshd`` reads ``authorized_keys`` at every login.
@@ -88,10 +89,20 @@ def service_manifest(*, job_object: str, namespace: str, labels: dict[str, str],
 REAPER = f"python -m instances.interactive.ssh_reaper --keys {SSH_MOUNT}/authorized_keys"
 
 
+# sshd gives its sessions a PATH of its own (its compiled-in default), not the container's, so `ssh host cmd`
+# would miss the image's Python: SetEnv (sshd_config(5): it overrides the default environment) hands every
+# session the container's own PATH and the training Python's folder, which /etc/profile.d/gpu-portal-training.sh
+# (instances/interactive/training_env.sh) puts back in front after a login shell's /etc/profile.
+SSHD_ENV = '-o "SetEnv=PATH=$PATH GPU_PORTAL_TRAINING_BIN=${GPU_PORTAL_TRAINING_BIN:-}"'
+
+
 def _wrap(command: list[str]) -> list[str]:
-    """Start ``sshd`` (it daemonizes) and the session reaper (in the background; it ends with the container),
-    then ``exec`` the command so it stays the container's process."""
-    script = f'mkdir -p /run/sshd && /usr/sbin/sshd -f {SSH_MOUNT}/sshd_config && {{ {REAPER} & }} && exec "$@"'
+    """Start ``sshd`` (it daemonizes; sessions get the container's PATH, :data:`SSHD_ENV`) and the session
+    reaper (in the background; it ends with the container), then ``exec`` the command so it stays the
+    container's process."""
+    script = (
+        f'mkdir -p /run/sshd && /usr/sbin/sshd -f {SSH_MOUNT}/sshd_config {SSHD_ENV} && {{ {REAPER} & }} && exec "$@"'
+    )
     return ["/bin/sh", "-c", script, "gpu-portal-sshd", *command]
 
 

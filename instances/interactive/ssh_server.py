@@ -20,8 +20,10 @@ It writes ``endpoint.json`` (``{"port", "pid", "workspace", "host", "started_at"
 and every :data:`ACTIVITY_EVERY_S` seconds while a session is open, and keeps ``sessions.json``
 (``{"open": N, "pid"}``) at the number of open sessions (idle autostop reads both: an open session is not idle).
 
-A session runs ``exec`` commands through ``/bin/sh -c`` and interactive shells (``$SHELL``, else
-``/bin/bash``) under a pseudo-terminal when the client asks for one, in ``WS``, each in a process group of its
+A session runs ``exec`` commands through ``/bin/sh -c`` (with the instance's environment: the training Python
+first on PATH) and interactive shells as ``bash --rcfile <start file> -i``
+(:func:`instances.interactive.shell_env.interactive_shell_argv`: not a login shell, whose ``/etc/profile`` would
+reset PATH) under a pseudo-terminal when the client asks for one, in ``WS``, each in a process group of its
 own (so a hang-up reaches what it started). Port, socket, agent and X11 forwarding are refused. On SIGTERM /
 SIGINT / SIGHUP the server hangs up every session (SIGHUP, then SIGKILL, to the sessions' processes) and exits.
 """
@@ -44,6 +46,8 @@ from pathlib import Path
 from typing import Any
 
 import asyncssh
+
+from instances.interactive.shell_env import interactive_shell_argv, interactive_shell_env
 
 HOST_KEY = "host_key"
 AUTHORIZED_KEYS = "authorized_keys"
@@ -257,11 +261,14 @@ class Sessions:
         master, slave = pty.openpty()
         cols, rows = process.term_size[:2] if process.term_size else (80, 24)
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows or 24, cols or 80, 0, 0))
-        argv = ["/bin/sh", "-c", process.command] if process.command else [os.environ.get("SHELL", "/bin/bash"), "-i"]
+        argv = ["/bin/sh", "-c", process.command] if process.command else interactive_shell_argv(self.workspace)
+        env = self.environment(process)
+        if not process.command:
+            env.update(interactive_shell_env(self.workspace))
         child = await asyncio.create_subprocess_exec(
             *argv,
             cwd=self.workspace,
-            env=self.environment(process),
+            env=env,
             stdin=slave,
             stdout=slave,
             stderr=slave,

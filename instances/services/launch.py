@@ -33,6 +33,7 @@ from portal.models import Organization, User
 from portal.permissions import Action, authorize
 
 S = InstanceStatus
+MAX_COMMAND_ARGS = 256  # the API's bound too (InstanceLaunchSerializer)
 
 
 @dataclass
@@ -42,7 +43,8 @@ class LaunchSpec:
     (runtime config fields), checkpoint interval (minutes; steps, 0 = none) and ``keep_last``; every value
     left out (``None``, or a hyperparameter not named) takes the GPU type's default
     (``instances.launch_defaults``: 30 minutes on a GPU, 1 minute and 100 steps on a CPU slot); for an
-    interactive instance: ``command`` (argv list run in the image) and ``idle_autostop_minutes`` (None = the
+    interactive instance: ``command`` (argv list run in the image; empty: none, the instance runs for its
+    JupyterLab and SSH until it is stopped or idle autostop stops it) and ``idle_autostop_minutes`` (None = the
     organization's default; 0 = off); for both: ``volumes`` (names of the organization's persistent volumes to
     attach, read-write) and ``tier``: on_demand | interruptible (discounted, may be preempted; a training job
     then needs a checkpoint interval). ``elastic_min_gpus`` (training, 0 = off): "resume on at least K GPUs" —
@@ -67,6 +69,16 @@ class LaunchSpec:
     tier: str = PriceTier.ON_DEMAND
     idle_autostop_minutes: int | None = None
     elastic_min_gpus: int = 0  # training: a preempted job may resume on at least this many GPUs (0 = off)
+
+
+def command_valid(command: object) -> bool:
+    """Whether ``command`` is an interactive instance's command: a list (or tuple) of at most
+    ``MAX_COMMAND_ARGS`` non-empty strings without NUL (an argv ``execve`` takes), or empty (no command)."""
+    return (
+        isinstance(command, list | tuple)
+        and len(command) <= MAX_COMMAND_ARGS
+        and all(isinstance(a, str) and a and "\x00" not in a for a in command)
+    )
 
 
 def _with_defaults(spec: LaunchSpec) -> LaunchSpec:
@@ -131,8 +143,15 @@ def _validate_launch(
         )
     elastic = None
     if spec.kind == InstanceKind.INTERACTIVE:
-        if not spec.command or not all(isinstance(a, str) and a for a in spec.command):
-            raise LaunchError("invalid", _("An interactive instance needs a command."), "command")
+        if not command_valid(spec.command):
+            raise LaunchError(
+                "invalid",
+                _(
+                    "The command must be a list of non-empty arguments without NUL characters, or empty for an "
+                    "instance used through JupyterLab and SSH."
+                ),
+                "command",
+            )
         idle = spec.idle_autostop_minutes
         if idle is not None and (
             not isinstance(idle, int) or isinstance(idle, bool) or not 0 <= idle <= MAX_IDLE_AUTOSTOP_MINUTES

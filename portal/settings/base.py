@@ -275,7 +275,12 @@ CELERY_BEAT_SCHEDULE = {
 # --- compute (instances app) -----------------------------------------------------------------------------
 INSTANCES_BACKEND = env_str("INSTANCES_BACKEND", "local")  # "local" | "kubernetes"
 INSTANCES_BACKEND_OPTIONS: dict[str, object] = (
-    {"workspace_root": str(DATA_DIR / "workspaces"), "slots": env_int("INSTANCES_LOCAL_SLOTS", 2, minimum=1)}
+    {
+        "workspace_root": str(DATA_DIR / "workspaces"),
+        "slots": env_int("INSTANCES_LOCAL_SLOTS", 2, minimum=1),
+        # the folder first on PATH in every shell of an instance ("": the folder of the Python the portal runs)
+        "training_bin": env_str("GPU_PORTAL_TRAINING_BIN", ""),
+    }
     if INSTANCES_BACKEND == "local"
     else {"namespace": env_str("INSTANCES_K8S_NAMESPACE", "gpu-portal")}
 )

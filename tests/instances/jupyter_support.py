@@ -6,10 +6,14 @@ import sys
 import time
 from typing import Any
 
+SLEEPING = [sys.executable, "-c", "import time; time.sleep(600)"]
 
-def running_with_jupyter(alice: Any, alice_org: Any, *, timeout_s: float = 90) -> Any:
-    """Launch an interactive instance (a sleeping command) for alice and wait until its Jupyter server answers
-    (reconciling meanwhile). Returns the instance."""
+
+def running_with_jupyter(
+    alice: Any, alice_org: Any, *, timeout_s: float = 90, command: list[str] = SLEEPING, name: str = "notebook"
+) -> Any:
+    """Launch an interactive instance (``command``: a sleeping one by default; ``[]``: none) for alice and wait
+    until its Jupyter server answers (reconciling meanwhile). Returns the instance."""
     from instances_support import fund
 
     from instances.interactive.jupyter import jupyter_state
@@ -22,11 +26,11 @@ def running_with_jupyter(alice: Any, alice_org: Any, *, timeout_s: float = 90) -
         organization=alice_org,
         user=alice,
         spec=LaunchSpec(
-            name="notebook",
+            name=name,
             kind="interactive",
             gpu_type="cpu-local",
             gpu_count=1,
-            command=[sys.executable, "-c", "import time; time.sleep(600)"],
+            command=list(command),
         ),
     )
     deadline = time.monotonic() + timeout_s

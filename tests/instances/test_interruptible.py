@@ -59,7 +59,7 @@ def test_an_interruptible_training_launch_without_a_checkpoint_interval_is_refus
     no_interval = {"checkpoint_every_minutes": 0, "checkpoint_every_steps": 0}
     for changes, code, field in [
         (no_interval, "checkpoint_required", "checkpoint_every_minutes"),
-        ({**no_interval, "kind": "interactive", "command": []}, "invalid", "command"),
+        ({**no_interval, "kind": "interactive", "command": [""]}, "invalid", "command"),
         ({"tier": "spot"}, "invalid_tier", "tier"),
     ]:
         with pytest.raises(LaunchError) as exc:

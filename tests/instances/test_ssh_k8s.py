@@ -57,7 +57,8 @@ def test_the_ssh_manifests_validate_strictly(version: str) -> None:
     assert container["command"] == [
         "/bin/sh",
         "-c",
-        "mkdir -p /run/sshd && /usr/sbin/sshd -f /etc/gpu-portal-ssh/sshd_config && "
+        "mkdir -p /run/sshd && /usr/sbin/sshd -f /etc/gpu-portal-ssh/sshd_config "
+        '-o "SetEnv=PATH=$PATH GPU_PORTAL_TRAINING_BIN=${GPU_PORTAL_TRAINING_BIN:-}" && '  # the container's PATH
         '{ python -m instances.interactive.ssh_reaper --keys /etc/gpu-portal-ssh/authorized_keys & } && exec "$@"',
         "gpu-portal-sshd",
         "python",

@@ -450,7 +450,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_tier_and_volumes(p)
     p.add_argument("--idempotency-key", help="a retried launch with the same key returns the first instance")
     p.add_argument("--no-wait", action="store_true", help="return once launched, do not wait for running")
-    p.add_argument("command", nargs="+", help="the command to run (after --)")
+    p.add_argument(
+        "command", nargs="*", help="the command to run (after --); none: JupyterLab and SSH keep the instance running"
+    )
     p.set_defaults(func=cmd_instances_launch)
     p = inst.add_parser("stop", parents=[leaf, waits], help="stop an instance")
     p.add_argument("id", type=int)

@@ -15,16 +15,17 @@ T = TypeVar("T", bound="InstanceLaunchRequest")
 
 @_attrs_define
 class InstanceLaunchRequest:
-    """Input of ``POST /instances`` (an interactive instance running ``command``).
+    """Input of ``POST /instances``: an interactive instance (JupyterLab, SSH) running ``command`` if given.
 
     Attributes:
         gpu_type (str):
         gpu_count (int): GPUs
-        command (list[str]):
         name (str | Unset):  Default: ''.
         mode (ModeEnum | Unset): * `container` - Container
             * `bare_metal` - Bare metal Default: ModeEnum.CONTAINER.
         image (str | Unset):  Default: ''.
+        command (list[str] | Unset): argv run in the image; omitted or []: none, JupyterLab and SSH keep the instance
+            running until it is stopped or idle autostop stops it
         volumes (list[str] | Unset): names of your organization's volumes to attach read-write (one active instance per
             volume)
         tier (TierEnum | Unset): * `on_demand` - On demand
@@ -35,10 +36,10 @@ class InstanceLaunchRequest:
 
     gpu_type: str
     gpu_count: int
-    command: list[str]
     name: str | Unset = ""
     mode: ModeEnum | Unset = ModeEnum.CONTAINER
     image: str | Unset = ""
+    command: list[str] | Unset = UNSET
     volumes: list[str] | Unset = UNSET
     tier: TierEnum | Unset = TierEnum.ON_DEMAND
     idle_autostop_minutes: int | None | Unset = UNSET
@@ -49,8 +50,6 @@ class InstanceLaunchRequest:
 
         gpu_count = self.gpu_count
 
-        command = self.command
-
         name = self.name
 
         mode: str | Unset = UNSET
@@ -58,6 +57,10 @@ class InstanceLaunchRequest:
             mode = self.mode.value
 
         image = self.image
+
+        command: list[str] | Unset = UNSET
+        if not isinstance(self.command, Unset):
+            command = self.command
 
         volumes: list[str] | Unset = UNSET
         if not isinstance(self.volumes, Unset):
@@ -79,7 +82,6 @@ class InstanceLaunchRequest:
             {
                 "gpu_type": gpu_type,
                 "gpu_count": gpu_count,
-                "command": command,
             }
         )
         if name is not UNSET:
@@ -88,6 +90,8 @@ class InstanceLaunchRequest:
             field_dict["mode"] = mode
         if image is not UNSET:
             field_dict["image"] = image
+        if command is not UNSET:
+            field_dict["command"] = command
         if volumes is not UNSET:
             field_dict["volumes"] = volumes
         if tier is not UNSET:
@@ -104,8 +108,6 @@ class InstanceLaunchRequest:
 
         gpu_count = d.pop("gpu_count")
 
-        command = cast(list[str], d.pop("command"))
-
         name = d.pop("name", UNSET)
 
         _mode = d.pop("mode", UNSET)
@@ -116,6 +118,8 @@ class InstanceLaunchRequest:
             mode = ModeEnum(_mode)
 
         image = d.pop("image", UNSET)
+
+        command = cast(list[str], d.pop("command", UNSET))
 
         volumes = cast(list[str], d.pop("volumes", UNSET))
 
@@ -140,10 +144,10 @@ class InstanceLaunchRequest:
         instance_launch_request = cls(
             gpu_type=gpu_type,
             gpu_count=gpu_count,
-            command=command,
             name=name,
             mode=mode,
             image=image,
+            command=command,
             volumes=volumes,
             tier=tier,
             idle_autostop_minutes=idle_autostop_minutes,

@@ -148,15 +148,15 @@ def sync_detailed(
     organization: str | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
         idempotency_key (str | Unset):
-        body (InstanceLaunchRequest): Input of ``POST /instances`` (an interactive instance
-            running ``command``).
+        body (InstanceLaunchRequest): Input of ``POST /instances``: an interactive instance
+            (JupyterLab, SSH) running ``command`` if given.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -186,15 +186,15 @@ def sync(
     organization: str | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
         idempotency_key (str | Unset):
-        body (InstanceLaunchRequest): Input of ``POST /instances`` (an interactive instance
-            running ``command``).
+        body (InstanceLaunchRequest): Input of ``POST /instances``: an interactive instance
+            (JupyterLab, SSH) running ``command`` if given.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -219,15 +219,15 @@ async def asyncio_detailed(
     organization: str | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
         idempotency_key (str | Unset):
-        body (InstanceLaunchRequest): Input of ``POST /instances`` (an interactive instance
-            running ``command``).
+        body (InstanceLaunchRequest): Input of ``POST /instances``: an interactive instance
+            (JupyterLab, SSH) running ``command`` if given.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.
@@ -255,15 +255,15 @@ async def asyncio(
     organization: str | Unset = UNSET,
     idempotency_key: str | Unset = UNSET,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
     Args:
         organization (str | Unset):
         idempotency_key (str | Unset):
-        body (InstanceLaunchRequest): Input of ``POST /instances`` (an interactive instance
-            running ``command``).
+        body (InstanceLaunchRequest): Input of ``POST /instances``: an interactive instance
+            (JupyterLab, SSH) running ``command`` if given.
 
     Raises:
         errors.UnexpectedStatus: If the server returns an undocumented status code and Client.raise_on_unexpected_status is True.

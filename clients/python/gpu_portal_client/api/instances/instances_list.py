@@ -99,7 +99,7 @@ def sync_detailed(
     cursor: str | Unset = UNSET,
     page_size: int | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PaginatedInstanceList]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -133,7 +133,7 @@ def sync(
     cursor: str | Unset = UNSET,
     page_size: int | Unset = UNSET,
 ) -> ErrorEnvelope | PaginatedInstanceList | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -162,7 +162,7 @@ async def asyncio_detailed(
     cursor: str | Unset = UNSET,
     page_size: int | Unset = UNSET,
 ) -> Response[ErrorEnvelope | PaginatedInstanceList]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -194,7 +194,7 @@ async def asyncio(
     cursor: str | Unset = UNSET,
     page_size: int | Unset = UNSET,
 ) -> ErrorEnvelope | PaginatedInstanceList | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 

@@ -90,7 +90,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -121,7 +121,7 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -147,7 +147,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -176,7 +176,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 

@@ -130,7 +130,7 @@ def sync_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -161,7 +161,7 @@ def sync(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -187,7 +187,7 @@ async def asyncio_detailed(
     *,
     client: AuthenticatedClient,
 ) -> Response[ErrorEnvelope | Instance]:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
@@ -216,7 +216,7 @@ async def asyncio(
     *,
     client: AuthenticatedClient,
 ) -> ErrorEnvelope | Instance | None:
-    """Your organization's instances. ``POST`` launches an interactive instance running ``command``;
+    """Your organization's instances. ``POST`` launches an interactive instance (``command`` optional);
     ``POST /instances/{id}/stop`` stops one (final checkpoint first for training jobs);
     ``/instances/{id}/shares`` lets other members enter one (``instances.interactive.access_api``).
 
