@@ -148,7 +148,9 @@ def test_both_ticks_charge_an_open_segment_only_up_to_its_last_sighting(alice, a
     wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="topup-alice")
     spans = [(T + 7 * S, T + 3 * M + 30 * S), (T, T + 5 * M), (T + 20 * S, T + 2 * M), (T, None)]
     for start, seen in spans:
-        inst = Instance.objects.create(organization=alice_org, name="i", gpu_type=gpu_type, gpu_count=1, status="running")
+        inst = Instance.objects.create(
+            organization=alice_org, name="i", gpu_type=gpu_type, gpu_count=1, status="running"
+        )
         InstanceRunSegment.objects.create(instance=inst, started_at=start, seen_until=seen)
     closed = Instance.objects.create(organization=alice_org, name="c", gpu_type=gpu_type, gpu_count=1, status="stopped")
     InstanceRunSegment.objects.create(
