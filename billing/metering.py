@@ -85,6 +85,17 @@ def started_minutes(*, started_at: datetime, until: datetime) -> int:
     return -(-micros // 60_000_000) if micros > 0 else 0
 
 
+def segment_until(ended_at: datetime | None, seen_until: datetime | None, now: datetime) -> datetime:
+    """How far a tick at ``now`` charges a run segment (exclusive; the tick then takes the earlier of this and
+    ``now`` + 1 µs): a closed one up to its end; an open one up to its last sighting inclusive (``seen_until``
+    + 1 µs, so a minute begun at the sighting counts), or up to ``now`` inclusive when no sighting was
+    recorded. Twin: ``billing.tick_sql.plan``'s ``until`` (``LEAST(COALESCE(ended_at, seen_until + 1 µs, now +
+    1 µs), now + 1 µs)``); ``tests/billing/test_metering_sql.py`` feeds both the same segments."""
+    if ended_at is not None:
+        return ended_at
+    return (seen_until if seen_until is not None else now) + MICRO
+
+
 @dataclass
 class TickResult:
     """What one tick did: records created, micro-CNY charged, organizations charged, conflicts (chunks left to
@@ -336,7 +347,7 @@ def _charge_pass(
             )
         else:
             done = 0
-        end = now + MICRO if seg["ended_at"] is None else min(seg["ended_at"], now + MICRO)
+        end = min(segment_until(seg["ended_at"], seg["seen_until"], now), now + MICRO)
         total = started_minutes(started_at=start, until=end)
         if done >= total:
             continue

@@ -96,7 +96,8 @@ def plan(
     """Fill the pass's temporary table and read its flags and batches (four statements). ``segments_sql`` is
     the selector's SQL (``run_segments_overlapping`` with ``segment_id``); ``grants`` as read under the lock
     ({organization: [[account id, balance, expires_at], …]})."""
-    until = "LEAST(COALESCE(s.ended_at, %s), %s)"
+    # twin of billing.metering.segment_until: an open segment up to its last sighting (inclusive) when it has one
+    until = "LEAST(COALESCE(s.ended_at, s.seen_until + interval '1 microsecond', %s), %s)"
     expiries = sorted({(org, g[2]) for org, gs in grants.items() for g in gs})
     sql = f"""
 CREATE TEMP TABLE {TEMP} AS

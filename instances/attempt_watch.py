@@ -3,11 +3,12 @@ and when waiting has lasted too long (called from ``instances.services.attempt_o
 
 * **Last seen running.** Every reconcile that reads ``running`` stamps ``JobAttempt.last_seen_running_at``.
   An attempt lost without a trace (a Kubernetes Job deleted outside the portal answers 404; processes gone
-  without an exit code) closes its run segment at the last moment it was known to run — the later of that
-  stamp and the runtime's last callback — not at the reconcile that noticed the loss, so metering bills no
-  minute after it (metering charges the minutes of a segment up to its end; a tick that ran between the
-  loss and its detection may already have charged the minute of the last sighting, never a later one when
-  reconciles run before ticks in each minute, as beat schedules them).
+  without an exit code) closes its run segment just after the last moment it was known to run — the later
+  of that stamp and the runtime's last callback — not at the reconcile that noticed the loss, so metering
+  bills no minute begun after it. The same stamp on the open segment (``InstanceRunSegment.seen_until``)
+  bounds what a metering tick charges before the loss is known: a tick that runs while reconciles are late
+  (a broker backlog, a worker restarting) charges up to the last sighting, never a minute that the loss
+  will put after the segment's end (found by the simulator, ``tests/simulation``, seed 3).
 * **Pending reasons.** While an attempt is pending, the backend's reason (no node with room, an image that
   cannot be pulled; see ``instances.k8s_reasons``) becomes the instance's status reason, in words.
 * **Pending timeout.** An attempt still pending after ``INSTANCES_PENDING_TIMEOUT_S`` seconds (default 900)
@@ -31,11 +32,16 @@ from instances.models import Instance, InstanceRunSegment, JobAttempt, JobEvent,
 from instances.reasons import reason_fields
 
 log = logging.getLogger(__name__)
+MICROSECOND = timedelta(microseconds=1)
 
 
 def attempt_seen_running(*, attempt: JobAttempt, now: datetime) -> None:
-    """Stamp the attempt as seen running at ``now`` (never moves the stamp backwards)."""
+    """Stamp the attempt, and its instance's open run segment (``seen_until``, how far metering may charge
+    it), as seen running at ``now``; neither stamp moves backwards."""
     JobAttempt.objects.filter(pk=attempt.pk).exclude(last_seen_running_at__gte=now).update(last_seen_running_at=now)
+    InstanceRunSegment.objects.filter(instance_id=attempt.instance_id, ended_at__isnull=True).exclude(
+        seen_until__gte=now
+    ).update(seen_until=now)
 
 
 def last_seen_running(attempt: JobAttempt) -> datetime | None:
@@ -51,11 +57,14 @@ def last_seen_running(attempt: JobAttempt) -> datetime | None:
 
 
 def segment_end_at_last_seen(*, instance: Instance, attempt: JobAttempt, closed_at: datetime) -> None:
-    """The run segment just closed at ``closed_at`` by a loss ends instead when the attempt was last seen
-    running (not before the segment's start, so a segment never runs backwards)."""
+    """The run segment just closed at ``closed_at`` by a loss ends instead just after the attempt was last seen
+    running: the sighting's instant was a running one, so the segment is ``[start, seen]``, i.e. ends at
+    ``seen`` + 1 µs and a minute begun at the sighting counts, as the metering tick counts it for an open
+    segment (``billing.metering``: an open segment is charged over ``[start, seen_until]``). Never before the
+    segment's start, so a segment never runs backwards."""
     seen = last_seen_running(attempt)
     for seg in InstanceRunSegment.objects.filter(instance=instance, ended_at=closed_at):
-        end = max(seg.started_at, min(seen, closed_at)) if seen is not None else seg.started_at
+        end = max(seg.started_at, min(seen + MICROSECOND, closed_at)) if seen is not None else seg.started_at
         if end != closed_at:
             InstanceRunSegment.objects.filter(pk=seg.pk).update(ended_at=end)
 

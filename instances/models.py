@@ -236,6 +236,11 @@ class InstanceRunSegment(models.Model):
     # GPUs the instance held in this segment (its placement when it entered running; an elastic resume may hold
     # fewer than gpu_count); null for segments opened before this was recorded: the instance's gpu_count
     gpus_held = models.PositiveIntegerField(null=True, blank=True)
+    # The last reconcile that saw the instance running in this segment (instances.attempt_watch): metering
+    # charges an open segment up to here, never past it, so a tick that runs while reconciles are late cannot
+    # charge a minute that a later-detected loss puts after the segment's end. Null: no sighting recorded
+    # (a segment opened without a reconcile): charged up to the tick's instant.
+    seen_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["id"]

@@ -32,7 +32,8 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
     Returns dicts with ``instance_id``, ``organization_id``, ``gpu_type`` (the GPU type code),
     ``gpu_count`` (the GPUs held in that segment), ``mode``, ``tier`` (the price tier), ``started_at``,
     ``ended_at`` (``None`` while the
-    instance still runs), ordered
+    instance still runs), ``seen_until`` (the last sighting of an open segment, ``None`` when none was
+    recorded: metering charges an open segment up to it), ordered
     by ``(instance_id, started_at)``. A segment overlaps when it started before ``end`` and has not ended
     or ended after ``start``. Times are timezone-aware UTC.
     """
@@ -44,6 +45,7 @@ def run_segments_overlapping(start: datetime, end: datetime) -> QuerySet[Instanc
             "instance_id",
             "started_at",
             "ended_at",
+            "seen_until",
             organization_id=F("instance__organization_id"),
             gpu_type=F("instance__gpu_type__code"),
             gpu_count=Coalesce(F("gpus_held"), F("instance__gpu_count")),  # held in the segment (elastic resume)

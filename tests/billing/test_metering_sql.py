@@ -15,11 +15,11 @@ import pytest
 from django.db import connection, transaction
 
 from billing import metering
-from billing.choices import GrantKind
+from billing.choices import GrantKind, SystemAccount
 from billing.metering import TickResult, metering_tick
 from billing.models import LedgerAccount, LedgerTransaction, MeteringCursor, UsageRecord
 from billing.pricing import gpu_price_set
-from billing.services import credit_grant_create, wallet_top_up
+from billing.services import credit_grant_create, system_account, wallet_top_up
 from instances.models import GpuType, Instance, InstanceRunSegment
 
 pytestmark = pytest.mark.skipif(connection.vendor != "postgresql", reason="the SQL tick runs on PostgreSQL only")
@@ -134,3 +134,44 @@ def test_the_sql_tick_writes_exactly_what_the_portable_tick_writes(alice, alice_
     assert {t[0].split(":")[2][:8] for t in expected["transactions"]} == {"20261130"}  # UTC day of first minutes
     assert sum(r.shortfalls.get(tiny.pk, 0) for r in in_sql) > 0
     assert metering_tick(now=now).records == 0  # nothing left over, nothing charged twice
+
+
+@pytest.mark.django_db(transaction=False)
+def test_both_ticks_charge_an_open_segment_only_up_to_its_last_sighting(alice, alice_org, time_machine, monkeypatch):
+    """Open segments seen by a reconcile (``seen_until``) are charged up to the sighting, inclusive, by both
+    engines alike: a sighting inside a minute, one exactly at a minute's start (that minute counts), one
+    before a price change, none at all (charged up to the tick), and a closed segment (its end wins)."""
+    time_machine.move_to(T - timedelta(days=2))
+    gpu_type, _ = GpuType.objects.get_or_create(code="A100-80G-SXM", defaults={"name": "A100", "memory_gib": 80})
+    gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="5.00", effective_from=T - timedelta(days=2))
+    gpu_price_set(gpu_type="A100-80G-SXM", mode="container", price="6.00", effective_from=T + 4 * M)
+    wallet_top_up(organization=alice_org, amount_micros=100_000_000, idempotency_key="topup-alice")
+    spans = [(T + 7 * S, T + 3 * M + 30 * S), (T, T + 5 * M), (T + 20 * S, T + 2 * M), (T, None)]
+    for start, seen in spans:
+        inst = Instance.objects.create(
+            organization=alice_org, name="i", gpu_type=gpu_type, gpu_count=1, status="running"
+        )
+        InstanceRunSegment.objects.create(instance=inst, started_at=start, seen_until=seen)
+    closed = Instance.objects.create(organization=alice_org, name="c", gpu_type=gpu_type, gpu_count=1, status="stopped")
+    InstanceRunSegment.objects.create(
+        instance=closed, started_at=T, ended_at=T + 6 * M + 1 * S, seen_until=T + 2 * M
+    )  # fmt: skip
+    now = T + 8 * M + 10 * S
+    time_machine.move_to(now)
+    system_account(SystemAccount.REVENUE)  # made once, outside the rolled-back run (ids are compared)
+    with monkeypatch.context() as patch, transaction.atomic():
+        patch.setattr(metering, "_tick_in_sql", metering._tick_in_python)
+        portable = _catch_up(now)
+        expected = _state()
+        transaction.set_rollback(True)
+    in_sql = _catch_up(now)
+
+    assert _summary(in_sql) == _summary(portable)
+    assert _state() == expected
+    per_instance: dict[int, int] = {}
+    for row in expected["usage"]:
+        per_instance[row[1]] = per_instance.get(row[1], 0) + 1
+    # 4 minutes begun by 3:30 (+7 s start) · 6 by 5:00 (the minute begun at the sighting counts) · 2 by 2:00
+    # (+20 s start) · 9 by the tick at 8:10 (no sighting) · 7 by the closed segment's end 6:01
+    assert sorted(per_instance.values()) == [2, 4, 6, 7, 9]
+    assert sum(r.records for r in in_sql) == 28

@@ -243,7 +243,8 @@ def test_a_job_deleted_behind_the_portals_back_is_lost_within_two_reconciles_and
     assert inst.status == "provisioning" and job.attempts.count() == 2  # resumed on new capacity
     assert inst.transitions.filter(to_status="preempted").get().reason == lost.message
     segment = inst.run_segments.get()
-    assert segment.ended_at == t0 + timedelta(minutes=10)  # the last reconcile that saw it running
+    # just after the last reconcile that saw it running ([start, last sighting], the sighting's minute counted)
+    assert segment.ended_at == t0 + timedelta(minutes=10, microseconds=1)
     # 11 started minutes (0 … 10) of 8 A100 at 8.00 CNY per GPU-hour: 64 CNY/h × 11/60 h = 11.733333 CNY
     assert billed(inst) == (11, 11_733_333)
 

@@ -193,6 +193,7 @@ def _tick(world: World, p: dict[str, int]) -> str:
     from unittest import mock
 
     from billing import metering, tasks
+    from instances.models import InstanceRunSegment
 
     guard = metering.budget_guard
 
@@ -200,9 +201,17 @@ def _tick(world: World, p: dict[str, int]) -> str:
         world.set_now(world.now + timedelta(milliseconds=1))
         return guard(**kwargs)
 
+    # how far this tick has to charge each segment, as the segments stand when it starts (its budget guard may
+    # end one just after)
+    at = world.now
+    until = {
+        pk: min(metering.segment_until(ended, seen, at), at)
+        for pk, ended, seen in InstanceRunSegment.objects.values_list("pk", "ended_at", "seen_until")
+    }
     with mock.patch.object(metering, "budget_guard", later_guard):
         result = tasks.metering_tick.run()
     world.last_tick = world.now
+    world.seen["tick_until"] = until
     return f"tick {result}"
 
 

@@ -51,9 +51,10 @@ def no_negative_balance(world: World) -> list[str]:
 def minutes_charged_once_at_the_price(world: World) -> list[str]:
     """Every usage record is a minute a run segment had begun (nothing after its last running minute), at the
     price in force when the minute began for the instance's tier, charged per the one rounding rule
-    (``billing.pricing.minute_charge_micros``); after an on-time tick every begun minute of every segment is
-    charged or written off, exactly once (``billing.metering``). Records are read once (they are append-only);
-    segments, whose end may move, every time."""
+    (``billing.pricing.minute_charge_micros``); after an on-time tick every begun minute of every segment (of an
+    open one: up to its last sighting, ``seen_until``) is charged or written off, exactly once
+    (``billing.metering``) — "begun" as the segment stood at that tick (``billing.metering.segment_until``).
+    Records are read once (they are append-only); segments, whose end may move, every time."""
     from billing.metering import started_minutes
     from billing.models import UsageRecord, UsageWriteOff
     from billing.pricing import PriceBook, minute_charge_micros
@@ -99,8 +100,8 @@ def minutes_charged_once_at_the_price(world: World) -> list[str]:
                     f"{name} segment {seg.pk} ({seg.started_at:%H:%M:%S}–{seg.ended_at:%H:%M:%S}) charged minute"
                     f" {max(done)} after its last running minute"
                 )
-        if world.last_tick is not None:
-            until: datetime = min(seg.ended_at or world.last_tick, world.last_tick)
+        until: datetime | None = world.seen.get("tick_until", {}).get(seg.pk)  # as the segment was at the tick
+        if until is not None:
             due = set(range(started_minutes(started_at=seg.started_at, until=until)))
             missing = due - done - written.get(seg.pk, set())
             if missing:

@@ -13,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tests.simulation.events import events_draw
+from tests.simulation.invariants import INVARIANTS
 from tests.simulation.runner import run_seed
 
 pytestmark = pytest.mark.django_db
@@ -128,3 +129,46 @@ def test_a_refund_skipped_under_the_race_is_reported(monkeypatch: Any) -> None:
     assert calls["n"] == 1
     assert result.failure is not None
     assert (result.failure.invariant, result.failure.step) == ("stripe_payment_credited_once", 4)
+
+
+@pytest.mark.parametrize("engine", ["portable", "sql"])
+@pytest.mark.parametrize(
+    "between",
+    [
+        pytest.param([], id="tick-at-the-sighting"),
+        pytest.param([("advance", {"a": 50, "b": 0, "c": 0}), ("advance", {"a": 70, "b": 0, "c": 0})], id="late-tick"),
+    ],
+)
+def test_a_tick_before_a_late_reconcile_charges_no_minute_after_a_lost_jobs_last_sighting(
+    engine: str, between: list[Any]
+) -> None:
+    """Regression (the simulator's seed 3): a job is seen running once, a tick runs with no reconcile since
+    (at the sighting, or ~3 minutes later while reconciles are late), then the job is lost without an exit
+    code. Before the fix the tick charged up to its own instant (minutes 0–3 of the late tick; minute 0 of the
+    other) and the loss then ended the segment at the sighting, before minutes already charged; now the tick
+    charges an open segment only up to its last sighting, inclusive (``InstanceRunSegment.seen_until``), and the
+    loss ends it just after that sighting: exactly minute 0, on both engines."""
+    from billing.models import UsageRecord
+
+    events = [
+        ("launch", {"a": 944, "b": 675, "c": 147}),
+        ("worker", {"a": 451, "b": 924, "c": 684}),
+        ("reconcile", {"a": 91, "b": 306, "c": 720}),
+        *between,
+        ("tick", {"a": 954, "b": 957, "c": 302}),
+        ("exit", {"a": 610, "b": 752, "c": 851}),  # b % 5 == 2: processes gone, no exit code (a lost node)
+        ("reconcile", {"a": 242, "b": 678, "c": 286}),
+        ("tick", {"a": 1, "b": 2, "c": 3}),
+    ]
+    charged: list[tuple[int, int]] = []
+
+    def minutes_charged(world: Any) -> list[str]:  # not an invariant: records what was charged after each step
+        charged[:] = list(UsageRecord.objects.values_list("minute_index", "gpu_count"))
+        return []
+
+    lines: list[str] = []
+    result = run_seed(3, engine=engine, events=events, verbose=lines.append, invariants=(*INVARIANTS, minutes_charged))
+    assert result.failure is None, result.failure
+    assert "ends on the backend: failed None" in lines[-3], lines
+    assert " launch i0 1×" in lines[0], lines[0]
+    assert charged == [(0, 1)]  # minute 0 of the one GPU, nothing after the sighting
