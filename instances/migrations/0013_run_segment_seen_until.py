@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('instances', '0011_elastic_resume_gpu_counts'),
+        ('instances', '0012_reason_codes_from_text'),
     ]
 
     operations = [
