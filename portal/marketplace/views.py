@@ -71,8 +71,8 @@ def app_detail(request: AuthedHttpRequest, org: str, slug: str) -> HttpResponse:
         context["revenue_chart"] = bar_chart([(d, r / 1_000_000) for d, _, r in days])
         context["revenue"] = revenue_summary(app)
         listed = app.price_per_call_micros  # the publisher's own call: the listed price less its share
-        context["own_price"] = {"list": listed, "share": pricing.own_share_micros(app, listed)}
-        context["own_price"]["charged"] = listed - context["own_price"]["share"]
+        share = pricing.own_share_micros(app, listed)
+        context["own_price"] = {"list": listed, "share": share, "charged": listed - share}
     return render(request, "marketplace/app_detail.html", context)
 
 
