@@ -138,7 +138,9 @@ def test_run_segments_overlapping_returns_the_metering_fields(instance: Any, ali
     from instances.selectors import run_segments_overlapping
 
     InstanceRunSegment.objects.create(instance=instance, started_at=T0, ended_at=T0 + timedelta(minutes=5))
-    InstanceRunSegment.objects.create(instance=instance, started_at=T0 + timedelta(minutes=30))
+    InstanceRunSegment.objects.create(
+        instance=instance, started_at=T0 + timedelta(minutes=30), seen_until=T0 + timedelta(minutes=41)
+    )
     rows = list(run_segments_overlapping(T0 + timedelta(minutes=4), T0 + timedelta(minutes=60)))
     assert rows == [
         {
@@ -150,6 +152,7 @@ def test_run_segments_overlapping_returns_the_metering_fields(instance: Any, ali
             "tier": "on_demand",
             "started_at": T0,
             "ended_at": T0 + timedelta(minutes=5),
+            "seen_until": None,
         },
         {
             "instance_id": instance.pk,
@@ -160,6 +163,7 @@ def test_run_segments_overlapping_returns_the_metering_fields(instance: Any, ali
             "tier": "on_demand",
             "started_at": T0 + timedelta(minutes=30),
             "ended_at": None,
+            "seen_until": T0 + timedelta(minutes=41),  # the last sighting: how far metering charges it
         },
     ]
     assert list(run_segments_overlapping(T0 + timedelta(minutes=5), T0 + timedelta(minutes=30))) == []
