@@ -86,14 +86,11 @@ def started_minutes(*, started_at: datetime, until: datetime) -> int:
 
 
 def segment_until(ended_at: datetime | None, seen_until: datetime | None, now: datetime) -> datetime:
-    """How far a tick at ``now`` charges a run segment (exclusive; the tick then takes the earlier of this and
-    ``now`` + 1 µs): a closed one up to its end; an open one up to its last sighting inclusive (``seen_until``
-    + 1 µs, so a minute begun at the sighting counts), or up to ``now`` inclusive when no sighting was
-    recorded. Twin: ``billing.tick_sql.plan``'s ``until`` (``LEAST(COALESCE(ended_at, seen_until + 1 µs, now +
-    1 µs), now + 1 µs)``); ``tests/billing/test_metering_sql.py`` feeds both the same segments."""
-    if ended_at is not None:
-        return ended_at
-    return (seen_until if seen_until is not None else now) + MICRO
+    """How far (exclusive) a tick at ``now`` charges a run segment, before the cap at ``now`` + 1 µs: a closed
+    one to its end; an open one to its last sighting inclusive (``seen_until`` + 1 µs: the sighting's minute
+    counts), or to ``now`` inclusive without a sighting. Twin: ``billing.tick_sql.plan``'s ``until``;
+    ``tests/billing/test_metering_sql.py`` feeds both the same segments."""
+    return ended_at if ended_at is not None else (seen_until if seen_until is not None else now) + MICRO
 
 
 @dataclass

@@ -3,8 +3,7 @@
 Every command prints a table (or a short summary) by default and the API's JSON with ``--json``. Waits
 (``instances launch``, ``jobs launch``, ``--wait``) show a status line on stderr. An API refusal prints the
 error envelope's message, code and details on stderr and exits 1; so do "not logged in" and an unreachable
-portal. Exit codes: 0 done, 1 refused or failed, 2 bad command line (argparse), 130 interrupted.
-"""
+portal. Exit codes: 0 done, 1 refused or failed, 2 bad command line (argparse), 130 interrupted."""
 
 from __future__ import annotations
 
