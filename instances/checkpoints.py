@@ -102,7 +102,7 @@ def checkpoints_reconcile(*, job: TrainingJob, now: datetime | None = None) -> d
                     continue
                 aside = store.fs.glob(f"{store.root.rstrip('/')}/rolled-back-*/{name}")
                 marked[pk] = "rolled_back" if aside else "deleted"
-        except (OSError, ValueError, ImportError) as exc:
+        except Exception as exc:  # any storage driver's error (fsspec, botocore, gcsfs): not re-read
             log.warning("checkpoints of job %s at %s not re-read: %s", job.pk, root, exc)
     if marked:
         aside_ids = [pk for pk, how in marked.items() if how == "rolled_back"]

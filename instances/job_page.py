@@ -182,15 +182,16 @@ class CrashReport:
 
 
 def crash_report(job: TrainingJob, *, lines: int = 15) -> CrashReport | None:
-    """The :class:`CrashReport` of the job's newest failed attempt; None when no attempt failed. Two queries
-    and one log read (the backend's live log or the archived copy, ``instances.joblogs.job_log``)."""
+    """The :class:`CrashReport` of the job's newest attempt when that attempt failed; None otherwise (no
+    attempt failed, or a later attempt runs or ended otherwise: an old crash is history, in the attempts
+    table). Two queries and one log read (the live log or the archived copy, ``instances.joblogs.job_log``)."""
     from instances.choices import AttemptState
     from instances.joblogs import UnknownRank, job_log
     from instances.reason_display import reason_render
     from instances.reasons import runtime_exit_reason
 
-    attempt = job.attempts.filter(state=AttemptState.FAILED).order_by("-number").first()
-    if attempt is None:
+    attempt = job.attempts.order_by("-number").first()
+    if attempt is None or attempt.state != AttemptState.FAILED:
         return None
     said: dict[str, Any] = (
         job.events.filter(attempt=attempt.number, type="exit")

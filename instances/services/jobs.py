@@ -79,6 +79,14 @@ def job_rollback(*, job: TrainingJob, checkpoint_id: int, acting_user: User | No
             volumes_hold_again(instance=job.instance)
     checkpoints.checkpoint_hold_for_rollback(cp)  # the final checkpoint's keep-last-K must not delete it
     with transaction.atomic():
+        # two rollbacks at once (a double click, the console and the API): under the job's row lock the
+        # target is checked again, so the second one cannot resume from a step the first just set aside
+        TrainingJob.objects.select_for_update().filter(pk=job.pk).first()
+        if not checkpoints.usable_checkpoints(job).filter(pk=cp.pk).exists():
+            try:
+                checkpoints.checkpoint_for_action(job=job, checkpoint_id=checkpoint_id)
+            except checkpoints.CheckpointUnavailable as exc:
+                raise RollbackError(str(exc), available_steps=exc.available_steps) from None
         job.checkpoints.filter(step__gt=cp.step).update(rolled_back=True)
         # the job is at the target's step now (the header, the API's last_step): the stopping attempt's later
         # reports belong to the abandoned timeline and no longer move it (instances.services.callbacks)

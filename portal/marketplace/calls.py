@@ -122,7 +122,7 @@ def call_price_micros(app: App, tokens: int, caller: Organization) -> int:
 
 def publisher_share_micros(app: App, caller: Organization, price_micros: int) -> int:
     """The publisher's share of ``price_micros`` (``publisher_share_bps``, rounded down; 0 on its own calls)."""
-    return price_micros * app.publisher_share_bps // 10_000 if app.publisher_id != caller.pk else 0
+    return own_share_micros(app, price_micros) if app.publisher_id != caller.pk else 0
 
 
 def monthly_cap_micros(organization: Organization) -> int:

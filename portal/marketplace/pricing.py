@@ -19,8 +19,9 @@ def list_price_micros(app: App, *, prompt_tokens: int, completion_tokens: int) -
 
 
 def own_share_micros(app: App, list_micros: int) -> int:
-    """The publisher's share of ``list_micros`` (``publisher_share_bps``, rounded down): what a publisher's call
-    of its own app is not charged, instead of being paid and credited back to itself."""
+    """The publisher's share of ``list_micros`` (``publisher_share_bps``, rounded down) — the one rule: credited
+    to the publisher on another organization's call (``calls.publisher_share_micros``), and not charged on the
+    publisher's call of its own app, instead of being paid and credited back to itself."""
     return list_micros * app.publisher_share_bps // 10_000
 
 

@@ -270,3 +270,38 @@ def test_a_listed_checkpoint_whose_folder_lost_its_commit_marker_is_refused_befo
     assert listed(job) == [(20, False, False), (10, False, False)]
     assert job.checkpoints.get(step=20).complete is False
     assert App.objects.count() == 0
+
+
+def test_two_rollbacks_at_once_the_second_is_refused_when_the_first_set_its_target_aside(
+    alice: Any, job: Any, ckpt: Path, fake_backend: FakeBackend, django_capture_on_commit_callbacks: Any, monkeypatch
+) -> None:
+    """Two actors: rollback B (to step 20) passes its first check, then rollback A (to step 10) runs to the end
+    before B takes the job's lock (forced by running A inside B's next step). B is refused — its target is now
+    set aside — and the job resumes from A's step only: one stop, one new attempt from step 10."""
+    from instances import checkpoints
+    from instances.services import RollbackError, job_rollback
+
+    report(job, [save(ckpt, 10), save(ckpt, 20)])
+    ten, twenty = job.checkpoints.get(step=10), job.checkpoints.get(step=20)
+    hold = checkpoints.checkpoint_hold_for_rollback
+    ran: list[int] = []
+
+    def the_other_rollback_first(cp: Any) -> None:
+        if not ran:  # B, between its check and its lock: A rolls back to 10
+            ran.append(cp.step)
+            job_rollback(job=job, checkpoint_id=ten.pk, acting_user=alice)
+        hold(cp)
+
+    monkeypatch.setattr(checkpoints, "checkpoint_hold_for_rollback", the_other_rollback_first)
+    with django_capture_on_commit_callbacks(execute=True), pytest.raises(RollbackError) as refused:
+        job_rollback(job=job, checkpoint_id=twenty.pk, acting_user=alice)
+    assert (
+        str(refused.value)
+        == "The checkpoint at step 20 was set aside by a rollback. Checkpoints you can use: steps 10."
+    )
+    job.refresh_from_db()
+    assert ran == [20]
+    assert [(a.number, a.resume_from_step) for a in job.attempts.order_by("number")] == [(1, -1), (2, 10)]
+    assert fake_backend.stopped == [job.attempts.get(number=1).handle]
+    assert (job.resume_step, job.last_step) == (-1, 10)  # the resume to 10 was handed to attempt 2
+    assert listed(job) == [(20, True, False), (10, False, False)]

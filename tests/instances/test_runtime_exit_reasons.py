@@ -161,3 +161,19 @@ def test_the_migration_gives_reasons_written_before_codes_their_code(job: Any) -
     with translation.override("zh-hans"):
         assert instance.status_reason_display != instance.status_reason
         assert attempt.message_display != attempt.message
+
+
+def test_the_crash_report_leaves_once_a_later_attempt_runs(job: Any) -> None:
+    """The card explains the job's current failure only: when the next attempt (a crash resume) exists, the old
+    crash is history (the attempts table) and the card is gone."""
+    from instances.backends.base import JobStatus, state_for_exit_code
+    from instances.job_page import crash_report
+    from instances.models import JobAttempt
+    from instances.services import attempt_observe
+
+    state, message = state_for_exit_code(1)
+    attempt_observe(attempt=job.attempts.get(), status=JobStatus(state, 1, message))
+    report = crash_report(job)
+    assert report is not None and report.attempt == 1
+    JobAttempt.objects.create(instance=job.instance, job=job, number=2, state="running")
+    assert crash_report(job) is None

@@ -204,8 +204,9 @@ def _tick(world: World, p: dict[str, int]) -> str:
     # how far this tick has to charge each segment, as the segments stand when it starts (its budget guard may
     # end one just after)
     at = world.now
+    micro = timedelta(microseconds=1)  # written out here, not taken from billing.metering, which it checks
     until = {
-        pk: min(metering.segment_until(ended, seen, at), at)
+        pk: min(ended or (seen + micro if seen is not None else at), at)
         for pk, ended, seen in InstanceRunSegment.objects.values_list("pk", "ended_at", "seen_until")
     }
     with mock.patch.object(metering, "budget_guard", later_guard):

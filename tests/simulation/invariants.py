@@ -53,7 +53,7 @@ def minutes_charged_once_at_the_price(world: World) -> list[str]:
     price in force when the minute began for the instance's tier, charged per the one rounding rule
     (``billing.pricing.minute_charge_micros``); after an on-time tick every begun minute of every segment (of an
     open one: up to its last sighting, ``seen_until``) is charged or written off, exactly once
-    (``billing.metering``) — "begun" as the segment stood at that tick (``billing.metering.segment_until``).
+    (``billing.metering``) — "begun" as the segment stood at that tick (its end, or its last sighting + 1 µs).
     Records are read once (they are append-only); segments, whose end may move, every time."""
     from billing.metering import started_minutes
     from billing.models import UsageRecord, UsageWriteOff
