@@ -161,3 +161,16 @@ def test_the_migration_gives_lines_written_before_codes_their_code_and_touches_n
     assert shown["Volume work (5 GB), hour 1"] == "数据卷 work（5 GB），第 1 小时"
     assert shown["Expiry of Trial credit"] == "试用额度到期"
     assert (shown["人工调整"], shown["Something else"]) == ("人工调整", "Something else")
+
+
+def test_every_grant_kind_has_a_memo_that_reads_as_its_label() -> None:
+    """The grant memos copy ``GrantKind``'s labels (the registry must stay free of model imports): a new kind
+    without a memo, or a label changed on one side only, fails here instead of in ``credit_grant_create``."""
+    from billing.memos import grant_memo
+
+    with translation.override("en"):
+        assert {k.value: str(grant_memo(k)) for k in GrantKind} == {k.value: str(k.label) for k in GrantKind}
+    with translation.override("zh-hans"):
+        assert [memo_display(code=grant_memo(k).code, params={}, text="") for k in GrantKind] == [
+            str(k.label) for k in GrantKind
+        ]
