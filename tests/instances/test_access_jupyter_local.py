@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import time
 import uuid
+from collections.abc import Iterator
 from html import unescape
 from pathlib import Path
 from typing import Any
@@ -28,13 +29,20 @@ REFUSED = {
 
 
 @pytest.fixture
-def portal(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any, live_server: Any) -> str:
+def portal(settings: Any, tmp_path: Path, catalog: None, transactional_db: Any, live_server: Any) -> Iterator[str]:
+    """The live portal's URL, on the local backend; every instance a test left running is stopped at the end
+    (its JupyterLab and SSH servers end with the test, not at their own idle limit)."""
+    from instances.models import Instance
+    from instances.services import instance_stop
+
     settings.INSTANCES_BACKEND = "local"
     settings.INSTANCES_BACKEND_OPTIONS = {"workspace_root": str(tmp_path / "ws"), "slots": 2}
     settings.INSTANCES_STOP_GRACE_S = 5
     settings.SITE_URL = live_server.url  # the server's re-check goes to this portal
     settings.INSTANCES_JUPYTER_RECHECK_S = RECHECK_S
-    return str(live_server.url)
+    yield str(live_server.url)
+    for left in Instance.objects.filter(status__in=("scheduling", "provisioning", "running")):
+        instance_stop(instance=left, reason="test ended", acting_user=None)
 
 
 class Lab:
