@@ -147,6 +147,18 @@ class JobStatus:
         return self.state in TERMINAL_JOB_STATES
 
 
+def _death_signal(exit_code: int) -> tuple[int | None, str]:
+    """``(N, name)`` when ``exit_code`` reports a death by signal N (``-N`` as Python's ``subprocess`` reports it,
+    ``128 + N`` as a shell does), else ``(None, "")``; the name is ``SIGTERM``-style, ``signal N`` when unknown."""
+    signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None
+    if signum is None:
+        return None, ""
+    try:
+        return signum, signal.Signals(signum).name
+    except ValueError:
+        return signum, f"signal {signum}"
+
+
 def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tuple[JobState, str]:
     """Map a process exit status to a job state and message (rules of ``instances/runtime/exitcodes.py``).
 
@@ -170,12 +182,8 @@ def state_for_exit_code(exit_code: int, *, stop_requested: bool = False) -> tupl
         return "preempted", reason("store_unavailable")
     if exit_code == EXIT_CONFIG_ERROR:
         return "failed", reason("config_error")
-    signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None
+    signum, name = _death_signal(exit_code)
     if signum is not None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
         if stop_requested and signum in (signal.SIGTERM, signal.SIGKILL, signal.SIGINT):
             return "stopped", reason("stopped_signal", signal=name)
         return "failed", reason("killed_signal", signal=name)
@@ -196,12 +204,8 @@ def command_state_for_exit_code(exit_code: int, *, stop_requested: bool = False)
         return "stopped", reason("command_stopped")
     if exit_code == 0:
         return "succeeded", reason("finished")
-    signum = -exit_code if exit_code < 0 else exit_code - 128 if 128 < exit_code < 128 + 65 else None
+    signum, name = _death_signal(exit_code)
     if signum is not None:
-        try:
-            name = signal.Signals(signum).name
-        except ValueError:
-            name = f"signal {signum}"
         return "failed", reason("command_killed", signal=name)
     return "failed", reason("command_exited", exit_code=exit_code)
 
