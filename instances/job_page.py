@@ -13,13 +13,8 @@ from typing import Any
 from django.db.models import Sum
 from django.utils import timezone
 
+from billing.money import format_cny
 from instances.models import Instance, TrainingJob, placement_gpus
-
-
-def cny_2(micros: int) -> str:
-    """Micro-CNY as CNY with 2 decimals, rounded half-up (``12_345`` -> ``"0.01"``), for display."""
-    cents = (micros + 5_000) // 10_000
-    return f"{cents // 100}.{cents % 100:02d}"
 
 
 @dataclass(frozen=True)
@@ -34,13 +29,13 @@ class InstanceCost:
 
     @property
     def cost_cny(self) -> str:
-        """The cost so far with 2 decimals (:func:`cny_2`)."""
-        return cny_2(self.cost_micros)
+        """The cost so far with 2 decimals (``billing.money.format_cny``)."""
+        return format_cny(self.cost_micros)
 
     @property
     def price_per_hour_cny(self) -> str:
-        """The price per hour with 2 decimals (:func:`cny_2`), ``""`` without a price."""
-        return "" if self.price_per_hour_micros is None else cny_2(self.price_per_hour_micros)
+        """The price per hour with 2 decimals (``billing.money.format_cny``), ``""`` without a price."""
+        return "" if self.price_per_hour_micros is None else format_cny(self.price_per_hour_micros)
 
 
 def instance_cost(instance: Instance, *, now: datetime | None = None) -> InstanceCost:
@@ -78,8 +73,8 @@ class JobSummary:
 
     @property
     def cost_cny(self) -> str:
-        """The cost as CNY with 2 decimals (rounded half-up from micro-CNY), for display (:func:`cny_2`)."""
-        return cny_2(self.cost_micros)
+        """The cost as CNY with 2 decimals, rounded half-up (``billing.money.format_cny``)."""
+        return format_cny(self.cost_micros)
 
 
 def _hms(d: timedelta) -> str:
