@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from instances import checkpoints
@@ -51,6 +52,7 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
             .values_list("number", flat=True)
             .first()
         )
+        kept_to = _kept_timeline_end(job, attempt)  # once per POST: the job's row is locked, it cannot move
         for ev in body["events"]:
             if not isinstance(ev, dict) or not isinstance(ev.get("seq"), int) or not isinstance(ev.get("type"), str):
                 raise CallbackRefused("each event needs an integer seq and a type", 400)
@@ -66,7 +68,7 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
                     )
             except IntegrityError:
                 continue  # already received: resending is safe
-            _apply_event(job, attempt, ev, now, current=current)
+            _apply_event(job, attempt, ev, now, current=current, kept_to=kept_to)
         job.refresh_from_db()
         checkpoint = (
             TrainingJob.objects.filter(pk=job.pk, checkpoint_requested=True).update(checkpoint_requested=False) == 1
@@ -75,7 +77,9 @@ def job_events_receive(*, job_id: int, token: str, body: Any, now: datetime | No
     return {"checkpoint_requested": checkpoint, "stop_requested": stop}
 
 
-def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime, *, current: bool) -> None:
+def _apply_event(
+    job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now: datetime, *, current: bool, kept_to: int | None
+) -> None:
     kind = ev["type"]
     step = ev.get("step")
     if kind in ("started", "progress") and not current:
@@ -98,7 +102,7 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         return
     if kind == "started":
         JobAttempt.objects.filter(pk=attempt.pk).update(started_step=int(step or 0))
-        if not _abandoned_timeline(job, attempt, int(step or 0)):  # resumed here: the job is at this step now
+        if not _abandoned(kept_to, int(step or 0)):  # resumed here: the job is at this step now
             TrainingJob.objects.filter(pk=job.pk).update(last_step=int(step or 0))
         JobAttempt.objects.filter(pk=attempt.pk, state=AttemptState.PENDING).update(state=AttemptState.RUNNING)
         instance = Instance.objects.get(pk=attempt.instance_id)
@@ -120,14 +124,14 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
             ],
             ignore_conflicts=True,
         )
-        if not _abandoned_timeline(job, attempt, step):  # the header follows the timeline a rollback keeps
+        if not _abandoned(kept_to, step):  # the header follows the timeline a rollback keeps
             TrainingJob.objects.filter(pk=job.pk).update(last_step=step, tokens_seen=int(ev.get("tokens_seen", 0)))
         JobAttempt.objects.filter(pk=attempt.pk, first_step_at__isnull=True).update(first_step_at=now)
         instance = Instance.objects.get(pk=attempt.instance_id)
         if instance.status == S.PROVISIONING:
             _try_transition(instance, S.RUNNING, Reason("training"), now=now)
     elif kind == "checkpoint" and isinstance(step, int):
-        abandoned = _abandoned_timeline(job, attempt, step)
+        abandoned = _abandoned(kept_to, step)
         if abandoned and Checkpoint.objects.filter(job=job, step=step, attempt__number__gt=attempt.number).exists():
             return  # a late report of an abandoned attempt: the newer timeline's checkpoint at this step stays
         Checkpoint.objects.update_or_create(
@@ -166,15 +170,21 @@ def _apply_event(job: TrainingJob, attempt: JobAttempt, ev: dict[str, Any], now:
         )
 
 
-def _abandoned_timeline(job: TrainingJob, attempt: JobAttempt, step: int) -> bool:
-    """Whether ``step`` reported by ``attempt`` belongs to a timeline a rollback abandons: a rollback to an
-    earlier step is pending (``job.resume_step``: the stop it asked for writes a final checkpoint, and
-    interval saves may land before the stop), or a newer attempt of the job resumed from an earlier step
-    (a late report of the attempt it replaced). Such checkpoints are recorded set aside, as the next
-    attempt's runtime moves their folders aside on disk (``CheckpointStore.roll_back``)."""
+def _kept_timeline_end(job: TrainingJob, attempt: JobAttempt) -> int | None:
+    """The last step of ``attempt``'s reports that belongs to the timeline a rollback keeps, or None when all
+    do: the target of a pending rollback (``job.resume_step``: the stop it asked for writes a final checkpoint,
+    and interval saves may land before the stop) or the earliest step a newer attempt of the job resumed from (a
+    late report of the attempt it replaced), whichever is lower. Checkpoints past it are recorded set aside, as
+    the next attempt's runtime moves their folders aside on disk (``CheckpointStore.roll_back``). One query
+    each (read under the job's row lock, once per callback)."""
     job.refresh_from_db(fields=["resume_step"])
-    if 0 <= job.resume_step < step:
-        return True
-    return JobAttempt.objects.filter(
-        job=job, number__gt=attempt.number, resume_from_step__gte=0, resume_from_step__lt=step
-    ).exists()
+    newer = JobAttempt.objects.filter(job=job, number__gt=attempt.number, resume_from_step__gte=0).aggregate(
+        m=Min("resume_from_step")
+    )["m"]
+    ends = [s for s in (job.resume_step if job.resume_step >= 0 else None, newer) if s is not None]
+    return min(ends) if ends else None
+
+
+def _abandoned(kept_to: int | None, step: int) -> bool:
+    """Whether ``step`` lies past :func:`_kept_timeline_end` (on a timeline a rollback abandons)."""
+    return kept_to is not None and step > kept_to
